@@ -1,0 +1,34 @@
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+SM     := $(VENV)/bin/sparkmark
+DEMO   := demo-data
+JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
+          --input $(DEMO)/orders --output $(DEMO)/out
+
+.PHONY: install demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	rm -rf $(DEMO)
+	$(SM) bookmark reset demo_orders --missing-ok
+	$(PY) demo/generate.py $(DEMO)/orders --days 3 --files-per-day 4
+	@echo "== run 1: every file is new"
+	$(SM) run demo/orders_job.py $(JOBARGS)
+	$(PY) demo/generate.py $(DEMO)/orders --append 2
+	@echo "== run 2: only the 2 new files"
+	$(SM) run demo/orders_job.py $(JOBARGS)
+	$(SM) runs list demo_orders --limit 2
+	$(SM) bookmark get demo_orders
+
+test: install
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) $(DEMO) .sparkmark build

@@ -1,0 +1,114 @@
+"""Job arguments as Glue passes them: ``--name value`` pairs.
+
+Reserved names and the bookmark options follow Glue's rules: the bookmark
+option defaults to ``job-bookmark-disable``; the legacy ``--continuation-option``
+maps onto it when ``--job-bookmark-option`` is absent; ``--job-bookmark-from``
+and ``--job-bookmark-to`` go together and only with ``job-bookmark-pause``;
+``--TempDir`` and ``--RedshiftTempDir`` stand in for each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .engine.models import BookmarkOption
+from .errors import ArgumentError
+
+BOOKMARK_CHOICES = tuple(o.value for o in BookmarkOption)
+CONTINUATION_CHOICES = {
+    "continuation-enabled": BookmarkOption.ENABLE,
+    "continuation-readonly": BookmarkOption.PAUSE,
+    "continuation-ignore": BookmarkOption.DISABLE,
+}
+
+
+@dataclass(frozen=True)
+class JobArguments:
+    job_name: str
+    bookmark_option: BookmarkOption
+    bookmark_from: str | None
+    bookmark_to: str | None
+    temp_dir: str | None
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def split_pairs(argv: Sequence[str]) -> dict[str, str]:
+    """``["--a", "1", "--b=2"]`` → ``{"a": "1", "b": "2"}``; the last of a repeated name wins."""
+    pairs: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if not token.startswith("--") or token == "--":
+            raise ArgumentError(
+                f"unexpected argument {token!r}: job arguments are --name value pairs"
+            )
+        name, eq, value = token[2:].partition("=")
+        if not name:
+            raise ArgumentError(f"argument {token!r} has no name")
+        if not eq:
+            if i + 1 >= len(argv):
+                raise ArgumentError(f"argument --{name}: expected one argument")
+            value = argv[i + 1]
+            i += 1
+        pairs[name] = value
+        i += 1
+    return pairs
+
+
+def resolve(argv: Sequence[str], *, default_job_name: str | None = None) -> JobArguments:
+    """Parse ``argv`` (without the script name) into validated job arguments."""
+    values = split_pairs(argv)
+
+    option_text = values.get("job-bookmark-option")
+    if option_text is not None and option_text not in BOOKMARK_CHOICES:
+        choices = ", ".join(repr(c) for c in BOOKMARK_CHOICES)
+        raise ArgumentError(
+            f"argument --job-bookmark-option: invalid choice: {option_text!r} (choose from {choices})"
+        )
+    continuation = values.get("continuation-option")
+    if continuation is not None and continuation not in CONTINUATION_CHOICES:
+        choices = ", ".join(repr(c) for c in CONTINUATION_CHOICES)
+        raise ArgumentError(
+            f"argument --continuation-option: invalid choice: {continuation!r} (choose from {choices})"
+        )
+    if option_text is not None:
+        option = BookmarkOption(option_text)
+    elif continuation is not None:
+        option = CONTINUATION_CHOICES[continuation]
+    else:
+        option = BookmarkOption.DISABLE
+
+    start, end = values.get("job-bookmark-from"), values.get("job-bookmark-to")
+    if option is BookmarkOption.PAUSE:
+        if (start is None) != (end is None):
+            missing = "--job-bookmark-to" if end is None else "--job-bookmark-from"
+            raise ArgumentError(f"Missing option or value for {missing}")
+    elif start is not None or end is not None:
+        raise ArgumentError(
+            "Invalid option(s) --job-bookmark-from --job-bookmark-to: they are only valid "
+            "with --job-bookmark-option job-bookmark-pause"
+        )
+
+    temp_dir = values.get("TempDir") or values.get("RedshiftTempDir")
+    if temp_dir is not None:
+        values["TempDir"] = values["RedshiftTempDir"] = temp_dir
+
+    job_name = values.get("JOB_NAME") or default_job_name
+    if not job_name:
+        raise ArgumentError("argument --JOB_NAME is required")
+    values["JOB_NAME"] = job_name
+    values.pop("continuation-option", None)
+    for glue_name in ("job-bookmark-option", "job-bookmark-from", "job-bookmark-to"):
+        if glue_name in values:
+            values[glue_name.replace("-", "_")] = values.pop(glue_name)
+    values["job_bookmark_option"] = option.value
+
+    return JobArguments(job_name, option, start, end, temp_dir, values)
+
+
+def script_job_name(argv0: str | None) -> str | None:
+    if not argv0 or argv0 in ("-c", "-m", ""):
+        return None
+    return Path(argv0).stem or None

@@ -1,0 +1,1 @@
+"""The ``sparkmark`` command line."""

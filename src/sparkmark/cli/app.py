@@ -1,0 +1,48 @@
+"""The ``sparkmark`` command: run jobs, and read and control bookmarks and runs."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import typer
+
+from . import bookmark, runs
+from .run import run_script
+
+app = typer.Typer(
+    help="Glue-style job bookmarks on any Spark.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(bookmark.app, name="bookmark")
+app.add_typer(runs.app, name="runs")
+
+
+@app.command(
+    "run",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def run(
+    ctx: typer.Context,
+    script: Path = typer.Argument(..., help="The PySpark job script"),
+) -> None:
+    """Run SCRIPT with Glue-style arguments, e.g. --JOB_NAME n --job-bookmark-option
+    job-bookmark-enable --my-arg v. Prints the run id; exits non-zero when the run fails."""
+    raise typer.Exit(run_script(script, list(ctx.args)))
+
+
+def main() -> None:
+    logging.basicConfig(
+        level=os.environ.get("SPARKMARK_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("py4j", "sqlalchemy", "fsspec"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    app()
+
+
+if __name__ == "__main__":
+    main()

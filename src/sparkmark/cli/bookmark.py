@@ -1,0 +1,205 @@
+"""``sparkmark bookmark``: read and control a job's bookmark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ..engine.models import BookmarkVersion
+from ..engine.store import StateStore
+from ..errors import SparkmarkError
+from .output import console, err_console, one_line_errors, print_json, table, when, when_ms
+
+app = typer.Typer(help="Read and control job bookmarks.", no_args_is_help=True)
+
+
+def entry(version: BookmarkVersion | None, job_name: str) -> dict[str, Any]:
+    """A bookmark version in the shape of Glue's JobBookmarkEntry."""
+    if version is None:
+        return {
+            "JobName": job_name,
+            "Version": 0,
+            "Run": 0,
+            "Attempt": 0,
+            "PreviousRunId": None,
+            "RunId": None,
+            "JobBookmark": {},
+        }
+    return {
+        "JobName": version.job_name,
+        "Version": version.version,
+        "Run": version.run,
+        "Attempt": version.attempt,
+        "PreviousRunId": version.previous_run_id,
+        "RunId": version.run_id,
+        "JobBookmark": version.ctx_states,
+        "Kind": version.kind.value,
+        "CreatedAt": version.created_at,
+        "RewoundToVersion": version.rewound_to,
+    }
+
+
+def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for ctx, state in sorted(states.items()):
+        last = state.get("last_run") or {}
+        rows.append(
+            [
+                ctx,
+                state.get("type", "-"),
+                ", ".join(state.get("paths") or []),
+                state.get("files_committed", 0),
+                when_ms(state.get("high_water_mtime_ms")),
+                f"{last.get('files', 0)} files, {last.get('bytes', 0)} bytes"
+                + (f", {last['deferred']} deferred" if last.get("deferred") else ""),
+            ]
+        )
+    return rows
+
+
+@app.command("get")
+@one_line_errors
+def get(
+    job: str = typer.Argument(..., help="Job name"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """Show the job's current bookmark (Glue's JobBookmarkEntry fields)."""
+    store = StateStore.from_settings()
+    store.require_job(job)
+    version = store.latest_version(job)
+    document = entry(version, job)
+    if as_json:
+        print_json(document)
+        return
+    fields = [[k, v] for k, v in document.items() if k != "JobBookmark"]
+    fields = [[k, when(v) if k == "CreatedAt" else v] for k, v in fields]
+    console.print(table(f"Bookmark of job {job}", ["Field", "Value"], fields))
+    if document["JobBookmark"]:
+        console.print(
+            table(
+                "Sources",
+                ["ctx", "type", "paths", "files committed", "high-water mtime", "last commit"],
+                _source_rows(document["JobBookmark"]),
+            )
+        )
+    else:
+        console.print("No source state: the next enabled run reads everything.")
+
+
+@app.command("history")
+@one_line_errors
+def history(
+    job: str = typer.Argument(..., help="Job name"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """List every bookmark version of the job, newest first."""
+    store = StateStore.from_settings()
+    store.require_job(job)
+    versions = store.history(job)
+    if as_json:
+        print_json([entry(v, job) for v in versions])
+        return
+    rows = [
+        [
+            v.version,
+            v.kind.value + (f" → v{v.rewound_to}" if v.rewound_to else ""),
+            v.run,
+            v.attempt,
+            v.run_id,
+            when(v.created_at),
+            ", ".join(f"{c}: {s.get('files_committed', 0)} files" for c, s in sorted(v.ctx_states.items())),
+        ]
+        for v in versions
+    ]
+    console.print(
+        table(
+            f"Bookmark history of job {job}",
+            ["Version", "Kind", "Run", "Attempt", "RunId", "Created", "Sources"],
+            rows,
+        )
+    )
+
+
+@app.command("reset")
+@one_line_errors
+def reset(
+    job: str = typer.Argument(..., help="Job name"),
+    run_id: str = typer.Option(None, "--run-id", help="Rewind to the state just after this run"),
+    missing_ok: bool = typer.Option(False, "--missing-ok", help="Do nothing for an unknown job"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """Reset the bookmark, or with --run-id rewind it to just after that run.
+
+    Either way a new version is added; the history is kept.
+    """
+    store = StateStore.from_settings()
+    if missing_ok and not store.job_exists(job):
+        console.print(f"job {job} has no bookmark; nothing to reset")
+        return
+    lease = store.get_lease(job)
+    if lease is not None:
+        err_console.print(
+            f"warning: run {lease.run_id} of job {job} is running; its commit will be refused "
+            "because the bookmark moved under it"
+        )
+    version = store.rewind(job, run_id) if run_id else store.reset(job)
+    if as_json:
+        print_json(entry(version, job))
+        return
+    if run_id:
+        console.print(
+            f"Rewound job {job} to just after run {run_id}: version {version.version} "
+            f"(same state as version {version.rewound_to or 0})"
+        )
+    else:
+        console.print(f"Reset job {job}: version {version.version} has nothing processed")
+
+
+@app.command("files")
+@one_line_errors
+def files(
+    job: str = typer.Argument(..., help="Job name"),
+    ctx: str = typer.Argument(..., help="Source ctx (transformation_ctx)"),
+    version: int = typer.Option(None, "--version", help="Bookmark version (default: current)"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """List the per-file state of one source: each processed file and when it was committed."""
+    store = StateStore.from_settings()
+    store.require_job(job)
+    chosen = store.get_version(job, version) if version else store.latest_version(job)
+    if chosen is None:
+        if version:
+            raise SparkmarkError(f"job {job!r} has no bookmark version {version}")
+        rows = []
+    else:
+        if ctx not in chosen.ctx_states:
+            known = ", ".join(sorted(chosen.ctx_states)) or "none"
+            raise SparkmarkError(
+                f"job {job!r} has no source {ctx!r} in bookmark version {chosen.version} "
+                f"(sources: {known})"
+            )
+        rows = store.committed_files(job, ctx, chosen)
+    if as_json:
+        print_json(
+            [
+                {
+                    "path": r.path,
+                    "size": r.size,
+                    "modification_time": when_ms(r.mtime_ms),
+                    "modification_time_ms": r.mtime_ms,
+                    "commit_time": r.committed_at,
+                    "version": r.version,
+                    "run_id": r.run_id,
+                }
+                for r in rows
+            ]
+        )
+        return
+    console.print(
+        table(
+            f"Files of {job}/{ctx}",
+            ["path", "size", "modification_time", "commit_time", "version", "run_id"],
+            [[r.path, r.size, when_ms(r.mtime_ms), when(r.committed_at), r.version, r.run_id] for r in rows],
+        )
+    )

@@ -1,0 +1,73 @@
+"""``sparkmark run SCRIPT.py --JOB_NAME n ...``: run a job script with Glue-style arguments."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+import typer
+
+from .. import args as job_args
+from ..engine.models import RunState
+from ..errors import SparkmarkError
+from ..job import describe_error, running_jobs, started_jobs
+from .output import console, err_console, fail
+
+
+def run_script(script: Path, argv: list[str]) -> int:
+    """Run ``script`` in this process as ``__main__``; returns the exit code."""
+    if not script.is_file():
+        fail(f"script {str(script)!r} does not exist")
+    try:
+        job_args.resolve(argv, default_job_name=script.stem)
+    except SparkmarkError as exc:
+        fail(str(exc))
+
+    already = len(started_jobs())
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *argv]
+    sys.path.insert(0, str(script.resolve().parent))
+    error: BaseException | None = None
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            error = exc
+    except BaseException as exc:  # the run must be recorded, whatever the script raised
+        error = exc
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+    for job in running_jobs():
+        if error is None:
+            job.finish_without_commit()
+        elif isinstance(error, KeyboardInterrupt):
+            job.fail(error, RunState.STOPPED)
+        elif isinstance(error, SystemExit):
+            job.fail(f"the script exited with status {error.code}")
+        else:
+            job.fail(error)
+
+    mine = started_jobs()[already:]
+    failed = error is not None
+    for job in mine:
+        run = job.store.get_run(job.run_id)
+        style = "green" if run.state is RunState.SUCCEEDED else "red"
+        console.print(
+            f"run {run.run_id} of job {run.job_name}: [{style}]{run.state.value}[/]",
+            highlight=False,
+        )
+        failed = failed or run.state is not RunState.SUCCEEDED
+    if error is not None and not isinstance(error, SystemExit):
+        if isinstance(error, SparkmarkError):
+            err_console.print(f"[bold red]error:[/] {error}", highlight=False)
+        else:
+            err_console.print("".join(traceback.format_exception(error)).rstrip(), highlight=False,
+                              markup=False)
+            err_console.print(f"[bold red]error:[/] {describe_error(error).splitlines()[0]}",
+                              highlight=False)
+    if error is not None and isinstance(error, SystemExit) and isinstance(error.code, int):
+        return error.code
+    return 1 if failed else 0

@@ -1,0 +1,103 @@
+"""``sparkmark runs``: the record of job runs."""
+
+from __future__ import annotations
+
+import typer
+
+from ..engine.models import RunRecord
+from ..engine.store import StateStore
+from .output import console, one_line_errors, print_json, table, when
+
+app = typer.Typer(help="List and inspect job runs.", no_args_is_help=True)
+
+
+def _duration(run: RunRecord) -> str:
+    if run.ended_at is None:
+        return "-"
+    return f"{(run.ended_at - run.started_at).total_seconds():.1f}s"
+
+
+def _files_read(run: RunRecord) -> int:
+    return sum(s.get("files_read", 0) for s in (run.metrics.get("sources") or {}).values())
+
+
+@app.command("list")
+@one_line_errors
+def list_runs(
+    job: str = typer.Argument(..., help="Job name"),
+    limit: int = typer.Option(50, "--limit", help="At most this many runs, newest first"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """List the job's runs, newest first."""
+    store = StateStore.from_settings()
+    store.require_job(job)
+    runs = store.list_runs(job, limit=limit)
+    if as_json:
+        print_json(runs)
+        return
+    console.print(
+        table(
+            f"Runs of job {job}",
+            ["RunId", "State", "Bookmark", "Attempt", "Started", "Duration", "Files read", "Version"],
+            [
+                [
+                    r.run_id,
+                    r.state.value,
+                    r.bookmark_option.value.removeprefix("job-bookmark-"),
+                    r.attempt,
+                    when(r.started_at),
+                    _duration(r),
+                    _files_read(r),
+                    r.committed_version,
+                ]
+                for r in runs
+            ],
+        )
+    )
+
+
+@app.command("show")
+@one_line_errors
+def show(
+    run_id: str = typer.Argument(..., help="Run id (jr_...)"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """Show one run: state, arguments, metrics per source, manifests and error."""
+    store = StateStore.from_settings()
+    run = store.get_run(run_id)
+    if as_json:
+        print_json(run)
+        return
+    rows = [
+        ["RunId", run.run_id],
+        ["Job", run.job_name],
+        ["State", run.state.value],
+        ["Attempt", run.attempt],
+        ["Bookmark option", run.bookmark_option.value],
+        ["Started", when(run.started_at)],
+        ["Ended", when(run.ended_at)],
+        ["Duration", _duration(run)],
+        ["Base version", run.base_version],
+        ["Committed version", run.committed_version],
+        ["Previous run", run.previous_run_id],
+        ["Arguments", " ".join(f"--{k} {v}" for k, v in sorted(run.arguments.items()))],
+        ["Error", run.error],
+    ]
+    console.print(table(f"Run {run.run_id}", ["Field", "Value"], rows))
+    sources = run.metrics.get("sources") or {}
+    if sources:
+        columns = ["ctx", "listed", "read", "new", "modified", "skipped", "excluded", "deferred",
+                   "late", "partitions skipped", "bytes", "manifest"]
+        console.print(
+            table(
+                "Sources",
+                columns,
+                [
+                    [ctx, m.get("files_listed"), m.get("files_read"), m.get("files_new"),
+                     m.get("files_modified"), m.get("files_skipped"), m.get("files_excluded"),
+                     m.get("files_deferred"), m.get("files_late"), m.get("partitions_skipped"),
+                     m.get("bytes_read"), m.get("manifest")]
+                    for ctx, m in sorted(sources.items())
+                ],
+            )
+        )

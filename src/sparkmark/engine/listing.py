@@ -1,0 +1,212 @@
+"""Listing a file source with fsspec: in bulk, in parallel across directories.
+
+A listing walks each root breadth-first. Every directory of a level is listed
+with one ``ls`` call, and the directories of a level are listed in parallel.
+Hive-style partition folders (``name=value``) are always descended, like
+Spark's partition discovery; other sub-folders only with ``recurse``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import fsspec
+from fsspec.core import url_to_fs
+
+from ..errors import SourceError
+from .globs import ExclusionMatcher
+
+log = logging.getLogger("sparkmark.listing")
+
+_PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$")
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+_SPARK_SCHEMES = {"s3": "s3a", "s3n": "s3a"}
+
+
+def is_hidden(name: str) -> bool:
+    """Names Spark and Hadoop treat as not data: ``_SUCCESS``, ``.crc``, ``_temporary``."""
+    return name.startswith(("_", "."))
+
+
+def mtime_ms(info: dict[str, Any]) -> int | None:
+    """The modification time in fsspec's ``info`` dict, whatever the backend calls it."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "modificationTime", "mtime_ns"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if key == "mtime_ns":
+            return int(value) // 1_000_000
+        if isinstance(value, datetime):
+            return int(value.timestamp() * 1000)
+        if isinstance(value, str):
+            try:
+                return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            except ValueError:
+                continue
+        if key == "modificationTime":  # HDFS reports milliseconds
+            return int(value)
+        return int(float(value) * 1000)
+    return None
+
+
+def spark_path(url: str) -> str:
+    """The path Spark should read for a listed URL: s3 becomes s3a, and Hadoop glob
+    characters are escaped so a file named ``a[1].json`` is read literally."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in _SPARK_SCHEMES:
+        url = f"{_SPARK_SCHEMES[scheme]}://{rest}"
+    return re.sub(r"([\\{}\[\]*?])", r"\\\1", url)
+
+
+def spark_base_path(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in _SPARK_SCHEMES:
+        return f"{_SPARK_SCHEMES[scheme]}://{rest}"
+    return url
+
+
+@dataclass(frozen=True)
+class ListedFile:
+    url: str  # the file's identity in the bookmark: protocol-qualified
+    root: str  # the root URL it was found under (Spark's basePath)
+    dir: str
+    mtime_ms: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+@dataclass
+class Listing:
+    files: list[ListedFile] = field(default_factory=list)
+    excluded: int = 0
+    hidden: int = 0
+    dirs_listed: int = 0
+    skipped_dirs: list[str] = field(default_factory=list)
+    leaf_dirs: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class FileLister:
+    """Lists the files of a source.
+
+    ``known_dirs`` maps leaf directories to the mtime they had when every file in
+    them was processed; a leaf directory whose mtime is unchanged is skipped
+    without listing it (only when ``skip_unchanged_dirs`` is on).
+    """
+
+    def __init__(
+        self,
+        *,
+        recurse: bool = False,
+        exclusions: ExclusionMatcher | None = None,
+        known_dirs: dict[str, int] | None = None,
+        skip_unchanged_dirs: bool = False,
+        parallelism: int = 16,
+    ):
+        self.recurse = recurse
+        self.exclusions = exclusions or ExclusionMatcher(())
+        self.known_dirs = known_dirs or {}
+        self.skip_unchanged_dirs = skip_unchanged_dirs
+        self.parallelism = parallelism
+
+    def list(self, paths: list[str]) -> Listing:
+        started = time.perf_counter()
+        listing = Listing()
+        with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
+            for path in paths:
+                self._list_root(path, listing, pool)
+        listing.seconds = time.perf_counter() - started
+        return listing
+
+    def _list_root(self, path: str, listing: Listing, pool: ThreadPoolExecutor) -> None:
+        try:
+            fs, root = url_to_fs(path)
+        except (ImportError, ValueError) as exc:
+            raise SourceError(f"cannot open the file system of {path!r}: {exc}") from None
+        roots = [root]
+        if _GLOB_CHARS.search(root) and not fs.exists(root):
+            roots = sorted(fs.glob(root))
+            if not roots:
+                raise SourceError(f"no path matches the input pattern {path!r}")
+        for one in roots:
+            try:
+                info = fs.info(one)
+            except FileNotFoundError:
+                raise SourceError(
+                    f"input path {path!r} does not exist; check the path, or create it "
+                    "before running the job"
+                ) from None
+            root_url = fs.unstrip_protocol(one.rstrip("/")) if info["type"] == "directory" else None
+            if info["type"] != "directory":
+                url = fs.unstrip_protocol(info["name"])
+                parent = url.rsplit("/", 1)[0]
+                listing.files.append(
+                    ListedFile(url, parent, parent, mtime_ms(info) or 0, int(info.get("size") or 0))
+                )
+                continue
+            self._walk(fs, one.rstrip("/"), root_url, mtime_ms(info), listing, pool)
+
+    def _walk(self, fs, root, root_url, root_mtime, listing, pool) -> None:
+        frontier: list[tuple[str, int | None]] = [(root, root_mtime)]
+        while frontier:
+            results = pool.map(lambda d: (d, self._ls(fs, d[0])), frontier)
+            frontier = []
+            for (dir_path, dir_mtime), entries in results:
+                listing.dirs_listed += 1
+                dir_url = fs.unstrip_protocol(dir_path)
+                has_subdirs = False
+                for entry in entries:
+                    name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+                    if is_hidden(name):
+                        listing.hidden += 1
+                        continue
+                    if entry["type"] == "directory":
+                        has_subdirs = True
+                        if not (self.recurse or _PARTITION_DIR.match(name)):
+                            continue
+                        child = entry["name"].rstrip("/")
+                        child_mtime = mtime_ms(entry)
+                        child_url = fs.unstrip_protocol(child)
+                        if (
+                            self.skip_unchanged_dirs
+                            and child_mtime is not None
+                            and self.known_dirs.get(child_url) == child_mtime
+                        ):
+                            log.info(
+                                "Skipping partition %s as it has no new files detected", child_url
+                            )
+                            listing.skipped_dirs.append(child_url)
+                            continue
+                        frontier.append((child, child_mtime))
+                        continue
+                    url = fs.unstrip_protocol(entry["name"])
+                    if self.exclusions and self.exclusions.excludes(
+                        url, entry["name"], url[len(root_url) + 1 :]
+                    ):
+                        listing.excluded += 1
+                        continue
+                    listing.files.append(
+                        ListedFile(
+                            url, root_url, dir_url, mtime_ms(entry) or 0, int(entry.get("size") or 0)
+                        )
+                    )
+                if not has_subdirs and dir_mtime is not None:
+                    listing.leaf_dirs[dir_url] = dir_mtime
+
+    @staticmethod
+    def _ls(fs: fsspec.AbstractFileSystem, path: str) -> list[dict[str, Any]]:
+        try:
+            return fs.ls(path, detail=True)
+        except FileNotFoundError:
+            # Removed between the parent's listing and ours: nothing in it to read.
+            log.warning("directory %s disappeared while it was being listed", path)
+            return []

@@ -1,0 +1,26 @@
+"""The per-run manifest of the files a source read, in Glue's layout:
+``<TempDir>/partitionlisting/<job>/<run id>/<ctx>.input-files.json``."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import fsspec
+
+from .listing import ListedFile
+
+
+def manifest_path(temp_dir: str, job_name: str, run_id: str, ctx: str) -> str:
+    safe_ctx = ctx.replace("/", "_")
+    return f"{temp_dir.rstrip('/')}/partitionlisting/{job_name}/{run_id}/{safe_ctx}.input-files.json"
+
+
+def write_manifest(path: str, files: list[ListedFile]) -> None:
+    """One entry per folder: ``{"path": folder, "files": [file, ...]}``."""
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        by_dir[f.dir].append(f.url)
+    document = [{"path": d, "files": sorted(urls)} for d, urls in sorted(by_dir.items())]
+    with fsspec.open(path, "w", encoding="utf-8", auto_mkdir=True) as out:
+        json.dump(document, out, indent=1, ensure_ascii=False)

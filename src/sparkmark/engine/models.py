@@ -1,0 +1,110 @@
+"""Typed records of what the state store holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class RunState(StrEnum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+    TIMEOUT = "TIMEOUT"
+
+
+class BookmarkOption(StrEnum):
+    ENABLE = "job-bookmark-enable"
+    DISABLE = "job-bookmark-disable"
+    PAUSE = "job-bookmark-pause"
+
+
+class VersionKind(StrEnum):
+    COMMIT = "COMMIT"  # a run's job.commit()
+    RESET = "RESET"  # back to nothing processed
+    REWIND = "REWIND"  # back to the state just after an earlier run
+
+
+Lineage = tuple[tuple[int, int], ...]
+"""The version ranges whose per-file entries make up a bookmark version's state.
+
+A commit extends its parent's last range; a reset starts empty; a rewind copies
+the lineage of the version it rewinds to. Its length grows only with rewinds.
+"""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    job_name: str
+    attempt: int
+    state: RunState
+    bookmark_option: BookmarkOption
+    started_at: datetime
+    ended_at: datetime | None
+    arguments: dict[str, str]
+    error: str | None
+    metrics: dict[str, Any]
+    base_version: int
+    committed_version: int | None
+    previous_run_id: str | None
+
+
+@dataclass(frozen=True)
+class Lease:
+    job_name: str
+    run_id: str
+    owner: str
+    acquired_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class BookmarkVersion:
+    """One immutable version of a job's bookmark, shaped like Glue's JobBookmarkEntry."""
+
+    job_name: str
+    version: int
+    kind: VersionKind
+    run: int
+    attempt: int
+    run_id: str | None
+    previous_run_id: str | None
+    created_at: datetime
+    lineage: Lineage
+    rewound_to: int | None
+    ctx_states: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, order=True)
+class FileEntry:
+    """The identity of a processed file: same path, mtime and size means same content."""
+
+    path: str
+    mtime_ms: int
+    size: int
+
+
+@dataclass(frozen=True)
+class CommittedFile:
+    """A row of ``sparkmark bookmark files``."""
+
+    path: str
+    mtime_ms: int
+    size: int
+    version: int
+    run_id: str | None
+    committed_at: datetime
+
+
+@dataclass
+class CtxCommit:
+    """What one source adds to the bookmark when the run commits."""
+
+    ctx: str
+    state: dict[str, Any]
+    files: list[FileEntry] = field(default_factory=list)
+    dirs: dict[str, int] = field(default_factory=dict)

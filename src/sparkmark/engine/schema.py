@@ -1,0 +1,190 @@
+"""The state store's tables and their migrations.
+
+The schema is versioned in ``schema_info``. Opening a store applies every
+migration newer than the stored version inside one transaction; a store written
+by a newer sparkmark is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    select,
+)
+
+
+class UTCDateTime(TypeDecorator):
+    """Datetimes stored as UTC and always returned timezone-aware."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the state store")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+metadata = MetaData()
+
+schema_info = Table(
+    "sm_schema_info",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", String(255), nullable=False),
+)
+
+runs = Table(
+    "sm_runs",
+    metadata,
+    Column("run_id", String(80), primary_key=True),
+    Column("job_name", String(255), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("bookmark_option", String(32), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime),
+    Column("arguments", Text, nullable=False),  # JSON, secrets masked
+    Column("error", Text),
+    Column("metrics", Text, nullable=False),  # JSON
+    Column("base_version", Integer, nullable=False),
+    Column("committed_version", Integer),
+    Column("previous_run_id", String(80)),
+    Index("ix_sm_runs_job_started", "job_name", "started_at"),
+)
+
+leases = Table(
+    "sm_leases",
+    metadata,
+    Column("job_name", String(255), primary_key=True),
+    Column("run_id", String(80), nullable=False),
+    Column("owner", String(255), nullable=False),
+    Column("acquired_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+
+bookmark_versions = Table(
+    "sm_bookmark_versions",
+    metadata,
+    Column("job_name", String(255), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("run", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("run_id", String(80)),
+    Column("previous_run_id", String(80)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("lineage", Text, nullable=False),  # JSON list of [lo, hi]
+    Column("rewound_to", Integer),
+)
+
+ctx_states = Table(
+    "sm_ctx_states",
+    metadata,
+    Column("job_name", String(255), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("ctx", String(255), primary_key=True),
+    Column("state", Text, nullable=False),  # JSON summary, bounded in size
+)
+
+sources = Table(
+    "sm_sources",
+    metadata,
+    Column("source_id", Integer, primary_key=True, autoincrement=True),
+    Column("job_name", String(255), nullable=False),
+    Column("ctx", String(255), nullable=False),
+    UniqueConstraint("job_name", "ctx", name="uq_sm_sources_job_ctx"),
+)
+
+# One row per file a commit processed. Rows are only ever inserted; which rows make
+# up a version's state is decided by that version's lineage.
+file_entries = Table(
+    "sm_file_entries",
+    metadata,
+    Column("source_id", Integer, ForeignKey("sm_sources.source_id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("path", Text, primary_key=True),
+    Column("mtime_ms", BigInteger, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+# Leaf directories whose every file was processed, with the directory mtime seen.
+dir_entries = Table(
+    "sm_dir_entries",
+    metadata,
+    Column("source_id", Integer, ForeignKey("sm_sources.source_id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("dir", Text, primary_key=True),
+    Column("mtime_ms", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+
+def _v1(conn: Connection) -> None:
+    metadata.create_all(conn)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def stored_version(conn: Connection) -> int:
+    if not conn.dialect.has_table(conn, schema_info.name):
+        return 0
+    value = conn.execute(
+        select(schema_info.c.value).where(schema_info.c.name == "schema_version")
+    ).scalar()
+    return int(value) if value is not None else 0
+
+
+def migrate(conn: Connection) -> int:
+    """Bring the schema up to SCHEMA_VERSION. Returns the version found before."""
+    found = stored_version(conn)
+    if found > SCHEMA_VERSION:
+        from ..errors import StateStoreError
+
+        raise StateStoreError(
+            f"the state store is at schema version {found}, newer than this sparkmark "
+            f"understands ({SCHEMA_VERSION}); upgrade sparkmark"
+        )
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        MIGRATIONS[version](conn)
+        if version == 1 and found == 0:
+            conn.execute(schema_info.insert().values(name="schema_version", value="1"))
+        else:
+            conn.execute(
+                schema_info.update()
+                .where(schema_info.c.name == "schema_version")
+                .values(value=str(version))
+            )
+    return found

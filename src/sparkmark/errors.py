@@ -1,0 +1,75 @@
+"""The exceptions sparkmark raises.
+
+Every error carries a message that says what went wrong and what to do about
+it. The CLI prints ``str(error)`` as one line; nothing here needs a traceback
+to be understood.
+"""
+
+from __future__ import annotations
+
+
+class SparkmarkError(Exception):
+    """Base class of every error sparkmark raises on purpose."""
+
+
+class ConfigError(SparkmarkError):
+    """A setting (environment variable, URL, option value) is invalid."""
+
+
+class ArgumentError(SparkmarkError):
+    """A job argument is missing or invalid (Glue's getResolvedOptions rules)."""
+
+
+class StateStoreError(SparkmarkError):
+    """The state store cannot be opened or is at an unsupported schema version."""
+
+
+class NotFound(SparkmarkError):
+    """Base class for lookups of things that do not exist."""
+
+
+class UnknownJob(NotFound):
+    def __init__(self, job_name: str):
+        super().__init__(
+            f"unknown job {job_name!r}: it has no runs and no bookmark in this state store "
+            "(check the job name and SPARKMARK_HOME / SPARKMARK_STATE_URL)"
+        )
+        self.job_name = job_name
+
+
+class UnknownRun(NotFound):
+    def __init__(self, run_id: str, job_name: str | None = None):
+        where = f" of job {job_name!r}" if job_name else ""
+        super().__init__(
+            f"unknown run id {run_id!r}{where}: list the runs with `sparkmark runs list JOB`"
+        )
+        self.run_id = run_id
+
+
+class ConcurrentRunsExceeded(SparkmarkError):
+    """Another run of the same job holds the job's lease."""
+
+    def __init__(self, job_name: str, holder_run_id: str, expires_at: str):
+        super().__init__(
+            f"job {job_name!r} is already running as {holder_run_id} (lease held until "
+            f"{expires_at}); only one run of a job may run at a time. Wait for it to finish, "
+            "or, if that run crashed, retry after its lease expires"
+        )
+        self.job_name = job_name
+        self.holder_run_id = holder_run_id
+
+
+class BookmarkConflict(SparkmarkError):
+    """The bookmark moved while this run was working; the commit was refused."""
+
+
+class LeaseLost(BookmarkConflict):
+    """This run's lease expired and another run took the job over."""
+
+
+class RunFinished(SparkmarkError):
+    """An operation needs a RUNNING run, but the run already ended."""
+
+
+class SourceError(SparkmarkError):
+    """A source's paths or options are invalid, or its data cannot be listed."""

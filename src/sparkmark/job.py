@@ -1,0 +1,451 @@
+"""The native API: a job run with bookmarked sources and an atomic commit.
+
+    from sparkmark import Job
+    job = Job.from_args()
+    df = job.read_files("data/orders", format="json", ctx="orders_src")
+    ...
+    job.commit()
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from . import args as job_args
+from .engine.increment import FileSourceOptions
+from .engine.manifest import manifest_path, write_manifest
+from .engine.masking import mask_arguments
+from .engine.models import BookmarkOption, BookmarkVersion, CtxCommit, RunRecord, RunState
+from .engine.store import StateStore
+from .errors import ArgumentError, RunFinished, SourceError
+from .settings import Settings
+from .sources import files as file_source
+
+log = logging.getLogger("sparkmark.job")
+
+_RUNNING: dict[str, "Job"] = {}
+_STARTED: list["Job"] = []
+_RUNNING_LOCK = threading.Lock()
+_hooks_installed = False
+
+
+def running_jobs() -> list["Job"]:
+    """Jobs of this process whose run has not ended yet."""
+    with _RUNNING_LOCK:
+        return list(_RUNNING.values())
+
+
+def started_jobs() -> list["Job"]:
+    """Every job run this process started, in order."""
+    with _RUNNING_LOCK:
+        return list(_STARTED)
+
+
+def new_run_id() -> str:
+    return "jr_" + secrets.token_hex(32)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A run's error message: the exception's own text, with a hint where we have one."""
+    text = str(exc).strip() or type(exc).__name__
+    if "FileNotFoundException" in text or ("does not exist" in text and "Path" in text):
+        text = (
+            "a file chosen for this run was deleted or replaced before Spark read it; the run "
+            "commits nothing and the next run lists the source again. " + text
+        )
+    return f"{type(exc).__name__}: {text}"[:8000]
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, job: "Job", interval: float):
+        super().__init__(name=f"sparkmark-lease-{job.run_id[:10]}", daemon=True)
+        self.job = job
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            try:
+                if not self.job.store.heartbeat(
+                    self.job.name, self.job.run_id, self.job.lease_seconds
+                ):
+                    log.error(
+                        "run %s lost the lease of job %s; its commit will be refused",
+                        self.job.run_id,
+                        self.job.name,
+                    )
+                    return
+            except Exception as exc:  # keep trying: a blip must not kill the run
+                log.warning("could not renew the lease of run %s: %s", self.job.run_id, exc)
+
+
+class Job:
+    """One run of a job. Creating it starts the run; ``commit()`` ends it."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        args: Mapping[str, str] | None = None,
+        bookmark_option: BookmarkOption | str = BookmarkOption.DISABLE,
+        bookmark_from: str | None = None,
+        bookmark_to: str | None = None,
+        temp_dir: str | None = None,
+        spark: SparkSession | None = None,
+        store: StateStore | None = None,
+        settings: Settings | None = None,
+        attempt: int = 0,
+    ):
+        if not name or not str(name).strip():
+            raise ArgumentError("a job needs a name (--JOB_NAME)")
+        self.name = str(name)
+        try:
+            self.bookmark_option = BookmarkOption(bookmark_option)
+        except ValueError:
+            raise ArgumentError(
+                f"invalid bookmark option {bookmark_option!r}; use one of "
+                + ", ".join(o.value for o in BookmarkOption)
+            ) from None
+        if (bookmark_from is None) != (bookmark_to is None):
+            raise ArgumentError("--job-bookmark-from and --job-bookmark-to go together")
+        if bookmark_from is not None and self.bookmark_option is not BookmarkOption.PAUSE:
+            raise ArgumentError("--job-bookmark-from/--job-bookmark-to need job-bookmark-pause")
+        self.settings = settings or Settings.from_env()
+        self.store = store or StateStore.from_settings(self.settings)
+        self.args: dict[str, str] = dict(args or {})
+        self.args.setdefault("JOB_NAME", self.name)
+        self.temp_dir = temp_dir or self.settings.temp_dir
+        self.args.setdefault("TempDir", self.temp_dir)
+        self.lease_seconds = self.settings.lease_seconds
+        self._spark = spark
+        self._pending: dict[str, CtxCommit] = {}
+        self._metrics: dict[str, dict[str, Any]] = {}
+        self._started = time.monotonic()
+        self._committed = False
+
+        self._range: tuple[BookmarkVersion, BookmarkVersion] | None = None
+        if bookmark_from is not None:
+            lower = self.store.version_after_run(self.name, bookmark_from)
+            upper = self.store.version_after_run(self.name, bookmark_to)
+            self._range = (lower, upper)
+
+        self.run: RunRecord = self.store.start_run(
+            job_name=self.name,
+            run_id=new_run_id(),
+            attempt=attempt,
+            option=self.bookmark_option,
+            arguments=mask_arguments(self.args),
+            owner=f"{socket.gethostname()}:{os.getpid()}",
+            lease_seconds=self.lease_seconds,
+        )
+        self._base = (
+            self.store.get_version(self.name, self.run.base_version)
+            if self.run.base_version
+            else None
+        )
+        with _RUNNING_LOCK:
+            _RUNNING[self.run_id] = self
+            _STARTED.append(self)
+        _install_process_hooks()
+        self._heartbeat = _Heartbeat(self, max(self.lease_seconds / 3, 0.05))
+        self._heartbeat.start()
+        log.info(
+            "job %s: run %s started (%s, bookmark version %d)",
+            self.name,
+            self.run_id,
+            self.bookmark_option.value,
+            self.run.base_version,
+        )
+
+    # ------------------------------------------------------------ creation
+
+    @classmethod
+    def from_args(
+        cls,
+        argv: Sequence[str] | None = None,
+        *,
+        spark: SparkSession | None = None,
+        store: StateStore | None = None,
+        settings: Settings | None = None,
+    ) -> "Job":
+        """Start a run from Glue-style arguments (``sys.argv`` by default)."""
+        argv = list(sys.argv if argv is None else argv)
+        resolved = job_args.resolve(argv[1:], default_job_name=job_args.script_job_name(argv[0] if argv else None))
+        attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
+        return cls(
+            resolved.job_name,
+            args=resolved.values,
+            bookmark_option=resolved.bookmark_option,
+            bookmark_from=resolved.bookmark_from,
+            bookmark_to=resolved.bookmark_to,
+            temp_dir=resolved.temp_dir,
+            spark=spark,
+            store=store,
+            settings=settings,
+            attempt=attempt,
+        )
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = SparkSession.getActiveSession() or (
+                SparkSession.builder.master(self.settings.spark_master)
+                .appName(self.name)
+                .config("spark.ui.showConsoleProgress", "false")
+                .getOrCreate()
+            )
+        return self._spark
+
+    @property
+    def finished(self) -> bool:
+        return self.run_id not in _RUNNING
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "sources": dict(self._metrics),
+            "duration_seconds": round(time.monotonic() - self._started, 3),
+        }
+
+    # --------------------------------------------------------------- reading
+
+    def _require_running(self) -> None:
+        if self.finished:
+            raise RunFinished(
+                f"run {self.run_id} of job {self.name!r} has already ended; start a new run"
+            )
+
+    def read_files(
+        self,
+        paths: str | Sequence[str],
+        format: str = "json",
+        ctx: str | None = None,
+        schema: StructType | str | None = None,
+        **options: Any,
+    ) -> DataFrame:
+        """A DataFrame of the files under ``paths`` that this run must process.
+
+        ``ctx`` names the source in the bookmark; without it the source is read
+        in full and never bookmarked. ``options`` take Glue's file options
+        (recurse, exclusions, maxBand, maxFilesInBand, boundedFiles, boundedSize)
+        and any Spark reader option.
+        """
+        self._require_running()
+        fmt = format.lower()
+        if fmt not in file_source.FORMATS:
+            raise SourceError(
+                f"unsupported format {format!r}; use one of {', '.join(file_source.FORMATS)}"
+            )
+        path_list = file_source.as_path_list(paths)
+        opts, spark_options = FileSourceOptions.split(options)
+        if ctx is not None and ctx in self._metrics:
+            raise SourceError(
+                f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "
+                "its own ctx (transformation_ctx)"
+            )
+        bookmarked = ctx is not None and self.bookmark_option is not BookmarkOption.DISABLE
+        if ctx is None and self.bookmark_option is not BookmarkOption.DISABLE:
+            log.warning(
+                "source %s has no ctx (transformation_ctx): it is read in full and not bookmarked",
+                ", ".join(path_list),
+            )
+
+        previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
+        if not bookmarked:
+            plan = file_source.plan_files(
+                path_list, opts, ctx=ctx, processed=None, known_dirs=None,
+                high_water_ms=None, now_ms=file_source.now_ms(),
+            )
+        elif self._range is not None:
+            lower, upper = self._range
+            plan = file_source.plan_range(
+                path_list,
+                opts,
+                ctx=ctx,
+                upper=self.store.processed_files(self.name, ctx, upper.lineage),
+                lower=self.store.processed_files(self.name, ctx, lower.lineage),
+            )
+        else:
+            lineage = self._base.lineage if self._base else ()
+            same_listing = previous.get("listing_fingerprint") == opts.listing_fingerprint(path_list)
+            plan = file_source.plan_files(
+                path_list,
+                opts,
+                ctx=ctx,
+                processed=self.store.processed_files(self.name, ctx, lineage),
+                known_dirs=(
+                    self.store.processed_dirs(self.name, ctx, lineage) if same_listing else {}
+                ),
+                high_water_ms=previous.get("high_water_mtime_ms"),
+                now_ms=file_source.now_ms(),
+            )
+        plan.log_partitions()
+
+        manifest = None
+        if ctx is not None:
+            manifest = manifest_path(self.temp_dir, self.name, self.run_id, ctx)
+            write_manifest(manifest, plan.increment.selected)
+
+        stored_schema = previous.get("schema")
+        df = file_source.read_selected(
+            self.spark,
+            plan.increment.selected,
+            fmt=fmt,
+            spark_options=spark_options,
+            schema=schema,
+            empty_schema=StructType.fromJson(json.loads(stored_schema))
+            if stored_schema
+            else None,
+        )
+        metrics = plan.metrics()
+        metrics["manifest"] = manifest
+        key = ctx if ctx is not None else f"(no ctx) {', '.join(path_list)}"
+        self._metrics[key] = metrics
+        log.info(
+            "job %s ctx %s: %d files listed, %d to read (%d new, %d modified), %d already "
+            "processed, %d deferred",
+            self.name,
+            key,
+            metrics["files_listed"],
+            metrics["files_read"],
+            metrics["files_new"],
+            metrics["files_modified"],
+            metrics["files_skipped"],
+            metrics["files_deferred"],
+        )
+        if bookmarked and self.bookmark_option is BookmarkOption.ENABLE:
+            self._pending[ctx] = file_source.ctx_commit(
+                plan,
+                previous=previous,
+                schema_json=df.schema.json() if plan.increment.selected else None,
+                run_id=self.run_id,
+            )
+        return df
+
+    # ------------------------------------------------------------ ending
+
+    def _end(self) -> None:
+        self._heartbeat.stopped.set()
+        with _RUNNING_LOCK:
+            _RUNNING.pop(self.run_id, None)
+
+    def commit(self) -> RunRecord:
+        """Persist every source's new state atomically and mark the run SUCCEEDED.
+
+        With bookmarks disabled or paused the run succeeds and the bookmark stays.
+        """
+        if self.finished:
+            if self._committed:
+                log.warning("run %s was already committed; this commit does nothing", self.run_id)
+                return self.run
+            raise RunFinished(
+                f"run {self.run_id} already ended as {self.store.get_run(self.run_id).state}; "
+                "it cannot commit"
+            )
+        try:
+            if self.bookmark_option is BookmarkOption.ENABLE:
+                version = self.store.commit(self.run, self._pending.values(), metrics=self.metrics)
+                log.info(
+                    "job %s: run %s committed bookmark version %d",
+                    self.name,
+                    self.run_id,
+                    version.version,
+                )
+            else:
+                self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics)
+        except Exception as exc:
+            self.fail(exc)
+            raise
+        self._committed = True
+        self._end()
+        self.run = self.store.get_run(self.run_id)
+        return self.run
+
+    def finish_without_commit(self) -> RunRecord:
+        """End a run whose script finished without calling commit(): as on Glue, the
+        run succeeds and the bookmark does not advance."""
+        if self.finished:
+            return self.run
+        log.warning(
+            "job %s: run %s ended without job.commit(); the bookmark did not advance",
+            self.name,
+            self.run_id,
+        )
+        self._end()
+        self.run = self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics)
+        return self.run
+
+    def fail(self, error: BaseException | str, state: RunState = RunState.FAILED) -> RunRecord:
+        """End the run without committing anything."""
+        if self.finished:
+            return self.run
+        self._end()
+        message = error if isinstance(error, str) else describe_error(error)
+        try:
+            self.run = self.store.finish_run(
+                self.run_id, state, error=message, metrics=self.metrics
+            )
+        except RunFinished:
+            self.run = self.store.get_run(self.run_id)
+        log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
+        return self.run
+
+    def __enter__(self) -> "Job":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None:
+            if not self.finished:
+                self.commit()
+        elif isinstance(exc, KeyboardInterrupt):
+            self.fail(exc, RunState.STOPPED)
+        else:
+            self.fail(exc)
+        return False
+
+    def __repr__(self) -> str:
+        return f"Job(name={self.name!r}, run_id={self.run_id!r}, option={self.bookmark_option.value})"
+
+
+def _install_process_hooks() -> None:
+    """For scripts run with plain ``python``: an uncaught exception fails the run, and
+    a run still open at exit ends like a Glue run that never called commit()."""
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    previous_hook = sys.excepthook
+
+    def _excepthook(exc_type, exc, tb):
+        for job in running_jobs():
+            job.fail(exc, RunState.STOPPED if exc_type is KeyboardInterrupt else RunState.FAILED)
+        previous_hook(exc_type, exc, tb)
+
+    sys.excepthook = _excepthook
+
+    @atexit.register
+    def _at_exit():
+        for job in running_jobs():
+            try:
+                job.finish_without_commit()
+            except Exception:  # the store may be gone at interpreter exit
+                pass

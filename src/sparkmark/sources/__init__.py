@@ -1,0 +1,1 @@
+"""Readers that turn a bookmarked source into a plain Spark DataFrame."""
