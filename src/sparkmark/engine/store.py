@@ -189,6 +189,10 @@ class StateStore:
                     )
                 )
         except IntegrityError:
+            with self.engine.connect() as conn:
+                taken = conn.execute(select(t.runs.c.run_id).where(t.runs.c.run_id == run_id)).first()
+            if taken:
+                raise StateStoreError(f"run id {run_id} is already recorded; use a new run id") from None
             # Another writer inserted the lease between our read and our insert.
             lease = self.get_lease(job_name)
             raise ConcurrentRunsExceeded(

@@ -134,11 +134,13 @@ def read_selected(
         if isinstance(schema, str):
             schema = StructType.fromDDL(schema)
         return spark.createDataFrame([], schema or empty_schema or StructType([]))
-    by_root: dict[str, list[str]] = {}
+    # Spark drops files that sit beside partition folders when both are read in one
+    # load, so files are grouped by root and by the partition columns of their folder.
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for f in files:
-        by_root.setdefault(f.root, []).append(spark_path(f.url))
+        groups.setdefault((f.root, partition_columns(f)), []).append(spark_path(f.url))
     frames = []
-    for root, group in by_root.items():
+    for (root, _columns), group in groups.items():
         reader = spark.read.format(fmt)
         for key, value in spark_options.items():
             reader = reader.option(key, value)
@@ -147,6 +149,12 @@ def read_selected(
         reader = reader.option("basePath", spark_base_path(root))
         frames.append(reader.load(group))
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def partition_columns(f: ListedFile) -> tuple[str, ...]:
+    """The Hive partition column names in a file's folder path below its root."""
+    relative = f.dir[len(f.root):].strip("/")
+    return tuple(part.split("=", 1)[0] for part in relative.split("/") if "=" in part)
 
 
 def ctx_commit(plan: FilePlan, *, previous: dict[str, Any] | None, schema_json: str | None,

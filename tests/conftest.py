@@ -1,0 +1,140 @@
+"""Shared fixtures: one SparkSession per test session, real state stores, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from pyspark.sql import SparkSession
+
+from sparkmark import Job
+from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
+
+PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sparkmark-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def sparkmark_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("SPARKMARK_HOME", str(home))
+    monkeypatch.delenv("SPARKMARK_STATE_URL", raising=False)
+    monkeypatch.delenv("SPARKMARK_TEMP_DIR", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def pg_schemas():
+    """Makes PostgreSQL schemas for tests, each a clean state store; all dropped at the end."""
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"sm_test_{uuid.uuid4().hex[:10]}"
+        try:
+            with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f'CREATE SCHEMA "{name}"')
+        except psycopg.OperationalError as exc:
+            pytest.fail(f"PostgreSQL at {PG_DSN} is not reachable: {exc}")
+        made.append(name)
+        return name
+
+    yield make
+    if made:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            for name in made:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def pg_url(schema: str) -> str:
+    base = PG_DSN.replace("postgresql://", "postgresql+psycopg://", 1)
+    return f"{base}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    """The state store on each backend: SQLite in a temp folder, and the real PostgreSQL."""
+    if request.param == "sqlite":
+        s = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    else:
+        s = StateStore(pg_url(request.getfixturevalue("pg_schemas")()))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
+    s = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def job_name():
+    return f"job_{uuid.uuid4().hex[:8]}"
+
+
+class Runner:
+    """Starts runs of one job against one store and Spark session."""
+
+    def __init__(self, store: StateStore, spark: SparkSession, name: str, tmp_path: Path):
+        self.store, self.spark, self.name = store, spark, name
+        self.settings = Settings.from_env()
+        self.temp_dir = str(tmp_path / "tempdir")
+
+    def start(self, option: str = "job-bookmark-enable", *extra: str) -> Job:
+        argv = ["job.py", "--JOB_NAME", self.name, "--job-bookmark-option", option,
+                "--TempDir", self.temp_dir, *extra]
+        return Job.from_args(argv, spark=self.spark, store=self.store, settings=self.settings)
+
+    def run(self, path, option: str = "job-bookmark-enable", *extra: str, ctx: str = "src",
+            fmt: str = "json", **options) -> tuple[list, Job]:
+        """One whole run: read, collect the ids, commit."""
+        job = self.start(option, *extra)
+        df = job.read_files(str(path), format=fmt, ctx=ctx, **options)
+        rows = ids(df)
+        job.commit()
+        return rows, job
+
+
+@pytest.fixture
+def runner(sqlite_store, spark, job_name, tmp_path):
+    return Runner(sqlite_store, spark, job_name, tmp_path)
+
+
+@pytest.fixture
+def any_runner(store, spark, job_name, tmp_path):
+    return Runner(store, spark, job_name, tmp_path)
+
+
+def write_json(path: Path, ids_: list[int], mtime: float | None = None, **extra) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        for i in ids_:
+            out.write(json.dumps({"id": i, **extra}) + "\n")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def ids(df) -> list[int]:
+    return sorted(r["id"] for r in df.select("id").collect()) if "id" in df.columns else []

@@ -1,0 +1,156 @@
+"""The sparkmark command: in-process through typer's runner, and once as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sparkmark.cli.app import app
+from sparkmark.engine.store import StateStore
+
+from .conftest import write_json
+
+cli = CliRunner()
+
+JOB_SCRIPT = textwrap.dedent(
+    """
+    from sparkmark import Job
+
+    job = Job.from_args()
+    df = job.read_files(job.args["input"], format="json", ctx="orders")
+    print("ROWS", df.count())
+    if job.args.get("explode") == "yes":
+        raise ValueError("exploding on purpose")
+    job.commit()
+    """
+)
+
+
+@pytest.fixture
+def script(tmp_path) -> Path:
+    path = tmp_path / "orders_job.py"
+    path.write_text(JOB_SCRIPT)
+    return path
+
+
+def sm(*args: str):
+    return cli.invoke(app, list(args))
+
+
+def test_run_bookmark_and_runs_commands(spark, script, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1, 2])
+    common = [str(script), "--JOB_NAME", "cli_job", "--job-bookmark-option",
+              "job-bookmark-enable", "--input", str(data), "--db_password", "hunter2"]
+    first = sm("run", *common)
+    assert first.exit_code == 0, first.output
+    assert "ROWS 2" in first.output and "SUCCEEDED" in first.output
+    run1 = first.output.split("run ")[-1].split()[0]
+    assert run1.startswith("jr_")
+
+    write_json(data / "b.json", [3])
+    second = sm("run", *common)
+    assert "ROWS 1" in second.output
+
+    got = json.loads(sm("bookmark", "get", "cli_job", "--json").output)
+    assert got["JobName"] == "cli_job" and got["Version"] == 2 and got["Run"] == 2
+    assert got["PreviousRunId"] == run1
+    assert got["JobBookmark"]["orders"]["files_committed"] == 2
+    human = sm("bookmark", "get", "cli_job").output
+    assert "orders" in human and "files committed" in human
+
+    history = json.loads(sm("bookmark", "history", "cli_job", "--json").output)
+    assert [h["Version"] for h in history] == [2, 1]
+
+    files = json.loads(sm("bookmark", "files", "cli_job", "orders", "--json").output)
+    assert sorted(Path(f["path"]).name for f in files) == ["a.json", "b.json"]
+    assert {f["run_id"] for f in files} == {run1, got["RunId"]}
+
+    runs = json.loads(sm("runs", "list", "cli_job", "--json").output)
+    assert [r["state"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    shown = json.loads(sm("runs", "show", run1, "--json").output)
+    assert shown["arguments"]["db_password"] == "****"
+    assert shown["metrics"]["sources"]["orders"]["files_read"] == 1
+    assert "hunter2" not in sm("runs", "show", run1).output
+
+    rewound = sm("bookmark", "reset", "cli_job", "--run-id", run1)
+    assert rewound.exit_code == 0 and "Rewound" in rewound.output
+    third = sm("run", *common)
+    assert "ROWS 1" in third.output  # b.json again, after the rewind
+    assert sm("bookmark", "reset", "cli_job").exit_code == 0
+    assert "ROWS 3" in sm("run", *common).output  # everything after a reset
+
+
+def test_failing_script_exits_non_zero_and_commits_nothing(spark, script, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1])
+    result = sm("run", str(script), "--JOB_NAME", "cli_fail", "--job-bookmark-option",
+                "job-bookmark-enable", "--input", str(data), "--explode", "yes")
+    assert result.exit_code == 1
+    assert "FAILED" in result.output
+    store = StateStore.from_settings()
+    (run,) = store.list_runs("cli_fail")
+    assert run.state.value == "FAILED" and "exploding on purpose" in run.error
+    assert store.latest_version("cli_fail") is None
+
+
+def test_script_without_commit_succeeds_without_advancing(spark, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1])
+    script = tmp_path / "no_commit.py"
+    script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
+                      "job.read_files(job.args['input'], ctx='s').count()\n")
+    result = sm("run", str(script), "--job-bookmark-option", "job-bookmark-enable",
+                "--input", str(data))
+    assert result.exit_code == 0, result.output
+    store = StateStore.from_settings()
+    (run,) = store.list_runs("no_commit")  # the job name defaults to the script's name
+    assert run.state.value == "SUCCEEDED" and run.committed_version is None
+
+
+@pytest.mark.parametrize("args,message", [
+    (["bookmark", "get", "ghost"], "unknown job 'ghost'"),
+    (["bookmark", "history", "ghost"], "unknown job 'ghost'"),
+    (["bookmark", "reset", "ghost"], "unknown job 'ghost'"),
+    (["runs", "list", "ghost"], "unknown job 'ghost'"),
+    (["runs", "show", "jr_nope"], "unknown run id 'jr_nope'"),
+])
+def test_unknown_names_get_a_one_line_error(args, message):
+    result = sm(*args)
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_malformed_run_arguments_get_a_one_line_error(script):
+    result = sm("run", str(script), "--job-bookmark-option", "sometimes")
+    assert result.exit_code == 1
+    assert "invalid choice: 'sometimes'" in result.output
+    assert "Traceback" not in result.output
+    assert sm("run", str(script) + ".missing").exit_code == 1
+
+
+def test_real_process_exit_codes(tmp_path):
+    """The installed console script: a run that raises exits 1 and is recorded FAILED."""
+    script = tmp_path / "boom.py"
+    script.write_text("from sparkmark import Job\nJob.from_args()\nraise SystemExit(3)\n")
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    exe = Path(sys.executable).with_name("sparkmark")
+    done = subprocess.run([str(exe), "run", str(script), "--JOB_NAME", "proc"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert "FAILED" in done.stdout
+    bad = subprocess.run([str(exe), "run", str(script), "--job-bookmark-from", "jr_x"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 1
+    assert "Invalid option" in bad.stderr and "Traceback" not in bad.stderr
+    store = StateStore(f"sqlite:///{tmp_path / 'home' / 'state.db'}")
+    (run,) = store.list_runs("proc")
+    assert run.state.value == "FAILED" and "status 3" in run.error

@@ -1,0 +1,175 @@
+"""The state store on SQLite and on the real PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import func, select
+
+from sparkmark import BookmarkConflict, ConcurrentRunsExceeded, RunFinished, StateStoreError, UnknownJob, UnknownRun
+from sparkmark.engine import schema as t
+from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry, RunState
+from sparkmark.engine.store import StateStore, extend_lineage
+
+
+def start(store, job, run_id, lease_seconds=60.0, **kw):
+    return store.start_run(job_name=job, run_id=run_id, attempt=kw.get("attempt", 0),
+                           option=BookmarkOption.ENABLE, arguments=kw.get("arguments", {}),
+                           owner="test:1", lease_seconds=lease_seconds)
+
+
+def commit_files(store, job, run_id, names, ctx="src"):
+    run = start(store, job, run_id)
+    files = [FileEntry(f"file:///d/{n}", 1000, 10) for n in names]
+    return store.commit(run, [CtxCommit(ctx, {"type": "files"}, files)], metrics={})
+
+
+def file_rows(store) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(t.file_entries)).scalar()
+
+
+def test_extend_lineage():
+    assert extend_lineage((), 1) == ((1, 1),)
+    assert extend_lineage(((1, 3),), 4) == ((1, 4),)
+    assert extend_lineage(((1, 2),), 5) == ((1, 2), (5, 5))
+
+
+def test_schema_is_versioned_and_reopening_is_idempotent(store):
+    with store.engine.connect() as conn:
+        assert t.stored_version(conn) == t.SCHEMA_VERSION
+    again = StateStore(store.url.render_as_string(hide_password=False))
+    with again.engine.connect() as conn:
+        assert t.stored_version(conn) == t.SCHEMA_VERSION
+    again.close()
+
+
+def test_store_from_a_newer_sparkmark_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    s = StateStore(url)
+    with s.engine.begin() as conn:
+        conn.execute(t.schema_info.update().values(value=str(t.SCHEMA_VERSION + 1)))
+    s.close()
+    with pytest.raises(StateStoreError, match="newer than this sparkmark"):
+        StateStore(url)
+
+
+def test_commit_cost_is_the_new_files_only(store, job_name):
+    commit_files(store, job_name, "jr_1", [f"a{i}" for i in range(50)])
+    assert file_rows(store) == 50
+    commit_files(store, job_name, "jr_2", ["b0", "b1", "b2"])
+    # The second commit wrote its 3 files and left the first 50 rows alone.
+    assert file_rows(store) == 53
+    latest = store.latest_version(job_name)
+    assert latest.lineage == ((1, 2),)
+    assert len(store.processed_files(job_name, "src", latest.lineage)) == 53
+
+
+def test_versions_are_immutable_through_reset_and_rewind(store, job_name):
+    commit_files(store, job_name, "jr_1", ["a"])
+    commit_files(store, job_name, "jr_2", ["b"])
+    store.reset(job_name)
+    commit_files(store, job_name, "jr_3", ["c"])
+    rewound = store.rewind(job_name, "jr_2")
+    assert [v.kind.value for v in store.history(job_name)] == [
+        "REWIND", "COMMIT", "RESET", "COMMIT", "COMMIT"]
+    assert rewound.rewound_to == 2
+    assert set(store.processed_files(job_name, "src", rewound.lineage)) == {"file:///d/a", "file:///d/b"}
+    # Older versions still read as they were.
+    v4 = store.get_version(job_name, 4)
+    assert set(store.processed_files(job_name, "src", v4.lineage)) == {"file:///d/c"}
+    after = commit_files(store, job_name, "jr_4", ["d"])
+    assert set(store.processed_files(job_name, "src", after.lineage)) == {
+        "file:///d/a", "file:///d/b", "file:///d/d"}
+    # The rewind version stands for the state after jr_2, so the next commit follows it.
+    assert after.run == 3 and after.previous_run_id == "jr_2"
+
+
+def test_rewind_to_a_failed_run_means_the_last_commit_before_it(store, job_name):
+    commit_files(store, job_name, "jr_1", ["a"])
+    start(store, job_name, "jr_bad")
+    store.finish_run("jr_bad", RunState.FAILED, error="boom")
+    commit_files(store, job_name, "jr_2", ["b"])
+    assert store.version_after_run(job_name, "jr_bad").run_id == "jr_1"
+    with pytest.raises(UnknownRun):
+        store.version_after_run(job_name, "jr_nope")
+
+
+def test_reset_of_unknown_job_is_refused(store):
+    with pytest.raises(UnknownJob):
+        store.reset("never_ran")
+
+
+def test_optimistic_commit_refuses_a_stale_base(store, job_name):
+    run = start(store, job_name, "jr_1")
+    store.finish_run("jr_1", RunState.SUCCEEDED)  # frees the lease, bookmark unchanged
+    commit_files(store, job_name, "jr_2", ["x"])  # moves the bookmark to version 1
+    # jr_1 was based on version 0; a forged attempt to commit it must fail.
+    with pytest.raises((BookmarkConflict, RunFinished)):
+        store.commit(run, [], metrics={})
+    run3 = start(store, job_name, "jr_3")
+    store.reset(job_name)
+    with pytest.raises(BookmarkConflict, match="moved from version 1 to 2"):
+        store.commit(run3, [CtxCommit("src", {}, [FileEntry("file:///z", 1, 1)])], metrics={})
+    assert store.get_run("jr_3").state is RunState.RUNNING  # the caller decides how it ends
+    assert file_rows(store) == 1
+
+
+def test_finish_twice_is_refused(store, job_name):
+    start(store, job_name, "jr_1")
+    store.finish_run("jr_1", RunState.STOPPED)
+    with pytest.raises(RunFinished):
+        store.finish_run("jr_1", RunState.SUCCEEDED)
+
+
+def test_heartbeat_fails_after_takeover(store, job_name):
+    start(store, job_name, "jr_old", lease_seconds=-1)
+    assert store.heartbeat(job_name, "jr_old", 60) is True  # still ours until taken
+    with store.engine.begin() as conn:  # let it lapse again
+        conn.execute(t.leases.update().values(expires_at=t.utcnow().replace(year=2000)))
+    start(store, job_name, "jr_new")
+    assert store.heartbeat(job_name, "jr_old", 60) is False
+    assert store.get_run("jr_old").state is RunState.FAILED
+
+
+def test_racing_starts_of_one_job_let_exactly_one_run(store, job_name):
+    outcomes: list[str] = []
+    barrier = threading.Barrier(6)
+
+    def attempt(n):
+        barrier.wait()
+        try:
+            start(store, job_name, f"jr_race{n}")
+            outcomes.append("ran")
+        except ConcurrentRunsExceeded:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=attempt, args=(n,)) for n in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(outcomes) == ["ran"] + ["refused"] * 5
+
+
+def test_parallel_commits_of_different_jobs_lose_nothing(store, job_name):
+    def work(n):
+        for k in range(3):
+            commit_files(store, f"{job_name}_{n}", f"jr_{job_name}_{n}_{k}", [f"{n}-{k}"])
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for n in range(4):
+        latest = store.latest_version(f"{job_name}_{n}")
+        assert latest.version == 3
+        assert len(store.processed_files(f"{job_name}_{n}", "src", latest.lineage)) == 3
+
+
+def test_arguments_are_stored_as_given(store, job_name):
+    run = start(store, job_name, "jr_1", arguments={"input": "/data", "JOB_NAME": job_name})
+    assert run.arguments == {"input": "/data", "JOB_NAME": job_name}
+    assert run.run_id == "jr_1" and run.state is RunState.RUNNING
