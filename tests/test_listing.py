@@ -60,3 +60,19 @@ def test_single_file_and_glob_roots(tmp_path):
 def test_spark_path_maps_s3_and_escapes_globs():
     assert spark_path("s3://bucket/k.json") == "s3a://bucket/k.json"
     assert spark_path("file:///d/a[1].json") == r"file:///d/a\[1\].json"
+
+
+def test_listing_works_on_other_fsspec_file_systems():
+    """Any fsspec URL lists the same way; here the in-memory file system."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe({"/lake/t/dt=1/a.json": b"{}\n", "/lake/t/dt=2/b.json": b"{}\n{}\n",
+             "/lake/t/_SUCCESS": b""})
+    listing = FileLister().list(["memory://lake/t"])
+    assert sorted(f.url for f in listing.files) == [
+        "memory:///lake/t/dt=1/a.json", "memory:///lake/t/dt=2/b.json"]
+    assert {f.size for f in listing.files} == {3, 6}
+    assert all(f.mtime_ms > 0 for f in listing.files)
+    assert listing.hidden == 1
+    fs.rm("/lake", recursive=True)

@@ -36,7 +36,9 @@ def is_hidden(name: str) -> bool:
 
 def mtime_ms(info: dict[str, Any]) -> int | None:
     """The modification time in fsspec's ``info`` dict, whatever the backend calls it."""
-    for key in ("mtime", "LastModified", "last_modified", "updated", "modificationTime", "mtime_ns"):
+    keys = ("mtime", "LastModified", "last_modified", "updated", "modificationTime", "mtime_ns",
+            "created")  # object stores with immutable objects report only a creation time
+    for key in keys:
         value = info.get(key)
         if value is None:
             continue
