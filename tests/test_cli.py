@@ -154,3 +154,19 @@ def test_real_process_exit_codes(tmp_path):
     store = StateStore(f"sqlite:///{tmp_path / 'home' / 'state.db'}")
     (run,) = store.list_runs("proc")
     assert run.state.value == "FAILED" and "status 3" in run.error
+
+
+def test_compact_drop_missing_then_runs_continue(spark, script, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1])
+    old = write_json(data / "old.json", [2])
+    common = [str(script), "--JOB_NAME", "cli_compact", "--job-bookmark-option",
+              "job-bookmark-enable", "--input", str(data)]
+    assert "ROWS 2" in sm("run", *common).output
+    old.unlink()
+    result = sm("bookmark", "compact", "cli_compact", "--drop-missing", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["DroppedMissing"] == 1
+    files = json.loads(sm("bookmark", "files", "cli_compact", "orders", "--json").output)
+    assert [Path(f["path"]).name for f in files] == ["a.json"]
+    assert "ROWS 0" in sm("run", *common).output  # a.json is still known: not read again

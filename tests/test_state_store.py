@@ -7,7 +7,15 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from sparkmark import BookmarkConflict, ConcurrentRunsExceeded, RunFinished, StateStoreError, UnknownJob, UnknownRun
+from sparkmark import (
+    BookmarkConflict,
+    ConcurrentRunsExceeded,
+    NotFound,
+    RunFinished,
+    StateStoreError,
+    UnknownJob,
+    UnknownRun,
+)
 from sparkmark.engine import schema as t
 from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry, RunState
 from sparkmark.engine.store import StateStore, extend_lineage
@@ -173,3 +181,32 @@ def test_arguments_are_stored_as_given(store, job_name):
     run = start(store, job_name, "jr_1", arguments={"input": "/data", "JOB_NAME": job_name})
     assert run.arguments == {"input": "/data", "JOB_NAME": job_name}
     assert run.run_id == "jr_1" and run.state is RunState.RUNNING
+
+
+def test_compaction_keeps_the_state_and_drops_superseded_rows(store, job_name):
+    commit_files(store, job_name, "jr_1", ["a", "b"])
+    run = start(store, job_name, "jr_2")  # b modified, c new
+    store.commit(run, [CtxCommit("src", {"type": "files"}, [
+        FileEntry("file:///d/b", 2000, 11), FileEntry("file:///d/c", 1000, 10)])], metrics={})
+    before = store.processed_files(job_name, "src", store.latest_version(job_name).lineage)
+    result = store.compact(job_name)
+    assert (result.rows_before, result.rows_after) == (4, 3)
+    assert file_rows(store) == 3
+    assert store.processed_files(job_name, "src", result.version.lineage) == before
+    assert result.version.kind.value == "COMPACT" and result.version.run_id == "jr_2"
+    # States from before the compaction are retired, with a clear error.
+    with pytest.raises(NotFound, match="older than the compaction"):
+        store.rewind(job_name, "jr_1")
+    after = commit_files(store, job_name, "jr_3", ["d"])
+    assert len(store.processed_files(job_name, "src", after.lineage)) == 4
+    assert store.rewind(job_name, "jr_3").rewound_to == after.version
+
+
+def test_compaction_can_forget_missing_files_and_is_refused_while_running(store, job_name):
+    commit_files(store, job_name, "jr_1", ["a", "gone"])
+    result = store.compact(job_name, keep=lambda ctx, path: not path.endswith("gone"))
+    assert result.dropped_missing == 1
+    assert set(store.processed_files(job_name, "src", result.version.lineage)) == {"file:///d/a"}
+    start(store, job_name, "jr_2")
+    with pytest.raises(ConcurrentRunsExceeded):
+        store.compact(job_name)

@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from ..engine.listing import FileLister
 from ..engine.models import BookmarkVersion
 from ..engine.store import StateStore
 from ..errors import SparkmarkError
@@ -202,4 +203,51 @@ def files(
             ["path", "size", "modification_time", "commit_time", "version", "run_id"],
             [[r.path, r.size, when_ms(r.mtime_ms), when(r.committed_at), r.version, r.run_id] for r in rows],
         )
+    )
+
+
+@app.command("compact")
+@one_line_errors
+def compact(
+    job: str = typer.Argument(..., help="Job name"),
+    drop_missing: bool = typer.Option(
+        False, "--drop-missing", help="Also forget processed files that no longer exist"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """Fold the bookmark into one version and delete the per-file rows it no longer needs.
+
+    Keeps the current state (so the next run reads the same files it would have);
+    versions before the compaction can no longer be restored. With --drop-missing,
+    files that were deleted from the source are forgotten too.
+    """
+    store = StateStore.from_settings()
+    store.require_job(job)
+    keep = None
+    if drop_missing:
+        current = store.latest_version(job)
+        present: dict[str, set[str]] = {}
+        for ctx, state in (current.ctx_states if current else {}).items():
+            if state.get("type") == "files" and state.get("paths"):
+                listing = FileLister(recurse=True).list(list(state["paths"]))
+                present[ctx] = {f.url for f in listing.files}
+
+        def keep(ctx: str, path: str) -> bool:
+            return ctx not in present or path in present[ctx]
+
+    result = store.compact(job, keep)
+    if as_json:
+        print_json(
+            {
+                "Version": result.version.version,
+                "RowsBefore": result.rows_before,
+                "RowsAfter": result.rows_after,
+                "DroppedMissing": result.dropped_missing,
+            }
+        )
+        return
+    console.print(
+        f"Compacted job {job} into version {result.version.version}: {result.rows_before} file "
+        f"rows → {result.rows_after}"
+        + (f" ({result.dropped_missing} missing files forgotten)" if drop_missing else "")
     )

@@ -26,6 +26,7 @@ class VersionKind(StrEnum):
     COMMIT = "COMMIT"  # a run's job.commit()
     RESET = "RESET"  # back to nothing processed
     REWIND = "REWIND"  # back to the state just after an earlier run
+    COMPACT = "COMPACT"  # the same state, folded into one version; older ones retired
 
 
 Lineage = tuple[tuple[int, int], ...]
@@ -98,6 +99,14 @@ class CommittedFile:
     version: int
     run_id: str | None
     committed_at: datetime
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    version: "BookmarkVersion"
+    rows_before: int
+    rows_after: int
+    dropped_missing: int
 
 
 @dataclass

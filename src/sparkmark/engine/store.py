@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from ..errors import (
     ConcurrentRunsExceeded,
     ConfigError,
     LeaseLost,
+    NotFound,
     RunFinished,
     StateStoreError,
     UnknownJob,
@@ -48,6 +49,7 @@ from .models import (
     BookmarkOption,
     BookmarkVersion,
     CommittedFile,
+    CompactionResult,
     CtxCommit,
     FileEntry,
     Lease,
@@ -424,8 +426,14 @@ class StateStore:
             ).first()
             if row is None:
                 raise UnknownRun(run_id, job_name)
-            if row.committed_version is not None:
+            compacted_at = self._last_compaction(conn, job_name)
+            if row.committed_version is not None and row.committed_version >= compacted_at:
                 return self._version(conn, job_name, row.committed_version)
+            if compacted_at and row.started_at < self._version(conn, job_name, compacted_at).created_at:
+                raise NotFound(
+                    f"run {run_id} is older than the compaction of job {job_name!r} at bookmark "
+                    f"version {compacted_at}; states before it can no longer be restored"
+                )
             cutoff = row.ended_at or row.started_at
             number = conn.execute(
                 select(func.max(t.bookmark_versions.c.version)).where(
@@ -438,6 +446,18 @@ class StateStore:
                     job_name, 0, VersionKind.RESET, 0, 0, None, None, cutoff, (), None, {}
                 )
             return self._version(conn, job_name, number)
+
+    @staticmethod
+    def _last_compaction(conn: Connection, job_name: str) -> int:
+        bv = t.bookmark_versions.c
+        return (
+            conn.execute(
+                select(func.max(bv.version)).where(
+                    bv.job_name == job_name, bv.kind == VersionKind.COMPACT.value
+                )
+            ).scalar()
+            or 0
+        )
 
     def commit(
         self,
@@ -615,6 +635,96 @@ class StateStore:
         if target.version == 0:
             return self.reset(job_name)
         return self._add_version(job_name, VersionKind.REWIND, target)
+
+    def compact(
+        self, job_name: str, keep: Callable[[str, str], bool] | None = None
+    ) -> CompactionResult:
+        """Fold the current state into one new version and delete older per-file rows.
+
+        The new version has the same state (less the files ``keep(ctx, path)``
+        rejects); the rows of superseded entries and of earlier versions are
+        deleted, so versions before it can no longer be restored. Refused while a
+        run of the job holds the lease.
+        """
+        with self.engine.begin() as conn:
+            if not self._job_exists(conn, job_name):
+                raise UnknownJob(job_name)
+            holder = conn.execute(
+                select(t.leases.c.run_id, t.leases.c.expires_at).where(
+                    t.leases.c.job_name == job_name
+                )
+            ).first()
+            if holder is not None and holder.expires_at > utcnow():
+                raise ConcurrentRunsExceeded(job_name, holder.run_id, holder.expires_at.isoformat())
+            current_number = self._latest_version_number(conn, job_name)
+            if not current_number:
+                raise NotFound(f"job {job_name!r} has no bookmark version to compact")
+            current = self._version(conn, job_name, current_number)
+            version = current_number + 1
+            conn.execute(
+                insert(t.bookmark_versions).values(
+                    job_name=job_name,
+                    version=version,
+                    kind=VersionKind.COMPACT.value,
+                    run=current.run,
+                    attempt=current.attempt,
+                    run_id=current.run_id,
+                    previous_run_id=current.previous_run_id,
+                    created_at=utcnow(),
+                    lineage=_json([[version, version]]),
+                    rewound_to=current_number,
+                )
+            )
+            self._insert_ctx_states(conn, job_name, version, current.ctx_states)
+            fe, de = t.file_entries.c, t.dir_entries.c
+            before = after = dropped = 0
+            sources = conn.execute(
+                select(t.sources.c.source_id, t.sources.c.ctx).where(
+                    t.sources.c.job_name == job_name
+                )
+            ).all()
+            for source_id, ctx in sources:
+                latest: dict[str, tuple[int, int]] = {}
+                for path, mtime, size in conn.execute(
+                    select(fe.path, fe.mtime_ms, fe.size)
+                    .where(fe.source_id == source_id, _lineage_clause(fe.version, current.lineage))
+                    .order_by(fe.version)
+                ):
+                    latest[path] = (mtime, size)
+                before += conn.execute(
+                    select(func.count()).select_from(t.file_entries).where(fe.source_id == source_id)
+                ).scalar()
+                kept = {p: v for p, v in latest.items() if keep is None or keep(ctx, p)}
+                dropped += len(latest) - len(kept)
+                after += len(kept)
+                dirs = {
+                    d: m
+                    for d, m in conn.execute(
+                        select(de.dir, de.mtime_ms)
+                        .where(de.source_id == source_id, _lineage_clause(de.version, current.lineage))
+                        .order_by(de.version)
+                    )
+                }
+                conn.execute(t.file_entries.delete().where(fe.source_id == source_id))
+                conn.execute(t.dir_entries.delete().where(de.source_id == source_id))
+                self._insert_many(
+                    conn,
+                    t.file_entries,
+                    (
+                        {"source_id": source_id, "version": version, "path": p, "mtime_ms": m, "size": z}
+                        for p, (m, z) in kept.items()
+                    ),
+                )
+                self._insert_many(
+                    conn,
+                    t.dir_entries,
+                    (
+                        {"source_id": source_id, "version": version, "dir": d, "mtime_ms": m}
+                        for d, m in dirs.items()
+                    ),
+                )
+            result = self._version(conn, job_name, version)
+        return CompactionResult(result, before, after, dropped)
 
     # ------------------------------------------------------------ file state
 

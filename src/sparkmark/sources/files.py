@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ class FilePlan:
 def as_path_list(paths: str | list[str] | tuple[str, ...]) -> list[str]:
     if isinstance(paths, str):
         paths = [paths]
-    result = [str(p) for p in paths]
+    # Local paths are kept absolute, so the bookmark reads the same from any folder.
+    result = [str(p) if "://" in str(p) else os.path.abspath(str(p)) for p in paths]
     if not result:
         raise SourceError("read_files needs at least one path")
     return result
