@@ -30,6 +30,7 @@ def test_first_run_reads_all_and_next_reads_nothing(any_runner, tmp_path):
     assert run.state is RunState.SUCCEEDED
     assert run.metrics["sources"]["src"]["files_skipped"] == 2
     assert run.metrics["sources"]["src"]["files_read"] == 0
+    assert run.metrics["sources"]["src"]["duration_seconds"] > 0
 
 
 def test_empty_run_keeps_the_schema_of_earlier_runs(runner, tmp_path):

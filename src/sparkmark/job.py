@@ -250,6 +250,7 @@ class Job:
         and any Spark reader option.
         """
         self._require_running()
+        began = time.monotonic()
         fmt = format.lower()
         if fmt not in file_source.FORMATS:
             raise SourceError(
@@ -318,6 +319,7 @@ class Job:
         )
         metrics = plan.metrics()
         metrics["manifest"] = manifest
+        metrics["duration_seconds"] = round(time.monotonic() - began, 4)
         key = ctx if ctx is not None else f"(no ctx) {', '.join(path_list)}"
         self._metrics[key] = metrics
         log.info(

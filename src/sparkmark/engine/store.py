@@ -217,7 +217,7 @@ class StateStore:
                 )
             )
             return
-        held_until = t.UTCDateTime().process_result_value(row.expires_at, conn.dialect)
+        held_until = row.expires_at
         if held_until > now:
             raise ConcurrentRunsExceeded(job_name, row.run_id, held_until.isoformat())
         taken = conn.execute(
@@ -520,7 +520,7 @@ class StateStore:
                 )
                 self._insert_ctx_states(conn, run.job_name, new_version, states)
                 for c in commits:
-                    source_id = self._source_id(conn, run.job_name, c.ctx)
+                    source_id = self._source(conn, run.job_name, c.ctx, create=True)
                     self._insert_many(
                         conn,
                         t.file_entries,
@@ -588,12 +588,13 @@ class StateStore:
             )
 
     @staticmethod
-    def _source_id(conn: Connection, job_name: str, ctx: str) -> int:
-        query = select(t.sources.c.source_id).where(
-            t.sources.c.job_name == job_name, t.sources.c.ctx == ctx
-        )
-        found = conn.execute(query).scalar()
-        if found is not None:
+    def _source(conn: Connection, job_name: str, ctx: str, *, create: bool = False) -> int | None:
+        found = conn.execute(
+            select(t.sources.c.source_id).where(
+                t.sources.c.job_name == job_name, t.sources.c.ctx == ctx
+            )
+        ).scalar()
+        if found is not None or not create:
             return found
         return conn.execute(
             insert(t.sources).values(job_name=job_name, ctx=ctx).returning(t.sources.c.source_id)
@@ -684,27 +685,16 @@ class StateStore:
                 )
             ).all()
             for source_id, ctx in sources:
-                latest: dict[str, tuple[int, int]] = {}
-                for path, mtime, size in conn.execute(
-                    select(fe.path, fe.mtime_ms, fe.size)
-                    .where(fe.source_id == source_id, _lineage_clause(fe.version, current.lineage))
-                    .order_by(fe.version)
-                ):
-                    latest[path] = (mtime, size)
+                latest = self._latest(
+                    conn, t.file_entries, "path", ("mtime_ms", "size"), source_id, current.lineage
+                )
                 before += conn.execute(
                     select(func.count()).select_from(t.file_entries).where(fe.source_id == source_id)
                 ).scalar()
                 kept = {p: v for p, v in latest.items() if keep is None or keep(ctx, p)}
                 dropped += len(latest) - len(kept)
                 after += len(kept)
-                dirs = {
-                    d: m
-                    for d, m in conn.execute(
-                        select(de.dir, de.mtime_ms)
-                        .where(de.source_id == source_id, _lineage_clause(de.version, current.lineage))
-                        .order_by(de.version)
-                    )
-                }
+                dirs = self._latest(conn, t.dir_entries, "dir", ("mtime_ms",), source_id, current.lineage)
                 conn.execute(t.file_entries.delete().where(fe.source_id == source_id))
                 conn.execute(t.dir_entries.delete().where(de.source_id == source_id))
                 self._insert_many(
@@ -720,7 +710,7 @@ class StateStore:
                     t.dir_entries,
                     (
                         {"source_id": source_id, "version": version, "dir": d, "mtime_ms": m}
-                        for d, m in dirs.items()
+                        for d, (m,) in dirs.items()
                     ),
                 )
             result = self._version(conn, job_name, version)
@@ -728,12 +718,17 @@ class StateStore:
 
     # ------------------------------------------------------------ file state
 
-    def _source(self, conn: Connection, job_name: str, ctx: str) -> int | None:
-        return conn.execute(
-            select(t.sources.c.source_id).where(
-                t.sources.c.job_name == job_name, t.sources.c.ctx == ctx
-            )
-        ).scalar()
+    @staticmethod
+    def _latest(conn: Connection, table, key: str, values: tuple[str, ...], source_id: int,
+                lineage: Lineage) -> dict[str, tuple]:
+        """Each key's latest row in ``lineage``: later versions overwrite earlier ones."""
+        c = table.c
+        rows = conn.execute(
+            select(c[key], *[c[v] for v in values])
+            .where(c.source_id == source_id, _lineage_clause(c.version, lineage))
+            .order_by(c.version)
+        )
+        return {row[0]: tuple(row[1:]) for row in rows}
 
     def processed_files(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, FileEntry]:
         """Each path's latest processed (mtime, size) in a version with this lineage."""
@@ -741,26 +736,17 @@ class StateStore:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return {}
-            fe = t.file_entries.c
-            rows = conn.execute(
-                select(fe.path, fe.mtime_ms, fe.size)
-                .where(fe.source_id == source_id, _lineage_clause(fe.version, lineage))
-                .order_by(fe.version)
-            )
-            return {p: FileEntry(p, m, s) for p, m, s in rows}
+            latest = self._latest(conn, t.file_entries, "path", ("mtime_ms", "size"), source_id, lineage)
+        return {p: FileEntry(p, m, z) for p, (m, z) in latest.items()}
 
     def processed_dirs(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, int]:
+        """Each fully processed leaf folder's mtime in a version with this lineage."""
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return {}
-            de = t.dir_entries.c
-            rows = conn.execute(
-                select(de.dir, de.mtime_ms)
-                .where(de.source_id == source_id, _lineage_clause(de.version, lineage))
-                .order_by(de.version)
-            )
-            return {d: m for d, m in rows}
+            latest = self._latest(conn, t.dir_entries, "dir", ("mtime_ms",), source_id, lineage)
+        return {d: m for d, (m,) in latest.items()}
 
     def committed_files(
         self, job_name: str, ctx: str, version: BookmarkVersion
