@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from sparkmark import Job
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
+from sparkmark.spark import jdbc_jars
 
 PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -27,6 +28,7 @@ def spark():
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.jars", ",".join(jdbc_jars()))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -64,7 +64,7 @@ def test_run_bookmark_and_runs_commands(spark, script, tmp_path):
     assert got["PreviousRunId"] == run1
     assert got["JobBookmark"]["orders"]["files_committed"] == 2
     human = sm("bookmark", "get", "cli_job").output
-    assert "orders" in human and "files committed" in human
+    assert "orders" in human and "2 files, high-water mtime" in human
 
     history = json.loads(sm("bookmark", "history", "cli_job", "--json").output)
     assert [h["Version"] for h in history] == [2, 1]

@@ -31,7 +31,12 @@ from .engine.masking import mask_arguments
 from .engine.models import BookmarkOption, BookmarkVersion, CtxCommit, RunRecord, RunState
 from .engine.store import StateStore
 from .errors import ArgumentError, RunFinished, SourceError
+from .connections import resolve_connection
+from .engine import jdbc as jdbc_keys
 from .settings import Settings
+from .sinks import jdbc as jdbc_sink
+from .sources import jdbc as jdbc_source
+from .spark import create_session
 from .sources import files as file_source
 
 log = logging.getLogger("sparkmark.job")
@@ -133,6 +138,7 @@ class Job:
         self._spark = spark
         self._pending: dict[str, CtxCommit] = {}
         self._metrics: dict[str, dict[str, Any]] = {}
+        self._sinks: list[dict[str, Any]] = []
         self._started = time.monotonic()
         self._committed = False
 
@@ -207,11 +213,8 @@ class Job:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            self._spark = SparkSession.getActiveSession() or (
-                SparkSession.builder.master(self.settings.spark_master)
-                .appName(self.name)
-                .config("spark.ui.showConsoleProgress", "false")
-                .getOrCreate()
+            self._spark = SparkSession.getActiveSession() or create_session(
+                self.name, self.settings.spark_master
             )
         return self._spark
 
@@ -223,6 +226,7 @@ class Job:
     def metrics(self) -> dict[str, Any]:
         return {
             "sources": dict(self._metrics),
+            "sinks": list(self._sinks),
             "duration_seconds": round(time.monotonic() - self._started, 3),
         }
 
@@ -233,6 +237,20 @@ class Job:
             raise RunFinished(
                 f"run {self.run_id} of job {self.name!r} has already ended; start a new run"
             )
+
+    def _claim_ctx(self, ctx: str | None, what: str) -> bool:
+        """Check a source's ctx; True when the source is bookmarked in this run."""
+        if ctx is not None and ctx in self._metrics:
+            raise SourceError(
+                f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "
+                "its own ctx (transformation_ctx)"
+            )
+        if ctx is None and self.bookmark_option is not BookmarkOption.DISABLE:
+            log.warning(
+                "source %s has no ctx (transformation_ctx): it is read in full and not bookmarked",
+                what,
+            )
+        return ctx is not None and self.bookmark_option is not BookmarkOption.DISABLE
 
     def read_files(
         self,
@@ -258,17 +276,7 @@ class Job:
             )
         path_list = file_source.as_path_list(paths)
         opts, spark_options = FileSourceOptions.split(options)
-        if ctx is not None and ctx in self._metrics:
-            raise SourceError(
-                f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "
-                "its own ctx (transformation_ctx)"
-            )
-        bookmarked = ctx is not None and self.bookmark_option is not BookmarkOption.DISABLE
-        if ctx is None and self.bookmark_option is not BookmarkOption.DISABLE:
-            log.warning(
-                "source %s has no ctx (transformation_ctx): it is read in full and not bookmarked",
-                ", ".join(path_list),
-            )
+        bookmarked = self._claim_ctx(ctx, ", ".join(path_list))
 
         previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
         if not bookmarked:
@@ -342,6 +350,89 @@ class Job:
                 run_id=self.run_id,
             )
         return df
+
+    def _database(self, url, connection, user, password) -> jdbc_keys.Database:
+        if connection is not None:
+            resolved = resolve_connection(connection)
+            url, user = url or resolved.url, user or resolved.user
+            password = password or resolved.password
+        if not url:
+            raise ArgumentError("give a JDBC url or connection=NAME")
+        return jdbc_keys.parse_database(url, user, password)
+
+    def read_jdbc(
+        self,
+        url: str | None = None,
+        table: str | None = None,
+        ctx: str | None = None,
+        keys: Sequence[str] | str | None = None,
+        keys_sort_order: str = "asc",
+        user: str | None = None,
+        password: str | None = None,
+        hashfield: str | None = None,
+        hashexpression: str | None = None,
+        hashpartitions: int = 7,
+        lag: float | None = None,
+        on_null_key: str = "raise",
+        query: str | None = None,
+        connection: str | None = None,
+        fetchsize: int | None = None,
+    ) -> DataFrame:
+        """A DataFrame of the rows past this source's bookmark.
+
+        The run's upper bound is the last key in the table now (the first, for
+        ``keys_sort_order="desc"``); the run reads ``last < key <= upper`` and the
+        commit records ``upper``. ``keys`` default to the table's primary key.
+        """
+        self._require_running()
+        began = time.monotonic()
+        database = self._database(url, connection, user, password)
+        request = jdbc_source.JdbcRequest.build(
+            database, table=table, query=query, keys=keys, keys_sort_order=keys_sort_order,
+            hashfield=hashfield, hashexpression=hashexpression, hashpartitions=hashpartitions,
+            lag=lag, on_null_key=on_null_key, fetchsize=fetchsize,
+        )
+        bookmarked = self._claim_ctx(ctx, table or "query")
+        previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
+        bounds = None
+        if bookmarked and self._range is not None:
+            lower, upper = self._range
+            bounds = (lower.ctx_states.get(ctx), upper.ctx_states.get(ctx))
+        outcome = jdbc_source.read(
+            self.spark, request, ctx=ctx, previous=previous, bookmarked=bookmarked,
+            commit_state=bookmarked and self.bookmark_option is BookmarkOption.ENABLE,
+            bounds=bounds, run_id=self.run_id,
+        )
+        metrics = dict(outcome.metrics)
+        metrics["duration_seconds"] = round(time.monotonic() - began, 4)
+        key = ctx if ctx is not None else f"(no ctx) {table or 'query'}"
+        self._metrics[key] = metrics
+        log.info("job %s ctx %s: %s rows in range %s", self.name, key, metrics["rows_read"],
+                 metrics["key_range"])
+        if outcome.commit is not None:
+            self._pending[ctx] = outcome.commit
+        return outcome.frame
+
+    def write_jdbc(
+        self,
+        df: DataFrame,
+        url: str | None = None,
+        table: str | None = None,
+        mode: str = "append",
+        keys: Sequence[str] | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        connection: str | None = None,
+    ) -> dict[str, Any]:
+        """Write ``df`` to a database table: append, overwrite, or upsert by ``keys``
+        (default: the target's primary key), in one transaction."""
+        self._require_running()
+        if not table:
+            raise ArgumentError("write_jdbc needs table=")
+        database = self._database(url, connection, user, password)
+        result = jdbc_sink.write(df, database, table, mode=mode, keys=list(keys) if keys else None)
+        self._sinks.append(result)
+        return result
 
     # ------------------------------------------------------------ ending
 

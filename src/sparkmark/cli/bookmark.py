@@ -45,17 +45,25 @@ def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for ctx, state in sorted(states.items()):
         last = state.get("last_run") or {}
-        rows.append(
-            [
-                ctx,
-                state.get("type", "-"),
-                ", ".join(state.get("paths") or []),
-                state.get("files_committed", 0),
-                when_ms(state.get("high_water_mtime_ms")),
-                f"{last.get('files', 0)} files, {last.get('bytes', 0)} bytes"
-                + (f", {last['deferred']} deferred" if last.get("deferred") else ""),
-            ]
-        )
+        if state.get("type") == "jdbc":
+            where = state.get("table") or f"query {state.get('query_sha256')}"
+            source = f"{state.get('database')} {where}"
+            progress = (
+                f"keys {', '.join(state.get('keys') or [])} {state.get('keys_sort_order')}, "
+                f"last {state.get('last_value')}"
+                + (f", lag {state['lag']}" if state.get("lag") is not None else "")
+            )
+            latest = f"{last.get('rows', 0)} rows"
+        else:
+            source = ", ".join(state.get("paths") or [])
+            progress = (
+                f"{state.get('files_committed', 0)} files, high-water mtime "
+                f"{when_ms(state.get('high_water_mtime_ms'))}"
+            )
+            latest = f"{last.get('files', 0)} files, {last.get('bytes', 0)} bytes" + (
+                f", {last['deferred']} deferred" if last.get("deferred") else ""
+            )
+        rows.append([ctx, state.get("type", "-"), source, progress, latest])
     return rows
 
 
@@ -80,7 +88,7 @@ def get(
         console.print(
             table(
                 "Sources",
-                ["ctx", "type", "paths", "files committed", "high-water mtime", "last commit"],
+                ["ctx", "type", "source", "progress", "last commit"],
                 _source_rows(document["JobBookmark"]),
             )
         )

@@ -1,0 +1,1 @@
+"""Writers that take a plain Spark DataFrame to a target."""

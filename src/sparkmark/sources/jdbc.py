@@ -1,0 +1,274 @@
+"""JDBC sources: the rows past the bookmark, read by Spark in parallel."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from pyspark.sql import DataFrame, SparkSession
+
+from ..engine import jdbc as kr
+from ..engine.models import CtxCommit
+from ..errors import SourceError
+from ..spark import driver_class
+
+log = logging.getLogger("sparkmark.jdbc")
+
+NULL_KEY_POLICIES = ("raise", "include", "exclude")
+MAX_BOUNDARY_ROWS = 100_000
+
+
+@dataclass
+class JdbcRequest:
+    """What the caller asked for, validated."""
+
+    database: kr.Database
+    table: str | None
+    query: str | None
+    keys: tuple[str, ...] | None
+    descending: bool
+    hashfield: str | None
+    hashexpression: str | None
+    hashpartitions: int
+    lag: float | None
+    on_null_key: str
+    fetchsize: int | None = None
+
+    @classmethod
+    def build(cls, database: kr.Database, *, table, query, keys, keys_sort_order, hashfield,
+              hashexpression, hashpartitions, lag, on_null_key, fetchsize=None) -> "JdbcRequest":
+        if (table is None) == (query is None):
+            raise SourceError("read_jdbc needs exactly one of table= or query=")
+        order = str(keys_sort_order or "asc").lower()
+        if order not in ("asc", "desc"):
+            raise SourceError(f"keys_sort_order must be 'asc' or 'desc', got {keys_sort_order!r}")
+        if on_null_key not in NULL_KEY_POLICIES:
+            raise SourceError(f"on_null_key must be one of {', '.join(NULL_KEY_POLICIES)}, got {on_null_key!r}")
+        try:
+            partitions = int(hashpartitions)
+        except (TypeError, ValueError):
+            partitions = 0
+        if partitions < 1:
+            raise SourceError(f"hashpartitions must be a positive whole number, got {hashpartitions!r}")
+        if hashfield and hashexpression:
+            raise SourceError("give hashfield or hashexpression, not both")
+        if lag is not None:
+            try:
+                lag = float(lag)
+            except (TypeError, ValueError):
+                lag = -1.0
+            if lag < 0:
+                raise SourceError("lag must be a number ≥ 0 (seconds for time keys, units for numbers)")
+        if isinstance(keys, str):
+            keys = [keys]
+        return cls(database, table, query, tuple(keys) if keys else None, order == "desc",
+                   hashfield, hashexpression, partitions, lag, on_null_key, fetchsize)
+
+
+@dataclass
+class JdbcOutcome:
+    frame: DataFrame
+    commit: CtxCommit | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def _describe(values: tuple | None) -> list | None:
+    """Key values as a person reads them (timestamps in ISO form)."""
+    return None if values is None else [kr.encode_value(v)["value"] for v in values]
+
+
+def _encode(values: tuple | None) -> list | None:
+    return None if values is None else [kr.encode_value(v) for v in values]
+
+
+def _decode(values: list | None) -> tuple | None:
+    return None if values is None else tuple(kr.decode_value(v) for v in values)
+
+
+def _identity(req: JdbcRequest) -> dict[str, Any]:
+    ident: dict[str, Any] = {"database": req.database.display}
+    if req.table:
+        ident["table"] = req.table
+    else:
+        ident["query_sha256"] = hashlib.sha256(req.query.encode()).hexdigest()[:16]
+    return ident
+
+
+def read(
+    spark: SparkSession,
+    req: JdbcRequest,
+    *,
+    ctx: str | None,
+    previous: dict[str, Any] | None,
+    bookmarked: bool,
+    commit_state: bool,
+    bounds: tuple[dict | None, dict | None] | None = None,
+    run_id: str,
+) -> JdbcOutcome:
+    """Read this run's rows. ``bounds`` (pause with from/to) gives the two ctx states
+    whose committed key values delimit the range."""
+    engine = req.database.engine()
+    try:
+        return _read(spark, engine, req, ctx=ctx, previous=previous or {}, bookmarked=bookmarked,
+                     commit_state=commit_state, bounds=bounds, run_id=run_id)
+    except sa.exc.OperationalError as exc:
+        raise SourceError(f"cannot reach {req.database.display}: {str(exc.orig).strip()}") from None
+    finally:
+        engine.dispose()
+
+
+def _read(spark, engine, req, *, ctx, previous, bookmarked, commit_state, bounds, run_id) -> JdbcOutcome:
+    primary: list[str] = []
+    if req.table is not None:
+        reflected = kr.reflect_table(engine, req.table)
+        primary = [c.name for c in reflected.primary_key.columns]
+        keys = req.keys or tuple(primary)
+        if not keys:
+            raise SourceError(
+                f"table {req.table!r} has no primary key: pass keys=[...] (jobBookmarkKeys) "
+                "naming the columns that order new rows"
+            )
+        missing = [k for k in keys if k not in reflected.columns]
+        if missing:
+            raise SourceError(f"key column(s) {', '.join(missing)} not in table {req.table!r}")
+    else:
+        if not req.keys:
+            raise SourceError("a query source needs keys=[...]: a query has no primary key")
+        keys = req.keys
+    source = kr.Source(req.database, req.table, req.query, tuple(keys), req.descending)
+    order = "desc" if req.descending else "asc"
+
+    if bookmarked and previous:
+        if previous.get("keys") != list(keys) or previous.get("keys_sort_order") != order:
+            raise SourceError(
+                f"source {ctx!r} was bookmarked on keys {previous.get('keys')} "
+                f"{previous.get('keys_sort_order')}; it is now read on {list(keys)} {order}. "
+                "Reset the bookmark to change the keys"
+            )
+    if req.lag is not None and (len(keys) != 1 or req.descending):
+        raise SourceError("lag needs a single ascending key")
+    if req.lag is not None and bookmarked and not primary:
+        raise SourceError("lag needs a table with a primary key, to drop rows already processed")
+
+    last = _decode(previous.get("last")) if bookmarked else None
+    with engine.connect() as conn:
+        top = kr.execute(conn, source.upper_sql()).first()
+        upper = tuple(top) if top is not None else None
+        null_rows = kr.execute(conn, source.count_sql(source.any_null())).scalar()
+
+    if null_rows and bookmarked and req.on_null_key == "raise":
+        raise SourceError(
+            f"{null_rows} row(s) of {req.table or 'the query'} have a NULL bookmark key "
+            f"({', '.join(keys)}); they cannot be bookmarked. Pass on_null_key='exclude' to skip "
+            "them or 'include' to read them in every run"
+        )
+
+    lower = last
+    if bounds is not None:  # pause with from/to
+        lower = _decode((bounds[0] or {}).get("last"))
+        upper = _decode((bounds[1] or {}).get("last"))
+    elif last is not None and req.lag is not None:
+        lower = (kr.minus_lag(last[0], req.lag),)
+
+    if not bookmarked:
+        where = None
+    elif upper is None:
+        where = sa.false()
+    else:
+        parts = [source.up_to(upper)]
+        if lower is not None:
+            parts.insert(0, source.after(lower))
+        where = sa.and_(*parts)
+    if bookmarked and null_rows and req.on_null_key == "include":
+        where = sa.or_(where, source.any_null()) if where is not None else None
+
+    with engine.connect() as conn:
+        in_range = kr.execute(conn, 
+            source.count_sql(where if where is not None else sa.true())
+        ).scalar()
+
+    driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
+    url = req.database.spark_url(driver)
+    props = req.database.jdbc_properties(driver)
+    if req.fetchsize:
+        props["fetchsize"] = str(req.fetchsize)
+    dbtable = f"({source.select_sql(where)}) sm_inc"
+    partitioning = "single"
+    if req.hashfield or req.hashexpression:
+        predicates = source.hash_predicates(req.hashfield, req.hashexpression, req.hashpartitions)
+        frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
+        partitioning = f"hash({req.hashfield or req.hashexpression})"
+    else:
+        frame = None
+        if len(keys) == 1 and req.hashpartitions > 1 and upper is not None and in_range:
+            low = lower
+            if low is None:
+                with engine.connect() as conn:
+                    first = kr.execute(conn, source.first_sql()).first()
+                low = tuple(first) if first is not None else None
+            if low is not None and kr.is_numeric(low[0]) and kr.is_numeric(upper[0]):
+                lo, hi = sorted((float(low[0]), float(upper[0])))
+                if hi > lo:
+                    frame = spark.read.jdbc(
+                        url, dbtable, column=keys[0], lowerBound=int(lo), upperBound=int(hi) + 1,
+                        numPartitions=req.hashpartitions, properties=props,
+                    )
+                    partitioning = f"range({keys[0]})"
+        if frame is None:
+            frame = spark.read.jdbc(url, dbtable, properties=props)
+
+    metrics: dict[str, Any] = {
+        "rows_read": in_range,
+        "null_key_rows": null_rows,
+        "null_key_policy": req.on_null_key,
+        "partitions": frame.rdd.getNumPartitions(),
+        "partitioning": partitioning,
+        "key_range": {"after": _describe(lower), "up_to": _describe(upper)} if bookmarked else None,
+    }
+
+    boundary: list[list] | None = None
+    if req.lag is not None and bookmarked:
+        # Materialise once, so the rows recorded as processed are exactly the rows the job saw.
+        frame = frame.localCheckpoint(eager=True)
+        identity = [c for c in primary if c != keys[0]] + [keys[0]]  # the key last
+        old = [tuple(kr.decode_value(v) for v in row) for row in previous.get("boundary") or []]
+        if old:
+            seen = spark.createDataFrame(old, frame.select(*identity).schema)
+            frame = frame.join(seen, on=identity, how="left_anti").localCheckpoint(eager=True)
+        metrics["rows_read"] = frame.count()
+        metrics["rows_dropped_as_processed"] = in_range - metrics["rows_read"]
+        if upper is not None:
+            edge = kr.minus_lag(upper[0], req.lag)
+            fresh = [tuple(r) for r in frame.filter(frame[keys[0]] > edge).select(*identity).collect()]
+            kept = [r for r in old if r[-1] > edge] + fresh
+            if len(kept) > MAX_BOUNDARY_ROWS:
+                raise SourceError(
+                    f"{len(kept)} rows fall inside the lag window; at most {MAX_BOUNDARY_ROWS} "
+                    "can be tracked. Use a smaller lag"
+                )
+            boundary = [[kr.encode_value(v) for v in row] for row in kept]
+        else:
+            boundary = previous.get("boundary") or []
+
+    commit = None
+    if commit_state and ctx is not None:
+        new_last = upper if upper is not None else last
+        state = {
+            "type": "jdbc",
+            **_identity(req),
+            "keys": list(keys),
+            "keys_sort_order": order,
+            "last": _encode(new_last),
+            "last_value": _describe(new_last),
+            "range_read": metrics["key_range"],
+            "rows_read": metrics["rows_read"],
+            "last_run": {"run_id": run_id, "rows": metrics["rows_read"]},
+        }
+        if req.lag is not None:
+            state["lag"] = req.lag
+            state["boundary"] = boundary or []
+        commit = CtxCommit(ctx=ctx, state=state)
+    return JdbcOutcome(frame, commit, metrics)

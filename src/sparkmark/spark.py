@@ -1,0 +1,64 @@
+"""The Spark session sparkmark creates when a job has none, with JDBC drivers on it.
+
+Drivers come from Debian's packages (``libpostgresql-jdbc-java``,
+``libmariadb-java``, ``libxerial-sqlite-jdbc-java`` put jars in /usr/share/java)
+or from whatever the user configured: ``spark.jars``, ``spark.jars.packages``
+(``--packages``), or a cluster's own classpath.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from .errors import SourceError
+
+JAR_DIRS = ("/usr/share/java",)
+JAR_NAMES = ("postgresql.jar", "mariadb-java-client.jar", "sqlite-jdbc.jar")
+
+
+def jdbc_jars() -> list[str]:
+    """Debian's JDBC driver jars that exist on this machine (``SPARKMARK_JDBC_JARS``
+    overrides: a comma-separated list, or empty for none)."""
+    override = os.environ.get("SPARKMARK_JDBC_JARS")
+    if override is not None:
+        return [j for j in override.split(",") if j]
+    found = []
+    for folder in JAR_DIRS:
+        for name in JAR_NAMES:
+            path = Path(folder) / name
+            if path.exists():
+                found.append(str(path.resolve()))
+    return found
+
+
+def create_session(app_name: str, master: str) -> SparkSession:
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    jars = jdbc_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    return builder.getOrCreate()
+
+
+def driver_class(spark: SparkSession, candidates: tuple[str, ...], what: str) -> str:
+    """The first JDBC driver class of ``candidates`` that Spark's JVM can load."""
+    jvm = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for name in candidates:
+        try:
+            jvm.java.lang.Class.forName(name, True, loader)
+            return name
+        except Exception:
+            continue
+    raise SourceError(
+        f"no JDBC driver for {what} on Spark's classpath (tried {', '.join(candidates)}). "
+        "Install Debian's driver package (libpostgresql-jdbc-java, libmariadb-java or "
+        "libxerial-sqlite-jdbc-java) before the Spark session starts, or start Spark with "
+        "--packages / spark.jars naming the driver"
+    )
