@@ -170,3 +170,14 @@ def test_compact_drop_missing_then_runs_continue(spark, script, tmp_path):
     files = json.loads(sm("bookmark", "files", "cli_compact", "orders", "--json").output)
     assert [Path(f["path"]).name for f in files] == ["a.json"]
     assert "ROWS 0" in sm("run", *common).output  # a.json is still known: not read again
+
+
+def test_bookmark_rows_describe_jdbc_sources():
+    from sparkmark.cli.bookmark import _source_rows
+
+    (row,) = _source_rows({"orders_db": {
+        "type": "jdbc", "database": "postgresql+psycopg://etl:***@db/shop", "table": "orders",
+        "keys": ["id"], "keys_sort_order": "asc", "last_value": [1042], "lag": 60,
+        "last_run": {"rows": 12}}})
+    assert row == ["orders_db", "jdbc", "postgresql+psycopg://etl:***@db/shop orders",
+                   "keys id asc, last [1042], lag 60", "12 rows"]

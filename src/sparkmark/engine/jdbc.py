@@ -304,14 +304,26 @@ def split_table_name(table: str) -> list[str]:
     return parts
 
 
-def reflect_table(engine: Engine, table: str) -> sa.Table:
-    parts = split_table_name(table)
-    schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+@dataclass(frozen=True)
+class TableShape:
+    columns: tuple[str, ...]
+    primary_key: tuple[str, ...]
+
+
+def table_shape(conn: sa.Connection, source: "Source", *, with_primary_key: bool) -> TableShape:
+    """The table's column names (from an empty SELECT, one cheap query) and, when asked,
+    its primary key (from the catalogue)."""
     try:
-        return sa.Table(name, sa.MetaData(), schema=schema, autoload_with=engine)
-    except sa.exc.NoSuchTableError:
-        raise SourceError(f"table {table!r} does not exist in the database") from None
-
-
-def primary_key(engine: Engine, table: str) -> list[str]:
-    return [c.name for c in reflect_table(engine, table).primary_key.columns]
+        result = execute(conn, f"SELECT * FROM {source.quoted_table()} WHERE 1 = 0")
+        columns = tuple(result.keys())
+        result.close()
+    except sa.exc.DBAPIError:
+        conn.rollback()
+        raise SourceError(f"table {source.table!r} does not exist or cannot be read") from None
+    pk: tuple[str, ...] = ()
+    if with_primary_key:
+        parts = split_table_name(source.table)
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+        found = sa.inspect(conn).get_pk_constraint(name, schema=schema)
+        pk = tuple(found.get("constrained_columns") or [])
+    return TableShape(columns, pk)

@@ -19,6 +19,7 @@ log = logging.getLogger("sparkmark.jdbc")
 
 NULL_KEY_POLICIES = ("raise", "include", "exclude")
 MAX_BOUNDARY_ROWS = 100_000
+DEFAULT_FETCHSIZE = 10_000
 
 
 @dataclass
@@ -112,26 +113,29 @@ def read(
     whose committed key values delimit the range."""
     engine = req.database.engine()
     try:
-        return _read(spark, engine, req, ctx=ctx, previous=previous or {}, bookmarked=bookmarked,
-                     commit_state=commit_state, bounds=bounds, run_id=run_id)
+        with engine.connect() as conn:
+            return _read(spark, conn, req, ctx=ctx, previous=previous or {}, bookmarked=bookmarked,
+                         commit_state=commit_state, bounds=bounds, run_id=run_id)
     except sa.exc.OperationalError as exc:
         raise SourceError(f"cannot reach {req.database.display}: {str(exc.orig).strip()}") from None
     finally:
         engine.dispose()
 
 
-def _read(spark, engine, req, *, ctx, previous, bookmarked, commit_state, bounds, run_id) -> JdbcOutcome:
+def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, run_id) -> JdbcOutcome:
     primary: list[str] = []
     if req.table is not None:
-        reflected = kr.reflect_table(engine, req.table)
-        primary = [c.name for c in reflected.primary_key.columns]
+        probe = kr.Source(req.database, req.table, None, ())
+        need_pk = not req.keys or (req.lag is not None and bookmarked)
+        shape = kr.table_shape(conn, probe, with_primary_key=need_pk)
+        primary = list(shape.primary_key)
         keys = req.keys or tuple(primary)
         if not keys:
             raise SourceError(
                 f"table {req.table!r} has no primary key: pass keys=[...] (jobBookmarkKeys) "
                 "naming the columns that order new rows"
             )
-        missing = [k for k in keys if k not in reflected.columns]
+        missing = [k for k in keys if k not in shape.columns]
         if missing:
             raise SourceError(f"key column(s) {', '.join(missing)} not in table {req.table!r}")
     else:
@@ -154,10 +158,13 @@ def _read(spark, engine, req, *, ctx, previous, bookmarked, commit_state, bounds
         raise SourceError("lag needs a table with a primary key, to drop rows already processed")
 
     last = _decode(previous.get("last")) if bookmarked else None
-    with engine.connect() as conn:
-        top = kr.execute(conn, source.upper_sql()).first()
-        upper = tuple(top) if top is not None else None
-        null_rows = kr.execute(conn, source.count_sql(source.any_null())).scalar()
+    top = kr.execute(conn, source.upper_sql()).first()
+    upper = tuple(top) if top is not None else None
+    # Primary-key columns cannot hold NULL; other keys are counted.
+    null_rows = (
+        0 if set(keys) <= set(primary)
+        else kr.execute(conn, source.count_sql(source.any_null())).scalar()
+    )
 
     if null_rows and bookmarked and req.on_null_key == "raise":
         raise SourceError(
@@ -185,38 +192,37 @@ def _read(spark, engine, req, *, ctx, previous, bookmarked, commit_state, bounds
     if bookmarked and null_rows and req.on_null_key == "include":
         where = sa.or_(where, source.any_null()) if where is not None else None
 
-    with engine.connect() as conn:
-        in_range = kr.execute(conn, 
-            source.count_sql(where if where is not None else sa.true())
-        ).scalar()
+    in_range = kr.execute(
+        conn, source.count_sql(where if where is not None else sa.true())
+    ).scalar()
 
     driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
     url = req.database.spark_url(driver)
     props = req.database.jdbc_properties(driver)
-    if req.fetchsize:
-        props["fetchsize"] = str(req.fetchsize)
+    # Stream rows in batches; some drivers otherwise hold a whole partition in memory.
+    props["fetchsize"] = str(req.fetchsize or DEFAULT_FETCHSIZE)
     dbtable = f"({source.select_sql(where)}) sm_inc"
-    partitioning = "single"
+    partitioning, partitions = "single", 1
     if req.hashfield or req.hashexpression:
         predicates = source.hash_predicates(req.hashfield, req.hashexpression, req.hashpartitions)
         frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
-        partitioning = f"hash({req.hashfield or req.hashexpression})"
+        partitioning, partitions = f"hash({req.hashfield or req.hashexpression})", len(predicates)
     else:
         frame = None
         if len(keys) == 1 and req.hashpartitions > 1 and upper is not None and in_range:
             low = lower
             if low is None:
-                with engine.connect() as conn:
-                    first = kr.execute(conn, source.first_sql()).first()
+                first = kr.execute(conn, source.first_sql()).first()
                 low = tuple(first) if first is not None else None
             if low is not None and kr.is_numeric(low[0]) and kr.is_numeric(upper[0]):
-                lo, hi = sorted((float(low[0]), float(upper[0])))
+                lo, hi = sorted((int(low[0]), int(upper[0]) + 1))
                 if hi > lo:
+                    count = min(req.hashpartitions, hi - lo)
                     frame = spark.read.jdbc(
-                        url, dbtable, column=keys[0], lowerBound=int(lo), upperBound=int(hi) + 1,
-                        numPartitions=req.hashpartitions, properties=props,
+                        url, dbtable, column=keys[0], lowerBound=lo, upperBound=hi,
+                        numPartitions=count, properties=props,
                     )
-                    partitioning = f"range({keys[0]})"
+                    partitioning, partitions = f"range({keys[0]})", count
         if frame is None:
             frame = spark.read.jdbc(url, dbtable, properties=props)
 
@@ -224,7 +230,7 @@ def _read(spark, engine, req, *, ctx, previous, bookmarked, commit_state, bounds
         "rows_read": in_range,
         "null_key_rows": null_rows,
         "null_key_policy": req.on_null_key,
-        "partitions": frame.rdd.getNumPartitions(),
+        "partitions": partitions,
         "partitioning": partitioning,
         "key_range": {"after": _describe(lower), "up_to": _describe(upper)} if bookmarked else None,
     }

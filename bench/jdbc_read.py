@@ -1,0 +1,148 @@
+"""JDBC benchmark on the local PostgreSQL (scenarios P5 and P6 of the benchmark plan).
+
+P5: with N rows already bookmarked and 1,000 new ones, a sparkmark incremental read
+    ÷ a plain ``spark.read.jdbc`` of exactly that key range (same partitioning, same
+    write to the ``noop`` sink). Goal ≤ 1.2.
+P6: a full read with hashpartitions=7 against a single partition. Goal ≥ 1.7× faster.
+
+Both sides of each ratio run in this process, alternating, and the medians are
+compared. The first bookmark is seeded by a run that reads nothing and commits
+(the upper bound is fixed when ``read_jdbc`` is called), so N rows need not be
+pulled through Spark once before measuring.
+
+    python bench/jdbc_read.py            # N = 10,000,000
+    python bench/jdbc_read.py --quick    # N = 1,000,000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from sparkmark import Job
+from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
+from sparkmark.spark import create_session
+
+PG_SA = os.environ.get("SPARKMARK_BENCH_PG_SA", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+PG_JDBC = os.environ.get("SPARKMARK_BENCH_PG_JDBC", "jdbc:postgresql://127.0.0.1:5432/test")
+
+
+def timed(action) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=5)
+    opts = parser.parse_args()
+    rows = 1_000_000 if opts.quick else 10_000_000
+    table = f"bench_orders_{uuid.uuid4().hex[:6]}"
+    engine = sa.create_engine(PG_SA)
+    home = tempfile.mkdtemp(prefix="sparkmark-bench-")
+    os.environ["SPARKMARK_HOME"] = home
+    settings = Settings.from_env()
+    store = StateStore.from_settings(settings)
+    spark = create_session("jdbc-bench", "local[2]")
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, customer INT, amount NUMERIC(10,2), "
+                "created_at TIMESTAMP)"
+            )
+            conn.exec_driver_sql(
+                f"INSERT INTO {table} SELECT g, g %% 1000, (g %% 10000) / 100.0, "
+                f"TIMESTAMP '2026-01-01' + g * INTERVAL '1 second' FROM generate_series(1, {rows}) g"
+            )
+            conn.exec_driver_sql(f"ANALYZE {table}")
+        name = f"bench_{table}"
+
+        def job(option: str) -> Job:
+            return Job.from_args(["bench", "--JOB_NAME", name, "--job-bookmark-option", option],
+                                 spark=spark, store=store, settings=settings)
+
+        seed = job("job-bookmark-enable")
+        seed.read_jdbc(PG_JDBC, table=table, ctx="orders", user="postgres")
+        seed.commit()
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"INSERT INTO {table} SELECT g, g %% 1000, 1.0, TIMESTAMP '2026-06-01' "
+                f"FROM generate_series({rows + 1}, {rows + 1000}) g"
+            )
+
+        def sparkmark_increment():
+            run = job("job-bookmark-pause")  # reads what enable would, advances nothing
+            df = run.read_jdbc(PG_JDBC, table=table, ctx="orders", user="postgres")
+            df.write.format("noop").mode("overwrite").save()
+            run.commit()
+            assert run.metrics["sources"]["orders"]["rows_read"] == 1000
+
+        def plain_range():
+            df = spark.read.jdbc(
+                PG_JDBC, f"(SELECT * FROM {table} WHERE id > {rows} AND id <= {rows + 1000}) q",
+                column="id", lowerBound=rows, upperBound=rows + 1001, numPartitions=7,
+                properties={"user": "postgres", "driver": "org.postgresql.Driver"},
+            )
+            df.write.format("noop").mode("overwrite").save()
+
+        def full(partitions: int):
+            def read():
+                run = job("job-bookmark-disable")
+                df = run.read_jdbc(PG_JDBC, table=table, ctx="full", user="postgres",
+                                   hashpartitions=partitions)
+                df.write.format("noop").mode("overwrite").save()
+                run.commit()
+            return read
+
+        sparkmark_increment(), plain_range()  # warm up JVM code paths and connections
+        p5_a, p5_b, p6_a, p6_b = [], [], [], []
+        for i in range(opts.repeats):
+            pair = [(p5_a, sparkmark_increment), (p5_b, plain_range)]
+            for bucket, action in (pair if i % 2 == 0 else pair[::-1]):
+                bucket.append(timed(action))
+        for i in range(max(2, opts.repeats // 2)):
+            pair = [(p6_a, full(7)), (p6_b, full(1))]
+            for bucket, action in (pair if i % 2 == 0 else pair[::-1]):
+                bucket.append(timed(action))
+        p5 = statistics.median(p5_a) / statistics.median(p5_b)
+        p6 = statistics.median(p6_b) / statistics.median(p6_a)
+        results = {
+            "rows": rows,
+            "P5": {"value": round(p5, 3), "goal": "<= 1.2", "met": p5 <= 1.2,
+                   "sparkmark_s": round(statistics.median(p5_a), 3),
+                   "plain_range_s": round(statistics.median(p5_b), 3)},
+            "P6": {"value": round(p6, 3), "goal": ">= 1.7", "met": p6 >= 1.7,
+                   "hashpartitions_7_s": round(statistics.median(p6_a), 3),
+                   "single_partition_s": round(statistics.median(p6_b), 3)},
+        }
+        print(f"rows in table: {rows:,} (+1,000 new)")
+        print(f"{'scenario':<44}{'median s':>10}{'ratio':>8}{'goal':>9}")
+        print(f"{'P5 sparkmark incremental read':<44}{results['P5']['sparkmark_s']:>10}")
+        print(f"{'   plain spark.read.jdbc of the key range':<44}{results['P5']['plain_range_s']:>10}"
+              f"{results['P5']['value']:>8}{'<= 1.2':>9}")
+        print(f"{'P6 full read, hashpartitions=7':<44}{results['P6']['hashpartitions_7_s']:>10}")
+        print(f"{'   full read, 1 partition':<44}{results['P6']['single_partition_s']:>10}"
+              f"{results['P6']['value']:>8}{'>= 1.7':>9}")
+        out = Path(__file__).parent / "results"
+        out.mkdir(exist_ok=True)
+        (out / "jdbc.json").write_text(json.dumps(results, indent=2))
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
