@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -21,6 +22,7 @@ PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:54
 
 @pytest.fixture(scope="session")
 def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import sparkmark
     session = (
         SparkSession.builder.master("local[2]")
         .appName("sparkmark-tests")

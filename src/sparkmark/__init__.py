@@ -14,7 +14,17 @@ from .errors import (
     UnknownJob,
     UnknownRun,
 )
-from .job import Job
+
+
+def __getattr__(name: str):
+    # Job pulls in PySpark; import it on first use so that light imports
+    # (the awsglue import hook, the error classes) stay light.
+    if name == "Job":
+        from .job import Job
+
+        return Job
+    raise AttributeError(f"module 'sparkmark' has no attribute {name!r}")
+
 
 __all__ = [
     "ArgumentError",

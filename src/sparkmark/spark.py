@@ -9,6 +9,7 @@ or from whatever the user configured: ``spark.jars``, ``spark.jars.packages``
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -34,7 +35,14 @@ def jdbc_jars() -> list[str]:
     return found
 
 
+def use_this_python() -> None:
+    """Python workers run the interpreter running sparkmark (with sparkmark importable),
+    unless PYSPARK_PYTHON says otherwise."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def create_session(app_name: str, master: str) -> SparkSession:
+    use_this_python()
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from . import bookmark, runs
+from . import bookmark, glue, runs
 from .run import run_script
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app = typer.Typer(
 )
 app.add_typer(bookmark.app, name="bookmark")
 app.add_typer(runs.app, name="runs")
+app.add_typer(glue.app, name="glue")
 
 
 @app.command(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import runpy
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -16,6 +18,26 @@ from ..job import describe_error, running_jobs, started_jobs
 from .output import console, err_console, fail
 
 
+def _prepare_spark_and_glue() -> None:
+    """Let Glue-style scripts run unchanged: ``import awsglue`` resolves to sparkmark's
+    façade, and a bare ``SparkContext()`` gets a master and the JDBC driver jars."""
+    from pyspark.sql import SparkSession
+
+    from ..glue import shim
+    from ..settings import Settings
+    from ..spark import jdbc_jars, use_this_python
+
+    shim.install()
+    use_this_python()
+    if SparkSession.getActiveSession() is None and "PYSPARK_SUBMIT_ARGS" not in os.environ:
+        args = ["--master", Settings.from_env().spark_master,
+                "--conf", "spark.ui.showConsoleProgress=false"]
+        jars = jdbc_jars()
+        if jars:
+            args += ["--jars", ",".join(jars)]
+        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
+
+
 def run_script(script: Path, argv: list[str]) -> int:
     """Run ``script`` in this process as ``__main__``; returns the exit code."""
     if not script.is_file():
@@ -25,6 +47,7 @@ def run_script(script: Path, argv: list[str]) -> int:
     except SparkmarkError as exc:
         fail(str(exc))
 
+    _prepare_spark_and_glue()
     already = len(started_jobs())
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *argv]

@@ -1,0 +1,137 @@
+"""Choice types on Spark's VARIANT.
+
+A field whose records disagree on its type (an int here, a string there) is kept
+as a VARIANT column: nothing is coerced to text. Its *choice* is the set of
+types its values hold, read with ``schema_of_variant``. Resolving a choice casts
+(``try_variant_get``), projects one type, or splits the types into a struct or
+into columns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, StructType, VariantType
+
+from ..errors import SourceError
+from . import paths
+
+# Glue's type names → the families of VARIANT type names that hold such a value.
+_FAMILIES = {
+    "int": r"^(BIGINT|INT|SMALLINT|TINYINT)$",
+    "long": r"^(BIGINT|INT|SMALLINT|TINYINT)$",
+    "short": r"^(BIGINT|INT|SMALLINT|TINYINT)$",
+    "byte": r"^(BIGINT|INT|SMALLINT|TINYINT)$",
+    "double": r"^(DOUBLE|FLOAT|DECIMAL.*)$",
+    "float": r"^(DOUBLE|FLOAT|DECIMAL.*)$",
+    "decimal": r"^(DECIMAL.*)$",
+    "string": r"^STRING$",
+    "boolean": r"^BOOLEAN$",
+    "date": r"^DATE$",
+    "timestamp": r"^TIMESTAMP.*$",
+    "struct": r"^OBJECT.*$",
+    "array": r"^ARRAY.*$",
+    "null": r"^NULL$",
+}
+_SPARK_TYPES = {"int": "int", "integer": "int", "long": "bigint", "bigint": "bigint",
+                "short": "smallint", "byte": "tinyint", "double": "double", "float": "float",
+                "decimal": "decimal(38,18)", "string": "string", "boolean": "boolean",
+                "date": "date", "timestamp": "timestamp", "binary": "binary"}
+
+
+def glue_name(variant_type: str) -> str:
+    """The Glue type name for a VARIANT type name: BIGINT → int, DECIMAL(3,1) → double…"""
+    for name in ("int", "double", "string", "boolean", "date", "timestamp", "struct", "array", "null"):
+        if re.match(_FAMILIES[name], variant_type):
+            return name
+    return variant_type.lower()
+
+
+def spark_type(glue_type: str) -> str:
+    return _SPARK_TYPES.get(glue_type.lower(), glue_type)
+
+
+def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> DataFrame:
+    """JSON text, one record per row, → typed columns; conflicting fields stay VARIANT."""
+    parsed = df.select(F.parse_json(F.col(text_column)).alias("__sm_v"), *keep)
+    agg = parsed.agg(F.schema_of_variant_agg("__sm_v")).first()[0]
+    if agg is None or not agg.startswith("OBJECT<"):
+        raise SourceError("the JSON input holds no records (objects) to read")
+    ddl = re.sub(r"\bOBJECT<", "STRUCT<", agg)
+    typed = parsed.select(F.expr(f"variant_get(__sm_v, '$', '{ddl}')").alias("__sm_r"), *keep)
+    return typed.select("__sm_r.*", *keep)
+
+
+def is_choice(data_type: DataType) -> bool:
+    return isinstance(data_type, VariantType)
+
+
+def choice_paths(schema: StructType, prefix: list[str] | None = None) -> list[list[str]]:
+    out = []
+    for f in schema.fields:
+        path = (prefix or []) + [f.name]
+        if isinstance(f.dataType, VariantType):
+            out.append(path)
+        elif isinstance(f.dataType, StructType):
+            out.extend(choice_paths(f.dataType, path))
+    return out
+
+
+def observed_types(df: DataFrame, parts_list: list[list[str]]) -> dict[str, list[str]]:
+    """The VARIANT type names each choice field holds (one Spark job for all fields)."""
+    if not parts_list:
+        return {}
+    aggs = [F.collect_set(F.expr(f"schema_of_variant({paths.quote(p)})")).alias(f"t{i}")
+            for i, p in enumerate(parts_list)]
+    row = df.agg(*aggs).first()
+    return {paths.quote(p): sorted(t for t in row[f"t{i}"] if t != "NULL")
+            for i, p in enumerate(parts_list)}
+
+
+def cast(col: Column, glue_type: str) -> Column:
+    return F.try_variant_get(col, "$", spark_type(glue_type))
+
+
+def project(col: Column, glue_type: str) -> Column:
+    family = _FAMILIES.get(glue_type.lower())
+    if family is None:
+        raise SourceError(f"cannot project a choice onto type {glue_type!r}")
+    return F.when(F.schema_of_variant(col).rlike(family), F.try_variant_get(col, "$", spark_type(glue_type)))
+
+
+def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = None) -> DataFrame:
+    """Apply one ResolveChoice action to the choice field at ``path``."""
+    parts, found = paths.require(df.schema, path)
+    if isinstance(found, ArrayType) and isinstance(found.elementType, VariantType):
+        raise SourceError(f"field {path!r} is an array of choices; resolve its elements with Map")
+    if not is_choice(found):
+        # Glue allows resolving a field that is not a choice: cast still converts it.
+        if action.startswith("cast:"):
+            return paths.replace(df, parts, lambda c: c.cast(spark_type(action[5:])))
+        return df
+    kind, _, target = action.partition(":")
+    if kind == "cast":
+        return paths.replace(df, parts, lambda c: cast(c, target))
+    if kind == "project":
+        return paths.replace(df, parts, lambda c: project(c, target))
+    names = sorted({glue_name(t) for t in (types if types is not None else
+                                            observed_types(df, [parts])[paths.quote(parts)])})
+    if kind == "make_struct":
+        return paths.replace(df, parts, lambda c: F.struct(*[project(c, n).alias(n) for n in names]))
+    if kind == "make_cols":
+        if len(parts) != 1:
+            base = df
+            for n in names:
+                base = paths.replace(base, parts[:-1], lambda c, n=n: c.withField(
+                    f"{parts[-1]}_{n}", project(paths.column(parts), n)))
+            return paths.drop(base, parts)
+        out = df
+        for n in names:
+            out = out.withColumn(f"{parts[0]}_{n}", project(F.col(paths.quote(parts)), n))
+        return out.drop(parts[0])
+    raise SourceError(
+        f"unsupported ResolveChoice action {action!r}: use cast:TYPE, project:TYPE, make_struct "
+        "or make_cols (match_catalog needs the Data Catalog)"
+    )

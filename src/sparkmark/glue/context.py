@@ -1,0 +1,395 @@
+"""``awsglue.context``: GlueContext, translating Glue's readers and writers onto sparkmark."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import fsspec
+from fsspec.core import url_to_fs
+from pyspark import SparkContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType, VariantType
+
+from ..connections import resolve_connection
+from ..engine import jdbc as jdbc_keys
+from ..engine.increment import FileSourceOptions
+from ..errors import SourceError, SparkmarkError
+from ..job import Job as NativeJob
+from ..sinks import jdbc as jdbc_sink
+from ..sources import files as file_source
+from ..sources import jdbc as jdbc_source
+from . import choice
+from .dynamicframe import DynamicFrame
+
+log = logging.getLogger("sparkmark.glue")
+
+FILE_CONNECTIONS = ("s3", "file", "local")
+JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
+FILE_OPTION_NAMES = ("recurse", "exclusions", "maxBand", "maxFilesInBand", "boundedFiles", "boundedSize")
+ACCEPTED_NO_OP = ("groupFiles", "groupSize", "compressionType", "useS3ListImplementation")
+CATALOG_MESSAGE = (
+    "{what} needs the Data Catalog, which sparkmark does not provide yet; read with "
+    "create_dynamic_frame.from_options (connection_type='s3' and the table's paths) meanwhile"
+)
+
+
+def _bool(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes")
+
+
+class _GlueLogger:
+    """Glue's logger: info / warn / error, onto Python logging."""
+
+    def __init__(self, logger: logging.Logger):
+        self._log = logger
+
+    def info(self, msg):
+        self._log.info(msg)
+
+    def warn(self, msg):
+        self._log.warning(msg)
+
+    warning = warn
+
+    def error(self, msg):
+        self._log.error(msg)
+
+
+class GlueContext:
+    def __init__(self, sparkContext: SparkContext | SparkSession | None = None, **options):
+        if isinstance(sparkContext, SparkSession):
+            self.spark_session = sparkContext
+        else:
+            self.spark_session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        self._sc = self.spark_session.sparkContext
+        self._job: NativeJob | None = None
+        self.create_dynamic_frame = _DynamicFrameReader(self)
+        self.create_data_frame = _DataFrameReader(self)
+        self.write_dynamic_frame = _DynamicFrameWriter(self)
+        self.write_data_frame = _DataFrameWriter(self)
+
+    # The native run that Job.init() started, if any.
+    def _bind(self, job: NativeJob) -> None:
+        self._job = job
+
+    @property
+    def sparkContext(self) -> SparkContext:
+        return self._sc
+
+    def get_logger(self) -> _GlueLogger:
+        return _GlueLogger(logging.getLogger("sparkmark.glue.script"))
+
+    def getSource(self, connection_type: str, format: str | None = None,
+                  transformation_ctx: str = "", **options) -> "DataSource":
+        return DataSource(self, connection_type, options, format, transformation_ctx)
+
+    def getSink(self, connection_type: str, format: str | None = None,
+                transformation_ctx: str = "", **options) -> "DataSink":
+        return DataSink(self, connection_type, options, format, transformation_ctx)
+
+    def purge_s3_path(self, s3_path: str, options: dict | None = None, transformation_ctx: str = "") -> None:
+        """Delete the files under ``s3_path`` older than ``retentionPeriod`` hours (default
+        168). ``excludeStorageClasses`` is accepted; local and fsspec stores have none."""
+        opts = dict(options or {})
+        hours = float(opts.get("retentionPeriod", 168))
+        cutoff_ms = (time.time() - hours * 3600) * 1000
+        fs, root = url_to_fs(s3_path)
+        from ..engine.listing import mtime_ms
+
+        removed = 0
+        for path, info in fs.find(root, detail=True).items():
+            modified = mtime_ms(info)
+            if modified is not None and modified < cutoff_ms:
+                fs.rm(path)
+                removed += 1
+        log.info("purge_s3_path %s: removed %d files older than %s hours", s3_path, removed, hours)
+
+    def forEachBatch(self, frame, batch_function, options: dict | None = None) -> None:
+        raise SparkmarkError(
+            "forEachBatch (streaming) is not supported yet; run the job in batch with "
+            "create_dynamic_frame.from_options and bookmarks instead"
+        )
+
+    # ------------------------------------------------------------ reading
+
+    def _read_files(self, paths: list[str], fmt: str, options: dict, format_options: dict,
+                    ctx: str | None, push_down_predicate: str | None = None) -> tuple[DataFrame, bool]:
+        """Read files through the run's bookmark when there is one. Returns the frame and
+        whether its JSON needs choice typing."""
+        fmt = (fmt or "json").lower()
+        spark_opts: dict[str, Any] = {}
+        file_opts = {k: options[k] for k in FILE_OPTION_NAMES if k in options}
+        for key in options:
+            if key in ACCEPTED_NO_OP:
+                log.info("connection option %s is accepted; Spark sizes its own input splits", key)
+        json_records = False
+        if fmt == "csv":
+            spark_opts["header"] = str(_bool(format_options.get("withHeader", False))).lower()
+            if "separator" in format_options:
+                spark_opts["sep"] = format_options["separator"]
+            if "quoteChar" in format_options:
+                spark_opts["quote"] = format_options["quoteChar"]
+            if "escaper" in format_options:
+                spark_opts["escape"] = format_options["escaper"]
+            if "multiLine" in format_options:
+                spark_opts["multiLine"] = str(_bool(format_options["multiLine"])).lower()
+            spark_fmt = "csv"
+        elif fmt == "json":
+            if format_options.get("jsonPath") not in (None, "", "$[*]"):
+                raise SourceError("jsonPath supports '$[*]' (a top-level array of records) only")
+            multiline = _bool(format_options.get("multiline", format_options.get("multiLine", False)))
+            spark_fmt = "text"
+            if multiline or format_options.get("jsonPath") == "$[*]":
+                spark_opts["wholetext"] = "true"
+            json_records = True
+        elif fmt in ("parquet", "glueparquet", "orc"):
+            spark_fmt = "parquet" if fmt == "glueparquet" else fmt
+        elif fmt == "xml":
+            spark_fmt = "xml"
+            spark_opts["rowTag"] = format_options.get("rowTag", "row")
+        elif fmt == "avro":
+            raise SourceError("format 'avro' is not supported yet (no spark-avro jar is reachable)")
+        else:
+            raise SourceError(f"unsupported format {fmt!r}")
+        if self._job is not None:
+            df = self._job.read_files(paths, format=spark_fmt, ctx=ctx or None, **file_opts, **spark_opts)
+        else:
+            if ctx:
+                log.warning("source %s has transformation_ctx %r but Job.init() was not called: "
+                            "it is read in full and not bookmarked", ", ".join(paths), ctx)
+            opts, _ = FileSourceOptions.split(file_opts)
+            plan = file_source.plan_files(file_source.as_path_list(paths), opts, ctx=None, processed=None,
+                                          known_dirs=None, high_water_ms=None, now_ms=file_source.now_ms())
+            df = file_source.read_selected(self.spark_session, plan.increment.selected, fmt=spark_fmt,
+                                           spark_options=spark_opts, schema=None, empty_schema=None)
+        if push_down_predicate:
+            df = df.where(push_down_predicate)
+        return df, json_records
+
+    def _to_records(self, df: DataFrame, json_records: bool) -> DataFrame:
+        if not json_records:
+            return df
+        keep = [c for c in df.columns if c != "value"]
+        if "value" not in df.columns:  # nothing new this run: an empty frame
+            return df
+        if df.limit(1).count() == 0:
+            return df.drop("value")
+        lines = df
+        first = df.select(F.ltrim("value")).first()[0] or ""
+        if first.startswith("["):  # a file holding an array of records
+            lines = df.select(F.explode(F.expr("cast(parse_json(value) as array<variant>)")).alias("__sm_el"), *keep)
+            lines = lines.select(F.to_json("__sm_el").alias("value"), *keep)
+        else:
+            lines = df.where(F.length(F.trim("value")) > 0)
+        return choice.parse_records(lines, "value", keep)
+
+    def _database(self, options: dict, connection_type: str) -> jdbc_keys.Database:
+        url = options.get("url")
+        if not url:
+            raise SourceError(f"connection_type {connection_type!r} needs connection_options['url']")
+        database = jdbc_keys.parse_database(url, options.get("user"), options.get("password"))
+        expected = JDBC_CONNECTIONS[connection_type]
+        if database.dialect.name != expected:
+            raise SourceError(f"url {database.display} is not a {connection_type} URL")
+        return database
+
+    def _read_jdbc(self, connection_type: str, options: dict, ctx: str | None) -> DataFrame:
+        if connection_type not in JDBC_CONNECTIONS:
+            raise SourceError(
+                f"connection_type {connection_type!r} is not supported: use s3, postgresql, mysql "
+                "or sqlite (no SQL Server, Oracle or Redshift driver is available here)"
+            )
+        table = options.get("dbtable")
+        keys = options.get("jobBookmarkKeys")
+        if isinstance(keys, str):
+            keys = json.loads(keys) if keys.strip().startswith("[") else [keys]
+        kwargs = dict(
+            table=table, keys=keys, keys_sort_order=options.get("jobBookmarkKeysSortOrder", "asc"),
+            hashfield=options.get("hashfield"), hashexpression=options.get("hashexpression"),
+            hashpartitions=int(options.get("hashpartitions", 7)),
+        )
+        if self._job is not None:
+            return self._job.read_jdbc(options.get("url"), ctx=ctx or None, user=options.get("user"),
+                                       password=options.get("password"), **kwargs)
+        database = self._database(options, connection_type)
+        request = jdbc_source.JdbcRequest.build(database, query=None, lag=None, on_null_key="raise", **kwargs)
+        return jdbc_source.read(self.spark_session, request, ctx=None, previous=None, bookmarked=False,
+                                commit_state=False, run_id="-").frame
+
+    def _from_options(self, connection_type: str, connection_options: dict, format: str | None,
+                      format_options: dict | None, transformation_ctx: str,
+                      push_down_predicate: str | None = None) -> tuple[DataFrame, bool]:
+        kind = (connection_type or "").lower()
+        options = dict(connection_options or {})
+        if kind in FILE_CONNECTIONS:
+            paths = options.get("paths") or ([options["path"]] if "path" in options else [])
+            if not paths:
+                raise SourceError("connection_options needs 'paths' (a list of folders or files)")
+            return self._read_files(list(paths), format, options, dict(format_options or {}),
+                                    transformation_ctx, push_down_predicate)
+        return self._read_jdbc(kind, options, transformation_ctx), False
+
+    # ------------------------------------------------------------ writing
+
+    def _write(self, frame: DynamicFrame | DataFrame, connection_type: str, options: dict,
+               format: str | None, format_options: dict | None) -> None:
+        df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
+        kind = (connection_type or "").lower()
+        if kind in FILE_CONNECTIONS:
+            path = options.get("path")
+            if not path:
+                raise SourceError("connection_options needs 'path' for a file target")
+            fmt = (format or "json").lower()
+            fopts = dict(format_options or {})
+            spark_fmt = "parquet" if fmt == "glueparquet" else fmt
+            if spark_fmt not in ("parquet", "orc", "json", "csv", "xml", "text"):
+                raise SourceError(f"unsupported output format {fmt!r}")
+            if spark_fmt != "parquet":
+                df = _variants_as_json(df)
+            writer = df.write.mode("append").format(spark_fmt)
+            if options.get("partitionKeys"):
+                writer = writer.partitionBy(*options["partitionKeys"])
+            if spark_fmt == "parquet":
+                if "compression" in fopts:
+                    writer = writer.option("compression", str(fopts["compression"]).lower())
+                if "blockSize" in fopts:
+                    writer = writer.option("parquet.block.size", str(fopts["blockSize"]))
+                if "pageSize" in fopts:
+                    writer = writer.option("parquet.page.size", str(fopts["pageSize"]))
+            if spark_fmt == "csv":
+                writer = writer.option("header", str(_bool(fopts.get("writeHeader", True))).lower())
+                if "separator" in fopts:
+                    writer = writer.option("sep", fopts["separator"])
+            if spark_fmt == "xml":
+                writer = writer.option("rowTag", fopts.get("rowTag", "row"))
+            writer.save(path)
+            return
+        if kind in JDBC_CONNECTIONS:
+            table = options.get("dbtable")
+            if not table:
+                raise SourceError("connection_options needs 'dbtable' for a JDBC target")
+            database = self._database(options, kind)
+            result = jdbc_sink.write(_variants_as_json(df), database, table, mode="append", keys=None)
+            if self._job is not None:
+                self._job._sinks.append(result)
+            return
+        raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
+
+
+def _variants_as_json(df: DataFrame) -> DataFrame:
+    """Text formats and JDBC cannot hold VARIANT: unresolved choices are written as JSON text."""
+    cols = []
+    for f in df.schema.fields:
+        col = F.col(f"`{f.name}`")
+        cols.append(F.to_json(col).alias(f.name) if isinstance(f.dataType, VariantType) else col)
+    return df.select(*cols)
+
+
+class _DynamicFrameReader:
+    def __init__(self, ctx: GlueContext):
+        self._ctx = ctx
+
+    def from_options(self, connection_type: str, connection_options: dict | None = None,
+                     format: str | None = None, format_options: dict | None = None,
+                     transformation_ctx: str = "", push_down_predicate: str | None = None,
+                     **kwargs) -> DynamicFrame:
+        df, json_records = self._ctx._from_options(connection_type, connection_options or {}, format,
+                                                   format_options, transformation_ctx, push_down_predicate)
+        return DynamicFrame(self._ctx._to_records(df, json_records), self._ctx, transformation_ctx)
+
+    def from_rdd(self, data, name: str, schema: StructType | None = None, sample_ratio: float | None = None,
+                 transformation_ctx: str = "") -> DynamicFrame:
+        df = self._ctx.spark_session.createDataFrame(data, schema=schema, samplingRatio=sample_ratio)
+        return DynamicFrame(df, self._ctx, name)
+
+    def from_catalog(self, *args, **kwargs) -> DynamicFrame:
+        raise SparkmarkError(CATALOG_MESSAGE.format(what="create_dynamic_frame.from_catalog"))
+
+
+class _DataFrameReader:
+    def __init__(self, ctx: GlueContext):
+        self._ctx = ctx
+
+    def from_options(self, connection_type: str, connection_options: dict | None = None,
+                     format: str | None = None, format_options: dict | None = None,
+                     transformation_ctx: str = "", **kwargs) -> DataFrame:
+        df, json_records = self._ctx._from_options(connection_type, connection_options or {}, format,
+                                                   format_options, transformation_ctx)
+        return self._ctx._to_records(df, json_records)
+
+    def from_catalog(self, *args, **kwargs) -> DataFrame:
+        raise SparkmarkError(CATALOG_MESSAGE.format(what="create_data_frame.from_catalog"))
+
+
+class _DynamicFrameWriter:
+    def __init__(self, ctx: GlueContext):
+        self._ctx = ctx
+
+    def from_options(self, frame, connection_type: str, connection_options: dict | None = None,
+                     format: str | None = None, format_options: dict | None = None,
+                     transformation_ctx: str = "", **kwargs) -> DynamicFrame:
+        self._ctx._write(frame, connection_type, dict(connection_options or {}), format, format_options)
+        return frame
+
+    def from_jdbc_conf(self, frame, catalog_connection: str, connection_options: dict | None = None,
+                       redshift_tmp_dir: str = "", transformation_ctx: str = "", **kwargs) -> DynamicFrame:
+        """Write through a named connection (``[connections.NAME]`` in sparkmark.toml)."""
+        options = dict(connection_options or {})
+        resolved = resolve_connection(catalog_connection)
+        database = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
+        table = options.get("dbtable")
+        if not table:
+            raise SourceError("from_jdbc_conf needs connection_options['dbtable']")
+        df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
+        result = jdbc_sink.write(_variants_as_json(df), database, table, mode="append", keys=None)
+        if self._ctx._job is not None:
+            self._ctx._job._sinks.append(result)
+        return frame
+
+    def from_catalog(self, *args, **kwargs):
+        raise SparkmarkError(CATALOG_MESSAGE.format(what="write_dynamic_frame.from_catalog"))
+
+
+class _DataFrameWriter(_DynamicFrameWriter):
+    pass
+
+
+class DataSource:
+    """``glueContext.getSource(...)``: ``setFormat`` then ``getFrame``."""
+
+    def __init__(self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None,
+                 transformation_ctx: str):
+        self._ctx, self._type, self._options = ctx, connection_type, options
+        self._format, self._format_options, self._tctx = fmt, {}, transformation_ctx
+
+    def setFormat(self, format: str, **options) -> None:
+        self._format, self._format_options = format, options
+
+    def getFrame(self) -> DynamicFrame:
+        return self._ctx.create_dynamic_frame.from_options(
+            self._type, self._options, self._format, self._format_options, self._tctx)
+
+
+class DataSink:
+    """``glueContext.getSink(...)``: ``setFormat``, ``setCatalogInfo``, ``writeFrame``."""
+
+    def __init__(self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None,
+                 transformation_ctx: str):
+        self._ctx, self._type, self._options = ctx, connection_type, options
+        self._format, self._format_options = fmt, {}
+
+    def setFormat(self, format: str, **options) -> None:
+        self._format, self._format_options = format, options
+
+    def setCatalogInfo(self, catalogDatabase: str, catalogTableName: str, catalogId: str | None = None) -> None:
+        if self._options.get("enableUpdateCatalog"):
+            log.warning("setCatalogInfo(%s.%s): the Data Catalog is not available yet; the files are "
+                        "written but no table is updated", catalogDatabase, catalogTableName)
+
+    def writeFrame(self, dynamic_frame: DynamicFrame, info: str = "") -> DynamicFrame:
+        self._ctx._write(dynamic_frame, self._type, self._options, self._format, self._format_options)
+        return dynamic_frame

@@ -1,0 +1,477 @@
+"""DynamicFrame: Glue's self-describing frame, as a wrapper over a Spark DataFrame.
+
+Fields whose records disagree on their type are *choice* fields, held as VARIANT
+columns (see ``choice``). Transforms return new frames; records a transform
+could not handle become error records that travel with the frame.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, NullType, StructType, VariantType
+
+from ..errors import SourceError, SparkmarkError
+from . import choice, paths, records
+
+log = logging.getLogger("sparkmark.glue")
+
+
+class GlueError(SparkmarkError):
+    """A DynamicFrame operation failed the way Glue fails it (e.g. an error threshold)."""
+
+
+@dataclass(frozen=True)
+class ErrorStage:
+    transformation: str
+    frame: DataFrame  # columns: error, record, transformation
+
+
+def _error_frame(out: DataFrame, name: str) -> DataFrame:
+    return out.where(F.col("__sm_error").isNotNull()).select(
+        F.col("__sm_error").alias("error"), F.col("__sm_input").alias("record"),
+        F.lit(name).alias("transformation"),
+    )
+
+
+class DynamicFrame:
+    """A frame of records. ``DynamicFrame(df, glue_ctx, name)`` wraps a DataFrame."""
+
+    def __init__(self, df: DataFrame, glue_ctx=None, name: str = "", *,
+                 errors: tuple[ErrorStage, ...] = ()):
+        if not isinstance(df, DataFrame):
+            raise TypeError("DynamicFrame wraps a pyspark DataFrame; use DynamicFrame.fromDF")
+        self._df = df
+        self.glue_ctx = glue_ctx
+        self.name = name
+        self._errors = errors
+
+    # ------------------------------------------------------------ conversion
+
+    @classmethod
+    def fromDF(cls, dataframe: DataFrame, glue_ctx, name: str) -> "DynamicFrame":
+        return cls(dataframe, glue_ctx, name)
+
+    def toDF(self, options: Any = None) -> DataFrame:
+        return self._df
+
+    def _with(self, df: DataFrame, *, stage: ErrorStage | None = None, name: str | None = None,
+              stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+        errors = self._errors + ((stage,) if stage else ())
+        frame = DynamicFrame(df, self.glue_ctx, name if name is not None else self.name, errors=errors)
+        if stage is not None and (stageThreshold or totalThreshold):
+            frame._check_thresholds(stageThreshold, totalThreshold)
+        return frame
+
+    def _check_thresholds(self, stage_threshold: int, total_threshold: int) -> None:
+        stage = self.stageErrorsCount()
+        if stage_threshold and stage > stage_threshold:
+            raise GlueError(
+                f"{stage} error records in {self._errors[-1].transformation}, more than "
+                f"stageThreshold {stage_threshold}; the run fails and commits nothing"
+            )
+        total = self.errorsCount()
+        if total_threshold and total > total_threshold:
+            raise GlueError(
+                f"{total} error records in all, more than totalThreshold {total_threshold}; "
+                "the run fails and commits nothing"
+            )
+
+    # ------------------------------------------------------------ inspection
+
+    def count(self) -> int:
+        return self._df.count()
+
+    def schema(self) -> StructType:
+        return self._df.schema
+
+    def _schema_lines(self) -> list[str]:
+        choices = choice.observed_types(self._df, choice.choice_paths(self._df.schema))
+        lines = ["root"]
+
+        def walk(struct: StructType, prefix: list[str], depth: int) -> None:
+            for f in struct.fields:
+                here = prefix + [f.name]
+                pad = "|    " * depth + "|-- "
+                if isinstance(f.dataType, VariantType):
+                    lines.append(f"{pad}{f.name}: choice")
+                    for t in choices.get(paths.quote(here), []):
+                        lines.append("|    " * (depth + 1) + f"|-- {choice.glue_name(t)}")
+                elif isinstance(f.dataType, StructType):
+                    lines.append(f"{pad}{f.name}: struct")
+                    walk(f.dataType, here, depth + 1)
+                elif isinstance(f.dataType, ArrayType):
+                    inner = f.dataType.elementType
+                    label = "choice" if isinstance(inner, VariantType) else inner.simpleString()
+                    lines.append(f"{pad}{f.name}: array<{label}>")
+                else:
+                    lines.append(f"{pad}{f.name}: {f.dataType.simpleString()}")
+
+        walk(self._df.schema, [], 0)
+        return lines
+
+    def printSchema(self) -> None:
+        print("\n".join(self._schema_lines()))
+
+    def show(self, num_rows: int = 20) -> None:
+        for row in self._df.limit(num_rows).toJSON().collect():
+            print(row)
+
+    def getNumPartitions(self) -> int:
+        return self._df.rdd.getNumPartitions()
+
+    def repartition(self, num_partitions: int, **_ignored) -> "DynamicFrame":
+        return self._with(self._df.repartition(num_partitions))
+
+    def coalesce(self, num_partitions: int, shuffle: bool = False, **_ignored) -> "DynamicFrame":
+        df = self._df.repartition(num_partitions) if shuffle else self._df.coalesce(num_partitions)
+        return self._with(df)
+
+    # ------------------------------------------------------------ errors
+
+    def errorsCount(self) -> int:
+        return sum(stage.frame.count() for stage in self._errors)
+
+    def stageErrorsCount(self) -> int:
+        return self._errors[-1].frame.count() if self._errors else 0
+
+    def errorsAsDynamicFrame(self) -> "DynamicFrame":
+        spark = self._df.sparkSession
+        if not self._errors:
+            return DynamicFrame(spark.createDataFrame([], "error string, record string, transformation string"),
+                                self.glue_ctx, f"{self.name}_errors")
+        frames = [stage.frame for stage in self._errors]
+        return DynamicFrame(reduce(DataFrame.unionByName, frames), self.glue_ctx, f"{self.name}_errors")
+
+    def assertErrorThreshold(self) -> None:
+        """Fail when the frame carries any error record (Glue's default threshold)."""
+        count = self.errorsCount()
+        if count:
+            sample = self.errorsAsDynamicFrame().toDF().select("error").first()[0]
+            raise GlueError(f"{count} error record(s), e.g. {sample}; the run fails and commits nothing")
+
+    # ------------------------------------------------------------ field transforms
+
+    def select_fields(self, paths_: list[str] | None = None, transformation_ctx: str = "",
+                      info: str = "", stageThreshold: int = 0, totalThreshold: int = 0,
+                      **kwargs) -> "DynamicFrame":
+        wanted = paths_ if paths_ is not None else kwargs.get("paths", [])
+        leaves = []
+        for path in wanted:
+            parts = paths.split_path(path)
+            if paths.field_type(self._df.schema, parts) is not None:
+                leaves.append((parts, paths.column(parts)))
+        return self._with(self._df.select(*_build(leaves)))
+
+    def drop_fields(self, paths_: list[str] | None = None, transformation_ctx: str = "",
+                    info: str = "", stageThreshold: int = 0, totalThreshold: int = 0,
+                    **kwargs) -> "DynamicFrame":
+        df = self._df
+        for path in (paths_ if paths_ is not None else kwargs.get("paths", [])):
+            parts = paths.split_path(path)
+            if paths.field_type(df.schema, parts) is not None:
+                df = paths.drop(df, parts)
+        return self._with(df)
+
+    def rename_field(self, oldName: str, newName: str, transformation_ctx: str = "",
+                     info: str = "", stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+        old, _ = paths.require(self._df.schema, oldName)
+        new = paths.split_path(newName)
+        if len(old) == 1 and len(new) == 1:
+            return self._with(self._df.withColumnRenamed(old[0], new[0]))
+        value = paths.column(old)
+        df = paths.drop(self._df, old)
+        if len(new) == 1:
+            return self._with(df.withColumn(new[0], value))
+        return self._with(df.withColumn(new[0], F.col(paths.quote(new[:1])).withField(paths.quote(new[1:]), value)))
+
+    def apply_mapping(self, mappings: Iterable[tuple], case_sensitive: bool = False,
+                      transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                      totalThreshold: int = 0) -> "DynamicFrame":
+        """Keep only the mapped fields: (source path, source type, target path, target type)."""
+        leaves = []
+        for mapping in mappings:
+            if len(mapping) != 4:
+                raise SourceError(f"ApplyMapping takes (source, source type, target, target type), got {mapping!r}")
+            source, _stype, target, ttype = mapping
+            parts = paths.split_path(source)
+            found = paths.field_type(self._df.schema, parts)
+            spark_t = choice.spark_type(ttype)
+            if found is None:
+                value = F.lit(None).cast(spark_t)
+            elif isinstance(found, VariantType):
+                value = choice.cast(paths.column(parts), ttype)
+            elif isinstance(found, (StructType, ArrayType)) and ttype.lower() in ("struct", "array"):
+                value = paths.column(parts)
+            else:
+                value = paths.column(parts).cast(spark_t)
+            leaves.append((paths.split_path(target), value))
+        return self._with(self._df.select(*_build(leaves)))
+
+    def resolveChoice(self, specs: list[tuple[str, str]] | None = None, choice_: str = "",
+                      database: str | None = None, table_name: str | None = None,
+                      transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                      totalThreshold: int = 0, catalog_id: str | None = None,
+                      **kwargs) -> "DynamicFrame":
+        action_all = choice_ or kwargs.get("choice", "")
+        if specs and action_all:
+            raise SourceError("ResolveChoice takes specs or choice, not both")
+        if not specs and not action_all:
+            raise SourceError("ResolveChoice needs specs=[(path, action)] or choice=ACTION")
+        if "match_catalog" in (action_all or "") or any(a == "match_catalog" for _, a in specs or []):
+            raise SourceError("ResolveChoice match_catalog needs the Data Catalog, which is not available yet")
+        df = self._df
+        if action_all:
+            targets = [(paths.quote(p), action_all) for p in choice.choice_paths(df.schema)]
+        else:
+            targets = list(specs)
+        needs_types = [paths.split_path(p) for p, a in targets if a in ("make_struct", "make_cols")
+                       and isinstance(paths.field_type(df.schema, paths.split_path(p)), VariantType)]
+        known = choice.observed_types(df, needs_types)
+        for path, action in targets:
+            parts = paths.split_path(path)
+            df = choice.resolve(df, path, action, known.get(paths.quote(parts)))
+        return self._with(df)
+
+    def unbox(self, path: str, format: str, transformation_ctx: str = "", info: str = "",
+              stageThreshold: int = 0, totalThreshold: int = 0, **options) -> "DynamicFrame":
+        """Parse a string field holding JSON into a struct (choice fields where records disagree)."""
+        if format.lower() != "json":
+            raise SourceError(f"unbox supports format 'json', not {format!r}")
+        parts, _ = paths.require(self._df.schema, path)
+        parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(paths.column(parts)))
+        ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).first()[0]
+        if not ddl or not ddl.startswith("OBJECT<"):
+            raise SourceError(f"field {path!r} holds no JSON objects to unbox")
+        import re
+
+        struct_ddl = re.sub(r"\bOBJECT<", "STRUCT<", ddl)
+        typed = parsed.withColumn("__sm_unbox", F.expr(f"variant_get(__sm_unbox, '$', '{struct_ddl}')"))
+        out = paths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
+        return self._with(out)
+
+    def unnest(self, transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+               totalThreshold: int = 0) -> "DynamicFrame":
+        """Flatten nested structs into top-level fields named ``a.b``."""
+        cols = [paths.column(p).alias(".".join(p)) for p in paths.leaf_paths(self._df.schema)]
+        return self._with(self._df.select(*cols))
+
+    def drop_null_fields(self, transformation_ctx: str = "", info: str = "",
+                         stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+        """Drop fields that are null (or missing) in every record."""
+        leaves = paths.leaf_paths(self._df.schema)
+        if not leaves:
+            return self._with(self._df)
+        counts = self._df.agg(*[F.count(paths.column(p)).alias(f"c{i}") for i, p in enumerate(leaves)]).first()
+        df = self._df
+        for i, p in enumerate(leaves):
+            dtype = paths.field_type(df.schema, p)
+            if counts[f"c{i}"] == 0 or isinstance(dtype, NullType):
+                df = paths.drop(df, p)
+        return self._with(df)
+
+    # ------------------------------------------------------------ record functions
+
+    def _run(self, f: Callable, keep_input: bool, name: str, stageThreshold: int,
+             totalThreshold: int) -> "DynamicFrame":
+        out = records.apply(self._df, f, keep_input=keep_input)
+        stage = ErrorStage(name, _error_frame(out, name))
+        good = out.where(F.col("__sm_error").isNull() & F.col("__sm_json").isNotNull())
+        if keep_input:
+            parsed = good.select(F.from_json("__sm_json", self._df.schema).alias("__sm_r")).select("__sm_r.*")
+        else:
+            if good.limit(1).count() == 0:
+                parsed = self._df.sparkSession.createDataFrame([], StructType([]))
+            else:
+                parsed = choice.parse_records(good, "__sm_json", [])
+        return self._with(parsed, stage=stage, stageThreshold=stageThreshold, totalThreshold=totalThreshold)
+
+    def filter(self, f: Callable[[dict], bool], transformation_ctx: str = "", info: str = "",
+               stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+        return self._run(f, True, transformation_ctx or "Filter", stageThreshold, totalThreshold)
+
+    def map(self, f: Callable[[dict], dict], transformation_ctx: str = "", info: str = "",
+            stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+        return self._run(f, False, transformation_ctx or "Map", stageThreshold, totalThreshold)
+
+    # ------------------------------------------------------------ combining
+
+    def join(self, paths1: list[str] | str, paths2: list[str] | str, frame2: "DynamicFrame",
+             transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+             totalThreshold: int = 0) -> "DynamicFrame":
+        """Equality join on paths1 = paths2. Keys of both sides are kept; when both sides
+        use the same key name it appears once; other fields of frame2 whose names clash
+        with this frame's are prefixed with '.'."""
+        keys1 = [paths1] if isinstance(paths1, str) else list(paths1)
+        keys2 = [paths2] if isinstance(paths2, str) else list(paths2)
+        if len(keys1) != len(keys2) or not keys1:
+            raise SourceError("join needs the same number of key paths on both sides")
+        left, right = self._df.alias("__l"), frame2._df
+        shared = [k for k1, k in zip(keys1, keys2) if k1 == k]
+        renames = {c: "." + c for c in right.columns if c in left.columns and c not in shared}
+        for old, new in renames.items():
+            right = right.withColumnRenamed(old, new)
+        right = right.alias("__r")
+        condition = reduce(lambda a, b: a & b, [
+            F.col("__l." + paths.quote(paths.split_path(k1))) == F.col("__r." + paths.quote(paths.split_path(renames.get(k2, k2))))
+            for k1, k2 in zip(keys1, keys2)
+        ])
+        joined = left.join(right, condition, "inner")
+        keep = [F.col("__l." + paths.quote([c])) for c in left.columns]
+        keep += [F.col("__r." + paths.quote([c])) for c in right.columns if c not in shared]
+        return self._with(joined.select(*keep), name=f"{self.name}_{frame2.name}".strip("_"))
+
+    def union(self, other_frame: "DynamicFrame", transformation_ctx: str = "", info: str = "",
+              stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+        """Rows of both frames; a field whose types differ becomes a choice."""
+        left, right = self._df, other_frame._df
+        for f in left.schema.fields:
+            if f.name in right.columns and right.schema[f.name].dataType != f.dataType:
+                left = left.withColumn(f.name, _to_variant(F.col(paths.quote([f.name])), f.dataType))
+                right = right.withColumn(f.name, _to_variant(F.col(paths.quote([f.name])), right.schema[f.name].dataType))
+        merged = left.unionByName(right, allowMissingColumns=True)
+        return DynamicFrame(merged, self.glue_ctx, self.name, errors=self._errors + other_frame._errors)
+
+    def split_fields(self, paths_: list[str], name1: str, name2: str, transformation_ctx: str = "",
+                     info: str = "", stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrameCollection":
+        first = self.select_fields(paths_)
+        second = self.drop_fields(paths_)
+        first.name, second.name = name1, name2
+        return DynamicFrameCollection({name1: first, name2: second}, self.glue_ctx)
+
+    def split_rows(self, comparison_dict: Mapping[str, Mapping[str, Any]], name1: str, name2: str,
+                   transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                   totalThreshold: int = 0) -> "DynamicFrameCollection":
+        ops = {"<": lambda c, v: c < v, ">": lambda c, v: c > v, "=": lambda c, v: c == v,
+               "==": lambda c, v: c == v, "!=": lambda c, v: c != v, "<=": lambda c, v: c <= v,
+               ">=": lambda c, v: c >= v}
+        terms: list[Column] = []
+        for path, tests in comparison_dict.items():
+            parts, _ = paths.require(self._df.schema, path)
+            for op, value in tests.items():
+                if op not in ops:
+                    raise SourceError(f"split_rows comparison {op!r} is not one of {', '.join(ops)}")
+                terms.append(ops[op](paths.column(parts), F.lit(value)))
+        cond = reduce(lambda a, b: a & b, terms) if terms else F.lit(True)
+        first = DynamicFrame(self._df.where(cond), self.glue_ctx, name1, errors=self._errors)
+        second = DynamicFrame(self._df.where(~cond | cond.isNull()), self.glue_ctx, name2, errors=self._errors)
+        return DynamicFrameCollection({name1: first, name2: second}, self.glue_ctx)
+
+    def spigot(self, path: str, options: Mapping[str, Any] | None = None,
+               transformation_ctx: str = "") -> "DynamicFrame":
+        """Write a sample (``topk`` records, default 100, or a ``prob`` fraction) as JSON
+        to ``path`` and pass the frame on unchanged."""
+        opts = dict(options or {})
+        sample = self._df.sample(fraction=float(opts["prob"])) if "prob" in opts else self._df.limit(int(opts.get("topk", 100)))
+        sample.select(F.to_json(F.struct(*[F.col(paths.quote([c])) for c in sample.columns]))).write.mode(
+            "overwrite").text(path)
+        return self
+
+    def relationalize(self, root_table_name: str, staging_path: str, options: Mapping | None = None,
+                      transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
+                      totalThreshold: int = 0) -> "DynamicFrameCollection":
+        """Flatten into a root table and one child table per array, joined by ``id``.
+
+        Nested struct fields become columns named ``a.b``. An array field in a table
+        is replaced by a key; its child table ``<table>_<field>`` has ``id`` (that key),
+        ``index`` (the position) and ``<field>.val`` (or ``<field>.val.<x>`` for
+        structs), and is relationalized in turn.
+        """
+        tables: dict[str, DataFrame] = {}
+        _relationalize(self._df, root_table_name, tables)
+        frames = {name: DynamicFrame(df, self.glue_ctx, name) for name, df in tables.items()}
+        return DynamicFrameCollection(frames, self.glue_ctx)
+
+    def __repr__(self) -> str:
+        return f"DynamicFrame(name={self.name!r}, fields={self._df.columns})"
+
+
+def _to_variant(col: Column, data_type) -> Column:
+    return col if isinstance(data_type, VariantType) else col.cast("variant")
+
+
+def _build(leaves: list[tuple[list[str], Column]]) -> list[Column]:
+    """Columns for (target path, value) pairs, nesting dotted targets into structs."""
+    grouped: dict[str, list[tuple[list[str], Column]]] = {}
+    order: list[str] = []
+    for parts, value in leaves:
+        if parts[0] not in grouped:
+            order.append(parts[0])
+            grouped[parts[0]] = []
+        grouped[parts[0]].append((parts[1:], value))
+    out = []
+    for head in order:
+        items = grouped[head]
+        if len(items) == 1 and not items[0][0]:
+            out.append(items[0][1].alias(head))
+        else:
+            out.append(F.struct(*_build([i for i in items if i[0]])).alias(head))
+    return out
+
+
+def _relationalize(df: DataFrame, table: str, tables: dict[str, DataFrame]) -> None:
+    flat: list[tuple[list[str], Any]] = []
+
+    def walk(struct: StructType, prefix: list[str]) -> None:
+        for f in struct.fields:
+            here = prefix + [f.name]
+            if isinstance(f.dataType, StructType):
+                walk(f.dataType, here)
+            else:
+                flat.append((here, f.dataType))
+
+    walk(df.schema, [])
+    arrays = [(p, t) for p, t in flat if isinstance(t, ArrayType)]
+    if arrays:
+        df = df.withColumn("__sm_rowid", F.monotonically_increasing_id()).localCheckpoint(eager=True)
+    cols = []
+    for parts, dtype in flat:
+        name = ".".join(parts)
+        if isinstance(dtype, ArrayType):
+            cols.append(F.when(paths.column(parts).isNotNull(), F.col("__sm_rowid")).alias(name))
+        else:
+            cols.append(paths.column(parts).alias(name))
+    tables[table] = df.select(*cols)
+    for parts, dtype in arrays:
+        name = ".".join(parts)
+        child = df.select(F.col("__sm_rowid").alias("id"),
+                          F.posexplode(paths.column(parts)).alias("index", "__sm_val"))
+        child = child.select("id", "index", F.struct(F.col("__sm_val").alias("val")).alias(name))
+        _relationalize(child, f"{table}_{name}", tables)
+
+
+class DynamicFrameCollection:
+    """Named DynamicFrames, as transforms that split a frame return them."""
+
+    def __init__(self, dynamic_frames: Mapping[str, DynamicFrame], glue_ctx=None):
+        self._frames = dict(dynamic_frames)
+        self.glue_ctx = glue_ctx
+
+    def keys(self):
+        return self._frames.keys()
+
+    def values(self):
+        return self._frames.values()
+
+    def __iter__(self):
+        return iter(self._frames)
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def __getitem__(self, key: str) -> DynamicFrame:
+        return self.select(key)
+
+    def select(self, key: str, transformation_ctx: str = "") -> DynamicFrame:
+        if key not in self._frames:
+            raise SourceError(f"no frame {key!r} in the collection (frames: {', '.join(self._frames)})")
+        return self._frames[key]
+
+    def map(self, callable_: Callable[[DynamicFrame, str], DynamicFrame], transformation_ctx: str = "") -> "DynamicFrameCollection":
+        return DynamicFrameCollection({k: callable_(v, transformation_ctx) for k, v in self._frames.items()}, self.glue_ctx)
