@@ -53,15 +53,31 @@ def spark_type(glue_type: str) -> str:
     return _SPARK_TYPES.get(glue_type.lower(), glue_type)
 
 
-def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> DataFrame:
-    """JSON text, one record per row, → typed columns; conflicting fields stay VARIANT."""
-    parsed = df.select(F.parse_json(F.col(text_column)).alias("__sm_v"), *keep)
-    agg = parsed.agg(F.schema_of_variant_agg("__sm_v")).first()[0]
-    if agg is None or not agg.startswith("OBJECT<"):
-        raise SourceError("the JSON input holds no records (objects) to read")
-    ddl = re.sub(r"\bOBJECT<", "STRUCT<", agg)
-    typed = parsed.select(F.expr(f"variant_get(__sm_v, '$', '{ddl}')").alias("__sm_r"), *keep)
-    return typed.select("__sm_r.*", *keep)
+def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[DataFrame, DataFrame]:
+    """JSON text, one record per row, → typed columns; conflicting fields stay VARIANT.
+
+    Returns the records and the rows that are not JSON objects (malformed text, or a
+    bare value): those become error records rather than being dropped silently.
+    """
+    parsed = df.select(F.col(text_column).alias("__sm_text"),
+                       F.try_parse_json(F.col(text_column)).alias("__sm_v"), *keep)
+    is_record = F.col("__sm_v").isNotNull() & F.schema_of_variant("__sm_v").startswith("OBJECT")
+    bad = parsed.where(~is_record | is_record.isNull()).select(
+        F.lit("not a JSON record").alias("error"), F.col("__sm_text").alias("record"),
+        F.lit("read").alias("transformation"))
+    good = parsed.where(is_record)
+    agg = good.agg(F.schema_of_variant_agg("__sm_v")).first()[0]
+    if agg is None or not agg.startswith("OBJECT<"):  # no records at all
+        return good.select(*keep), bad
+    ddl = to_ddl(agg)
+    typed = good.select(F.expr(f"variant_get(__sm_v, '$', '{ddl}')").alias("__sm_r"), *keep)
+    return typed.select("__sm_r.*", *keep), bad
+
+
+def to_ddl(variant_schema: str) -> str:
+    """``schema_of_variant_agg`` output as a Spark DDL type: OBJECT → STRUCT, and a field
+    that was null in every record (VOID) → STRING, since Spark has no null-typed column."""
+    return re.sub(r"\bVOID\b", "STRING", re.sub(r"\bOBJECT<", "STRUCT<", variant_schema))
 
 
 def is_choice(data_type: DataType) -> bool:
@@ -86,7 +102,7 @@ def observed_types(df: DataFrame, parts_list: list[list[str]]) -> dict[str, list
     aggs = [F.collect_set(F.expr(f"schema_of_variant({paths.quote(p)})")).alias(f"t{i}")
             for i, p in enumerate(parts_list)]
     row = df.agg(*aggs).first()
-    return {paths.quote(p): sorted(t for t in row[f"t{i}"] if t != "NULL")
+    return {paths.quote(p): sorted(t for t in row[f"t{i}"] if t not in ("NULL", "VOID"))
             for i, p in enumerate(parts_list)}
 
 

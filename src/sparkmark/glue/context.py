@@ -23,7 +23,7 @@ from ..sinks import jdbc as jdbc_sink
 from ..sources import files as file_source
 from ..sources import jdbc as jdbc_source
 from . import choice
-from .dynamicframe import DynamicFrame
+from .dynamicframe import DynamicFrame, ErrorStage
 
 log = logging.getLogger("sparkmark.glue")
 
@@ -170,23 +170,19 @@ class GlueContext:
             df = df.where(push_down_predicate)
         return df, json_records
 
-    def _to_records(self, df: DataFrame, json_records: bool) -> DataFrame:
-        if not json_records:
-            return df
+    def _to_records(self, df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:
+        """Typed records and the error records of rows that were not JSON records."""
+        if not json_records or "value" not in df.columns:
+            return df, None
         keep = [c for c in df.columns if c != "value"]
-        if "value" not in df.columns:  # nothing new this run: an empty frame
-            return df
-        if df.limit(1).count() == 0:
-            return df.drop("value")
         lines = df
-        first = df.select(F.ltrim("value")).first()[0] or ""
-        if first.startswith("["):  # a file holding an array of records
-            lines = df.select(F.explode(F.expr("cast(parse_json(value) as array<variant>)")).alias("__sm_el"), *keep)
+        first = df.select(F.ltrim("value")).where(F.length("value") > 0).first()
+        if first is not None and (first[0] or "").startswith("["):  # files holding arrays of records
+            lines = df.select(F.explode(F.expr("cast(try_parse_json(value) as array<variant>)")).alias("__sm_el"), *keep)
             lines = lines.select(F.to_json("__sm_el").alias("value"), *keep)
         else:
             lines = df.where(F.length(F.trim("value")) > 0)
         return choice.parse_records(lines, "value", keep)
-
     def _database(self, options: dict, connection_type: str) -> jdbc_keys.Database:
         url = options.get("url")
         if not url:
@@ -299,7 +295,9 @@ class _DynamicFrameReader:
                      **kwargs) -> DynamicFrame:
         df, json_records = self._ctx._from_options(connection_type, connection_options or {}, format,
                                                    format_options, transformation_ctx, push_down_predicate)
-        return DynamicFrame(self._ctx._to_records(df, json_records), self._ctx, transformation_ctx)
+        records, bad = self._ctx._to_records(df, json_records)
+        stages = (ErrorStage(transformation_ctx or "from_options", bad),) if bad is not None else ()
+        return DynamicFrame(records, self._ctx, transformation_ctx, errors=stages)
 
     def from_rdd(self, data, name: str, schema: StructType | None = None, sample_ratio: float | None = None,
                  transformation_ctx: str = "") -> DynamicFrame:
@@ -319,7 +317,10 @@ class _DataFrameReader:
                      transformation_ctx: str = "", **kwargs) -> DataFrame:
         df, json_records = self._ctx._from_options(connection_type, connection_options or {}, format,
                                                    format_options, transformation_ctx)
-        return self._ctx._to_records(df, json_records)
+        records, bad = self._ctx._to_records(df, json_records)
+        if bad is not None and bad.limit(1).count():
+            log.warning("%d input rows are not JSON records and were left out", bad.count())
+        return records
 
     def from_catalog(self, *args, **kwargs) -> DataFrame:
         raise SparkmarkError(CATALOG_MESSAGE.format(what="create_data_frame.from_catalog"))

@@ -186,10 +186,11 @@ class DynamicFrame:
         if len(old) == 1 and len(new) == 1:
             return self._with(self._df.withColumnRenamed(old[0], new[0]))
         value = paths.column(old)
-        df = paths.drop(self._df, old)
-        if len(new) == 1:
-            return self._with(df.withColumn(new[0], value))
-        return self._with(df.withColumn(new[0], F.col(paths.quote(new[:1])).withField(paths.quote(new[1:]), value)))
+        if len(new) == 1:  # add the new field first, while the old one can still be read
+            df = self._df.withColumn(new[0], value)
+        else:
+            df = self._df.withColumn(new[0], F.col(paths.quote(new[:1])).withField(paths.quote(new[1:]), value))
+        return self._with(paths.drop(df, old))
 
     def apply_mapping(self, mappings: Iterable[tuple], case_sensitive: bool = False,
                       transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
@@ -249,9 +250,7 @@ class DynamicFrame:
         ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).first()[0]
         if not ddl or not ddl.startswith("OBJECT<"):
             raise SourceError(f"field {path!r} holds no JSON objects to unbox")
-        import re
-
-        struct_ddl = re.sub(r"\bOBJECT<", "STRUCT<", ddl)
+        struct_ddl = choice.to_ddl(ddl)
         typed = parsed.withColumn("__sm_unbox", F.expr(f"variant_get(__sm_unbox, '$', '{struct_ddl}')"))
         out = paths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
         return self._with(out)
@@ -286,10 +285,7 @@ class DynamicFrame:
         if keep_input:
             parsed = good.select(F.from_json("__sm_json", self._df.schema).alias("__sm_r")).select("__sm_r.*")
         else:
-            if good.limit(1).count() == 0:
-                parsed = self._df.sparkSession.createDataFrame([], StructType([]))
-            else:
-                parsed = choice.parse_records(good, "__sm_json", [])
+            parsed, _ = choice.parse_records(good, "__sm_json", [])  # map output is always JSON
         return self._with(parsed, stage=stage, stageThreshold=stageThreshold, totalThreshold=totalThreshold)
 
     def filter(self, f: Callable[[dict], bool], transformation_ctx: str = "", info: str = "",

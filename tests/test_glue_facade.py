@@ -1,0 +1,280 @@
+"""The Glue façade in-process: getResolvedOptions, Job, GlueContext, DynamicFrame, transforms."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from pyspark.sql.types import VariantType
+
+from sparkmark.glue import shim
+from sparkmark.glue.context import GlueContext
+from sparkmark.glue.dynamicframe import DynamicFrame, GlueError
+from sparkmark.glue.job import Job
+from sparkmark.glue.transforms import (
+    ApplyMapping, DropFields, DropNullFields, Filter, Join, Map, Relationalize, RenameField,
+    ResolveChoice, SelectFields, SelectFromCollection, Spigot, SplitFields, SplitRows, Unbox,
+    Union, UnnestFrame,
+)
+from sparkmark.glue.utils import GlueArgumentError, getResolvedOptions
+from sparkmark.errors import SparkmarkError
+from sparkmark.engine.store import StateStore
+
+from .conftest import write_json
+
+
+# ------------------------------------------------------------------ getResolvedOptions
+
+def test_get_resolved_options_defaults_and_aliases():
+    got = getResolvedOptions(["s.py", "--JOB_NAME", "j", "--src", "/d", "--RedshiftTempDir", "/t",
+                              "--extra", "x"], ["JOB_NAME", "src"])
+    assert got["JOB_NAME"] == "j" and got["src"] == "/d"
+    assert got["job_bookmark_option"] == "job-bookmark-disable"
+    assert got["TempDir"] == got["RedshiftTempDir"] == "/t"
+    assert "extra" not in got  # only the asked-for options, as on Glue
+
+
+def test_get_resolved_options_errors():
+    with pytest.raises(GlueArgumentError, match="required: --src"):
+        getResolvedOptions(["s.py", "--JOB_NAME", "j"], ["JOB_NAME", "src"])
+    with pytest.raises(GlueArgumentError, match="invalid choice"):
+        getResolvedOptions(["s.py", "--job-bookmark-option", "on"], [])
+    with pytest.raises(RuntimeError, match="Using reserved arguments job-bookmark-option"):
+        getResolvedOptions(["s.py"], ["job-bookmark-option"])
+    with pytest.raises(RuntimeError, match="Using reserved arguments --JOB_ID"):
+        getResolvedOptions(["s.py"], ["JOB_ID"])
+    with pytest.raises(RuntimeError, match="Missing option or value for --job-bookmark-to"):
+        getResolvedOptions(["s.py", "--job-bookmark-option", "job-bookmark-pause",
+                            "--job-bookmark-from", "jr_1"], [])
+    with pytest.raises(RuntimeError, match="Invalid option"):
+        getResolvedOptions(["s.py", "--job-bookmark-from", "a", "--job-bookmark-to", "b"], [])
+
+
+def test_get_resolved_options_continuation_mapping():
+    got = getResolvedOptions(["s.py", "--continuation-option", "continuation-readonly"], [])
+    assert got["job_bookmark_option"] == "job-bookmark-pause"
+    assert "continuation_option" not in got
+
+
+def test_shim_resolves_awsglue_names():
+    assert shim.install()
+    import awsglue.context
+    import awsglue.transforms
+    from awsglue.dynamicframe import DynamicFrame as AliasFrame
+
+    assert awsglue.context.GlueContext is GlueContext
+    assert AliasFrame is DynamicFrame and awsglue.transforms.ApplyMapping is ApplyMapping
+
+
+# ------------------------------------------------------------------ Job and GlueContext
+
+@pytest.fixture
+def glue(spark):
+    return GlueContext(spark)
+
+
+def test_job_bookmarks_by_transformation_ctx(glue, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1, 2])
+    args = getResolvedOptions(["s.py", "--JOB_NAME", "gj", "--job-bookmark-option", "job-bookmark-enable"],
+                              ["JOB_NAME"])
+
+    def one_run():
+        ctx = GlueContext(glue.spark_session)
+        job = Job(ctx)
+        job.init(args["JOB_NAME"], args)
+        assert job.isInitialized()
+        frame = ctx.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, format="json",
+                                                      transformation_ctx="src")
+        ids = sorted(r["id"] for r in frame.toDF().collect())
+        job.commit()
+        return ids
+
+    assert one_run() == [1, 2]
+    assert one_run() == []
+    write_json(data / "b.json", [3])
+    assert one_run() == [3]
+    state = StateStore.from_settings().latest_version("gj").ctx_states
+    assert set(state) == {"src"}
+
+
+def test_commit_without_init_commits_nothing(glue, tmp_path, caplog):
+    write_json(tmp_path / "in" / "a.json", [1])
+    job = Job(glue)
+    assert not job.isInitialized()
+    with caplog.at_level(logging.WARNING):
+        frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(tmp_path / "in")]},
+                                                       format="json", transformation_ctx="src")
+        assert frame.count() == 1
+        job.commit()
+    assert "before Job.init()" in caplog.text and "not bookmarked" in caplog.text
+    assert not StateStore.from_settings().job_exists("gj_none")
+
+
+def test_from_catalog_names_the_missing_catalog(glue):
+    with pytest.raises(SparkmarkError, match="Data Catalog"):
+        glue.create_dynamic_frame.from_catalog(database="db", table_name="t")
+
+
+def test_csv_options_and_glueparquet_write(glue, tmp_path):
+    src = tmp_path / "csv"
+    src.mkdir()
+    (src / "a.csv").write_text("id;name\n1;'a;b'\n")
+    frame = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(src)]}, format="csv",
+        format_options={"withHeader": True, "separator": ";", "quoteChar": "'"})
+    assert [tuple(r) for r in frame.toDF().collect()] == [("1", "a;b")]
+    out = tmp_path / "out"
+    glue.write_dynamic_frame.from_options(frame, "s3", {"path": str(out), "partitionKeys": ["id"]},
+                                          format="glueparquet", format_options={"compression": "gzip"})
+    files = list(out.glob("id=1/*.parquet"))
+    assert files and ".gz." in files[0].name
+
+
+# ------------------------------------------------------------------ choice types
+
+@pytest.fixture
+def choice_frame(glue, tmp_path):
+    data = tmp_path / "choice"
+    data.mkdir()
+    records = [
+        {"id": 1, "price": 10, "addr": {"zip": 12345, "city": "A"}},
+        {"id": 2, "price": "12.5", "addr": {"zip": "X1", "city": "B"}},
+        {"id": 3, "price": None},
+    ]
+    lines = [json.dumps(r) for r in records] + ["not json"]
+    (data / "a.json").write_text("\n".join(lines) + "\n")
+    return glue.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, format="json")
+
+
+def test_inconsistent_types_become_choices_on_variant(choice_frame, capsys):
+    schema = choice_frame.schema()
+    assert isinstance(schema["price"].dataType, VariantType)
+    assert isinstance(schema["addr"].dataType["zip"].dataType, VariantType)
+    assert schema["id"].dataType.simpleString() == "bigint"
+    choice_frame.printSchema()
+    printed = capsys.readouterr().out
+    assert "price: choice\n|    |-- int\n|    |-- string" in printed
+    assert choice_frame.errorsCount() == 1  # the line that is not JSON
+    bad = choice_frame.errorsAsDynamicFrame().toDF().first()
+    assert bad["record"] == "not json"
+
+
+def test_resolve_choice_cast_and_project(choice_frame):
+    cast = ResolveChoice.apply(choice_frame, specs=[("price", "cast:double")]).toDF()
+    assert sorted((r["id"], r["price"]) for r in cast.collect()) == [(1, 10.0), (2, 12.5), (3, None)]
+    projected = choice_frame.resolveChoice(specs=[("price", "project:int")]).toDF()
+    assert sorted((r["id"], r["price"]) for r in projected.collect()) == [(1, 10), (2, None), (3, None)]
+    nested = choice_frame.resolveChoice(specs=[("addr.zip", "project:string")]).toDF()
+    assert sorted((r["id"], r["addr"]["zip"] if r["addr"] else None) for r in nested.collect()) == [
+        (1, None), (2, "X1"), (3, None)]
+
+
+def test_resolve_choice_make_struct_and_make_cols(choice_frame):
+    cols = choice_frame.resolveChoice(specs=[("price", "make_cols")]).toDF()
+    assert {"price_int", "price_string"} <= set(cols.columns) and "price" not in cols.columns
+    assert sorted((r["id"], r["price_int"], r["price_string"]) for r in cols.collect()) == [
+        (1, 10, None), (2, None, "12.5"), (3, None, None)]
+    struct = choice_frame.resolveChoice(specs=[("price", "make_struct")]).toDF()
+    assert struct.schema["price"].dataType.fieldNames() == ["int", "string"]
+    every = ResolveChoice.apply(choice_frame, choice="cast:string").toDF()
+    assert not any(isinstance(f.dataType, VariantType) for f in every.schema.fields)
+    with pytest.raises(SparkmarkError, match="match_catalog"):
+        choice_frame.resolveChoice(choice="match_catalog")
+
+
+# ------------------------------------------------------------------ field transforms
+
+@pytest.fixture
+def people(glue, spark):
+    df = spark.createDataFrame(
+        [(1, "Ann", ("Paris", "75001"), [1, 2], None), (2, "Bob", ("Oslo", None), [], None)],
+        "id long, name string, addr struct<city: string, zip: string>, tags array<int>, empty string")
+    return DynamicFrame.fromDF(df, glue, "people")
+
+
+def test_apply_mapping_nested_paths_and_casts(people):
+    out = ApplyMapping.apply(frame=people, mappings=[
+        ("id", "long", "person.id", "string"),
+        ("addr.city", "string", "person.city", "string"),
+        ("name", "string", "name", "string"),
+        ("missing", "string", "gone", "int"),
+    ]).toDF()
+    assert out.columns == ["person", "name", "gone"]
+    first = sorted(out.collect(), key=lambda r: r["name"])[0]
+    assert first["person"]["id"] == "1" and first["person"]["city"] == "Paris" and first["gone"] is None
+
+
+def test_select_drop_rename_nested(people):
+    assert SelectFields.apply(people, ["id", "addr.city"]).toDF().schema.simpleString() == \
+        "struct<id:bigint,addr:struct<city:string>>"
+    dropped = DropFields.apply(people, ["addr.zip", "tags"]).toDF()
+    assert dropped.schema["addr"].dataType.fieldNames() == ["city"] and "tags" not in dropped.columns
+    renamed = RenameField.apply(people, "addr.city", "addr.town").toDF()
+    assert renamed.schema["addr"].dataType.fieldNames() == ["zip", "town"]
+    top = people.rename_field("name", "full_name").toDF()
+    assert "full_name" in top.columns and "name" not in top.columns
+
+
+def test_drop_null_fields_unnest_and_unbox(people, glue, spark):
+    assert "empty" not in DropNullFields.apply(people).toDF().columns
+    flat = UnnestFrame.apply(people).toDF()
+    assert "addr.city" in flat.columns
+    raw = DynamicFrame.fromDF(spark.createDataFrame([(1, '{"a": 1, "b": {"c": "x"}}')], "id int, js string"), glue, "r")
+    unboxed = Unbox.apply(raw, "js", "json").toDF()
+    assert unboxed.first()["js"]["b"]["c"] == "x"
+
+
+def test_filter_and_map_with_error_records(people):
+    kept = Filter.apply(frame=people, f=lambda r: r["addr"]["zip"] is not None)
+    assert [r["id"] for r in kept.toDF().collect()] == [1]
+
+    def shout(r):
+        if r["id"] == 2:
+            raise ValueError("no shouting at Bob")
+        r["name"] = r["name"].upper()
+        return r
+
+    mapped = Map.apply(frame=people, f=shout)
+    assert [r["name"] for r in mapped.toDF().collect()] == ["ANN"]
+    assert mapped.errorsCount() == 1 and mapped.stageErrorsCount() == 1
+    error = mapped.errorsAsDynamicFrame().toDF().first()
+    assert "no shouting at Bob" in error["error"] and json.loads(error["record"])["id"] == 2
+    with pytest.raises(GlueError):
+        mapped.assertErrorThreshold()
+    with pytest.raises(GlueError, match="stageThreshold"):
+        Map.apply(frame=people, f=lambda r: 1 / 0, stageThreshold=1)  # 2 errors > 1
+
+
+def test_join_split_union_and_spigot(people, glue, spark, tmp_path):
+    orders = DynamicFrame.fromDF(spark.createDataFrame([(10, 1), (11, 1), (12, 2)], "oid long, pid long"), glue, "o")
+    joined = Join.apply(orders, people, "pid", "id").toDF()
+    assert sorted((r["oid"], r["name"]) for r in joined.collect()) == [(10, "Ann"), (11, "Ann"), (12, "Bob")]
+    split = SplitFields.apply(people, ["id", "name"], "ids", "rest")
+    assert sorted(split.keys()) == ["ids", "rest"]
+    assert SelectFromCollection.apply(split, "ids").toDF().columns == ["id", "name"]
+    rows = SplitRows.apply(people, {"id": {">": 1}}, "big", "small")
+    assert [r["id"] for r in rows["big"].toDF().collect()] == [2]
+    assert [r["id"] for r in rows["small"].toDF().collect()] == [1]
+    other = DynamicFrame.fromDF(spark.createDataFrame([("x",)], "id string"), glue, "other")
+    merged = Union.apply(people.select_fields(["id"]), other).toDF()
+    assert isinstance(merged.schema["id"].dataType, VariantType) and merged.count() == 3
+    Spigot.apply(people, str(tmp_path / "sample"), {"topk": 1})
+    sample = [json.loads(line) for p in (tmp_path / "sample").glob("part-*") for line in p.read_text().splitlines()]
+    assert len(sample) == 1
+
+
+def test_relationalize_root_and_child_tables(glue, spark):
+    df = spark.createDataFrame(
+        [(1, ("x", [("a", 1), ("b", 2)])), (2, ("y", []))],
+        "id long, info struct<name: string, items: array<struct<k: string, v: int>>>")
+    tables = Relationalize.apply(DynamicFrame.fromDF(df, glue, "t"), "/tmp/unused", "root")
+    assert sorted(tables.keys()) == ["root", "root_info.items"]
+    root = {r["id"]: r for r in tables["root"].toDF().collect()}
+    child = tables["root_info.items"].toDF()
+    assert set(child.columns) == {"id", "index", "info.items.val.k", "info.items.val.v"}
+    rows = sorted((r["id"], r["index"], r["info.items.val.k"]) for r in child.collect())
+    key = root[1]["info.items"]
+    assert rows == [(key, 0, "a"), (key, 1, "b")]
+    assert root[1]["info.name"] == "x"
