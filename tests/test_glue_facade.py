@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import uuid
 
 import pytest
 from pyspark.sql.types import VariantType
@@ -278,3 +280,90 @@ def test_relationalize_root_and_child_tables(glue, spark):
     key = root[1]["info.items"]
     assert rows == [(key, 0, "a"), (key, 1, "b")]
     assert root[1]["info.name"] == "x"
+
+
+# ------------------------------------------------------------------ more GlueContext surface
+
+def test_jdbc_from_options_with_bookmark_keys_and_jdbc_writes(glue, tmp_path, monkeypatch):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    name = f"gl_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {name} (id int primary key, v text)")
+        conn.exec_driver_sql(f"CREATE TABLE {name}_out (id int primary key, v text)")
+        conn.exec_driver_sql(f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b')")
+    options = {"url": "jdbc:postgresql://127.0.0.1:5432/test", "user": "postgres", "dbtable": name,
+               "jobBookmarkKeys": ["id"], "jobBookmarkKeysSortOrder": "asc", "hashpartitions": "2"}
+    args = {"JOB_NAME": f"gjdbc_{name}", "job_bookmark_option": "job-bookmark-enable"}
+    try:
+        ids = []
+        for _ in range(2):
+            ctx = GlueContext(glue.spark_session)
+            job = Job(ctx)
+            job.init(args["JOB_NAME"], args)
+            frame = ctx.create_dynamic_frame.from_options("postgresql", options, transformation_ctx="db")
+            ids.append(sorted(r["id"] for r in frame.toDF().collect()))
+            ctx.write_dynamic_frame.from_options(frame, "postgresql",
+                                                 {**options, "dbtable": f"{name}_out"})
+            job.commit()
+        assert ids == [[1, 2], []]
+        config = tmp_path / "sparkmark.toml"
+        config.write_text('[connections.pg]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n')
+        monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
+        extra = DynamicFrame.fromDF(glue.spark_session.createDataFrame([(3, "c")], "id int, v string"), glue, "x")
+        glue.write_dynamic_frame.from_jdbc_conf(extra, "pg", {"dbtable": f"{name}_out", "database": "test"})
+        with engine.connect() as conn:
+            assert [r[0] for r in conn.exec_driver_sql(f"SELECT id FROM {name}_out ORDER BY id")] == [1, 2, 3]
+        with pytest.raises(SparkmarkError, match="not supported"):
+            glue.create_dynamic_frame.from_options("sqlserver", {"url": "jdbc:sqlserver://h", "dbtable": "t"})
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}_out")
+
+
+def test_rdd_data_frame_sources_sinks_logger_and_purge(glue, tmp_path, caplog):
+    rdd = glue.spark_session.sparkContext.parallelize([(1, "a"), (2, "b")])
+    frame = glue.create_dynamic_frame.from_rdd(rdd, "r", schema="id long, s string")
+    assert frame.count() == 2 and frame.name == "r"
+    data = tmp_path / "in"
+    write_json(data / "a.json", [5])
+    (data / "array.json").write_text('[{"id": 6}, {"id": 7}]')
+    df = glue.create_data_frame.from_options("s3", {"paths": [str(data / "a.json")]}, format="json")
+    assert [r["id"] for r in df.collect()] == [5]
+    whole = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(data / "array.json")]}, format="json", format_options={"jsonPath": "$[*]"})
+    assert sorted(r["id"] for r in whole.toDF().collect()) == [6, 7]
+    source = glue.getSource("s3", paths=[str(data / "a.json")])
+    source.setFormat("json")
+    assert source.getFrame().count() == 1
+    out = tmp_path / "sink"
+    sink = glue.getSink("s3", path=str(out), partitionKeys=[])
+    sink.setFormat("json")
+    sink.setCatalogInfo(catalogDatabase="db", catalogTableName="t")
+    sink.writeFrame(frame)
+    assert sum(len(p.read_text().splitlines()) for p in out.glob("part-*")) == 2
+    with caplog.at_level(logging.INFO, logger="sparkmark.glue.script"):
+        glue.get_logger().warn("hello from the script")
+    assert "hello from the script" in caplog.text
+    old = write_json(tmp_path / "purge" / "old.json", [1], mtime=1_600_000_000)
+    new = write_json(tmp_path / "purge" / "new.json", [2])
+    glue.purge_s3_path(str(tmp_path / "purge"), {"retentionPeriod": 1, "excludeStorageClasses": []})
+    assert not old.exists() and new.exists()
+
+
+def test_install_shim_pth_works_in_a_fresh_interpreter(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(shim, "pth_path", lambda: tmp_path / shim.PTH_NAME)
+    written = shim.write_pth()
+    code = ("import site, sys; site.addsitedir(sys.argv[1]); import awsglue.context as c; "
+            "print(c.GlueContext.__module__)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert done.stdout.strip() == "sparkmark.glue.context", done.stderr
+    off = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "SPARKMARK_AWSGLUE": "off"})
+    assert off.returncode != 0 and "awsglue" in off.stderr  # AWS's library is not installed here
+    assert shim.remove_pth() and not written.exists()
