@@ -498,3 +498,40 @@ def test_parquet_orc_and_xml_formats(runner, spark, tmp_path):
     xml.mkdir()
     (xml / "a.xml").write_text("<rows><row><id>1</id></row><row><id>2</id></row></rows>")
     assert runner.run(xml, fmt="xml", ctx="xml", rowTag="row")[0] == [1, 2]
+
+
+def test_avro_through_the_python_data_source(runner, tmp_path):
+    import datetime as dt
+
+    import fastavro
+
+    schema = fastavro.parse_schema({
+        "type": "record", "name": "Order",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "note", "type": ["null", "string"]},
+            {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+            {"name": "item", "type": {"type": "record", "name": "Item",
+                                      "fields": [{"name": "sku", "type": "string"}]}},
+        ],
+    })
+    data = tmp_path / "avro"
+
+    def write(name, rows):
+        path = data / "dt=2026-11-01" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as out:
+            fastavro.writer(out, schema, rows)
+
+    write("a.avro", [{"id": 1, "note": None, "day": dt.date(2026, 11, 1), "item": {"sku": "x"}},
+                     {"id": 2, "note": "hi", "day": dt.date(2026, 11, 2), "item": {"sku": "y"}}])
+    job = runner.start()
+    df = job.read_files(str(data), format="avro", ctx="avro")
+    rows = sorted(df.collect(), key=lambda r: r["id"])
+    job.commit()
+    assert [(r["id"], r["note"], r["day"], r["item"]["sku"], r["dt"]) for r in rows] == [
+        (1, None, dt.date(2026, 11, 1), "x", "2026-11-01"),
+        (2, "hi", dt.date(2026, 11, 2), "y", "2026-11-01"),
+    ]
+    write("b.avro", [{"id": 3, "note": None, "day": dt.date(2026, 11, 3), "item": {"sku": "z"}}])
+    assert runner.run(data, fmt="avro", ctx="avro")[0] == [3]

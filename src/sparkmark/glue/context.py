@@ -152,7 +152,7 @@ class GlueContext:
             spark_fmt = "xml"
             spark_opts["rowTag"] = format_options.get("rowTag", "row")
         elif fmt == "avro":
-            raise SourceError("format 'avro' is not supported yet (no spark-avro jar is reachable)")
+            spark_fmt = "avro"  # read in Python with fastavro (sources/avro.py)
         else:
             raise SourceError(f"unsupported format {fmt!r}")
         if self._job is not None:

@@ -22,7 +22,7 @@ from ..errors import SourceError
 
 log = logging.getLogger("sparkmark.files")
 
-FORMATS = ("csv", "json", "parquet", "orc", "xml", "text")
+FORMATS = ("csv", "json", "parquet", "orc", "xml", "text", "avro")
 
 
 @dataclass
@@ -136,6 +136,10 @@ def read_selected(
         if isinstance(schema, str):
             schema = StructType.fromDDL(schema)
         return spark.createDataFrame([], schema or empty_schema or StructType([]))
+    if fmt == "avro":
+        from .avro import read_avro
+
+        return read_avro(spark, [(f.url, f.root) for f in files])
     # Spark drops files that sit beside partition folders when both are read in one
     # load, so files are grouped by root and by the partition columns of their folder.
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
