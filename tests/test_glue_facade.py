@@ -367,3 +367,22 @@ def test_install_shim_pth_works_in_a_fresh_interpreter(tmp_path, monkeypatch):
                          env={**os.environ, "SPARKMARK_AWSGLUE": "off"})
     assert off.returncode != 0 and "awsglue" in off.stderr  # AWS's library is not installed here
     assert shim.remove_pth() and not written.exists()
+
+
+def test_for_each_batch_on_a_streaming_file_source(glue, tmp_path):
+    data, seen = tmp_path / "stream", []
+    write_json(data / "a.json", [1, 2])
+    stream = glue.spark_session.readStream.schema("id long").json(str(data))
+    options = {"windowSize": "1 second", "checkpointLocation": str(tmp_path / "cp"), "trigger": "availableNow"}
+
+    def batch(df, batch_id):
+        seen.extend(r["id"] for r in df.collect())
+
+    glue.forEachBatch(frame=stream, batch_function=batch, options=options)
+    assert sorted(seen) == [1, 2]
+    write_json(data / "b.json", [3])
+    glue.forEachBatch(frame=glue.spark_session.readStream.schema("id long").json(str(data)),
+                      batch_function=batch, options=options)
+    assert sorted(seen) == [1, 2, 3]  # the checkpoint remembers what was processed
+    with pytest.raises(SparkmarkError, match="checkpointLocation"):
+        glue.forEachBatch(frame=stream, batch_function=batch, options={})

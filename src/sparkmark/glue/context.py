@@ -109,10 +109,24 @@ class GlueContext:
         log.info("purge_s3_path %s: removed %d files older than %s hours", s3_path, removed, hours)
 
     def forEachBatch(self, frame, batch_function, options: dict | None = None) -> None:
-        raise SparkmarkError(
-            "forEachBatch (streaming) is not supported yet; run the job in batch with "
-            "create_dynamic_frame.from_options and bookmarks instead"
-        )
+        """Run ``batch_function(batch_df, batch_id)`` on every micro-batch of a streaming
+        DataFrame (e.g. ``spark.readStream`` over files). ``windowSize`` (default
+        "100 seconds") is the trigger interval; ``checkpointLocation`` is required and
+        keeps the stream's progress. ``{"trigger": "availableNow"}`` processes what is
+        there now and returns, for scheduled runs."""
+        opts = dict(options or {})
+        df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
+        if not df.isStreaming:
+            raise SourceError("forEachBatch needs a streaming DataFrame (spark.readStream …)")
+        checkpoint = opts.get("checkpointLocation")
+        if not checkpoint:
+            raise SourceError("forEachBatch needs options['checkpointLocation']")
+        writer = df.writeStream.foreachBatch(batch_function).option("checkpointLocation", checkpoint)
+        if str(opts.get("trigger", "")).lower() == "availablenow":
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=str(opts.get("windowSize", "100 seconds")))
+        writer.start().awaitTermination()
 
     # ------------------------------------------------------------ reading
 
