@@ -18,7 +18,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, NullType, StructType, VariantType
 
 from ..errors import SourceError, SparkmarkError
-from . import choice, paths, records
+from . import choice as choices
+from . import paths as fieldpaths
+from . import records
 
 log = logging.getLogger("sparkmark.glue")
 
@@ -92,7 +94,7 @@ class DynamicFrame:
         return self._df.schema
 
     def _schema_lines(self) -> list[str]:
-        choices = choice.observed_types(self._df, choice.choice_paths(self._df.schema))
+        held = choices.observed_types(self._df, choices.choice_paths(self._df.schema))
         lines = ["root"]
 
         def walk(struct: StructType, prefix: list[str], depth: int) -> None:
@@ -101,8 +103,8 @@ class DynamicFrame:
                 pad = "|    " * depth + "|-- "
                 if isinstance(f.dataType, VariantType):
                     lines.append(f"{pad}{f.name}: choice")
-                    for t in choices.get(paths.quote(here), []):
-                        lines.append("|    " * (depth + 1) + f"|-- {choice.glue_name(t)}")
+                    for t in held.get(fieldpaths.quote(here), []):
+                        lines.append("|    " * (depth + 1) + f"|-- {choices.glue_name(t)}")
                 elif isinstance(f.dataType, StructType):
                     lines.append(f"{pad}{f.name}: struct")
                     walk(f.dataType, here, depth + 1)
@@ -158,39 +160,36 @@ class DynamicFrame:
 
     # ------------------------------------------------------------ field transforms
 
-    def select_fields(self, paths_: list[str] | None = None, transformation_ctx: str = "",
-                      info: str = "", stageThreshold: int = 0, totalThreshold: int = 0,
-                      **kwargs) -> "DynamicFrame":
-        wanted = paths_ if paths_ is not None else kwargs.get("paths", [])
+    def select_fields(self, paths: list[str], transformation_ctx: str = "", info: str = "",
+                      stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
         leaves = []
-        for path in wanted:
-            parts = paths.split_path(path)
-            if paths.field_type(self._df.schema, parts) is not None:
-                leaves.append((parts, paths.column(parts)))
+        for path in paths:
+            parts = fieldpaths.split_path(path)
+            if fieldpaths.field_type(self._df.schema, parts) is not None:
+                leaves.append((parts, fieldpaths.column(parts)))
         return self._with(self._df.select(*_build(leaves)))
 
-    def drop_fields(self, paths_: list[str] | None = None, transformation_ctx: str = "",
-                    info: str = "", stageThreshold: int = 0, totalThreshold: int = 0,
-                    **kwargs) -> "DynamicFrame":
+    def drop_fields(self, paths: list[str], transformation_ctx: str = "", info: str = "",
+                    stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
         df = self._df
-        for path in (paths_ if paths_ is not None else kwargs.get("paths", [])):
-            parts = paths.split_path(path)
-            if paths.field_type(df.schema, parts) is not None:
-                df = paths.drop(df, parts)
+        for path in paths:
+            parts = fieldpaths.split_path(path)
+            if fieldpaths.field_type(df.schema, parts) is not None:
+                df = fieldpaths.drop(df, parts)
         return self._with(df)
 
     def rename_field(self, oldName: str, newName: str, transformation_ctx: str = "",
                      info: str = "", stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
-        old, _ = paths.require(self._df.schema, oldName)
-        new = paths.split_path(newName)
+        old, _ = fieldpaths.require(self._df.schema, oldName)
+        new = fieldpaths.split_path(newName)
         if len(old) == 1 and len(new) == 1:
             return self._with(self._df.withColumnRenamed(old[0], new[0]))
-        value = paths.column(old)
+        value = fieldpaths.column(old)
         if len(new) == 1:  # add the new field first, while the old one can still be read
             df = self._df.withColumn(new[0], value)
         else:
-            df = self._df.withColumn(new[0], F.col(paths.quote(new[:1])).withField(paths.quote(new[1:]), value))
-        return self._with(paths.drop(df, old))
+            df = self._df.withColumn(new[0], F.col(fieldpaths.quote(new[:1])).withField(fieldpaths.quote(new[1:]), value))
+        return self._with(fieldpaths.drop(df, old))
 
     def apply_mapping(self, mappings: Iterable[tuple], case_sensitive: bool = False,
                       transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
@@ -201,26 +200,25 @@ class DynamicFrame:
             if len(mapping) != 4:
                 raise SourceError(f"ApplyMapping takes (source, source type, target, target type), got {mapping!r}")
             source, _stype, target, ttype = mapping
-            parts = paths.split_path(source)
-            found = paths.field_type(self._df.schema, parts)
-            spark_t = choice.spark_type(ttype)
+            parts = fieldpaths.split_path(source)
+            found = fieldpaths.field_type(self._df.schema, parts)
+            spark_t = choices.spark_type(ttype)
             if found is None:
                 value = F.lit(None).cast(spark_t)
             elif isinstance(found, VariantType):
-                value = choice.cast(paths.column(parts), ttype)
+                value = choices.cast(fieldpaths.column(parts), ttype)
             elif isinstance(found, (StructType, ArrayType)) and ttype.lower() in ("struct", "array"):
-                value = paths.column(parts)
+                value = fieldpaths.column(parts)
             else:
-                value = paths.column(parts).cast(spark_t)
-            leaves.append((paths.split_path(target), value))
+                value = fieldpaths.column(parts).cast(spark_t)
+            leaves.append((fieldpaths.split_path(target), value))
         return self._with(self._df.select(*_build(leaves)))
 
-    def resolveChoice(self, specs: list[tuple[str, str]] | None = None, choice_: str = "",
+    def resolveChoice(self, specs: list[tuple[str, str]] | None = None, choice: str = "",
                       database: str | None = None, table_name: str | None = None,
                       transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-                      totalThreshold: int = 0, catalog_id: str | None = None,
-                      **kwargs) -> "DynamicFrame":
-        action_all = choice_ or kwargs.get("choice", "")
+                      totalThreshold: int = 0, catalog_id: str | None = None) -> "DynamicFrame":
+        action_all = choice
         if specs and action_all:
             raise SourceError("ResolveChoice takes specs or choice, not both")
         if not specs and not action_all:
@@ -229,15 +227,15 @@ class DynamicFrame:
             raise SourceError("ResolveChoice match_catalog needs the Data Catalog, which is not available yet")
         df = self._df
         if action_all:
-            targets = [(paths.quote(p), action_all) for p in choice.choice_paths(df.schema)]
+            targets = [(fieldpaths.quote(p), action_all) for p in choices.choice_paths(df.schema)]
         else:
             targets = list(specs)
-        needs_types = [paths.split_path(p) for p, a in targets if a in ("make_struct", "make_cols")
-                       and isinstance(paths.field_type(df.schema, paths.split_path(p)), VariantType)]
-        known = choice.observed_types(df, needs_types)
+        needs_types = [fieldpaths.split_path(p) for p, a in targets if a in ("make_struct", "make_cols")
+                       and isinstance(fieldpaths.field_type(df.schema, fieldpaths.split_path(p)), VariantType)]
+        known = choices.observed_types(df, needs_types)
         for path, action in targets:
-            parts = paths.split_path(path)
-            df = choice.resolve(df, path, action, known.get(paths.quote(parts)))
+            parts = fieldpaths.split_path(path)
+            df = choices.resolve(df, path, action, known.get(fieldpaths.quote(parts)))
         return self._with(df)
 
     def unbox(self, path: str, format: str, transformation_ctx: str = "", info: str = "",
@@ -245,34 +243,34 @@ class DynamicFrame:
         """Parse a string field holding JSON into a struct (choice fields where records disagree)."""
         if format.lower() != "json":
             raise SourceError(f"unbox supports format 'json', not {format!r}")
-        parts, _ = paths.require(self._df.schema, path)
-        parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(paths.column(parts)))
+        parts, _ = fieldpaths.require(self._df.schema, path)
+        parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(fieldpaths.column(parts)))
         ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).first()[0]
         if not ddl or not ddl.startswith("OBJECT<"):
             raise SourceError(f"field {path!r} holds no JSON objects to unbox")
-        struct_ddl = choice.to_ddl(ddl)
+        struct_ddl = choices.to_ddl(ddl)
         typed = parsed.withColumn("__sm_unbox", F.expr(f"variant_get(__sm_unbox, '$', '{struct_ddl}')"))
-        out = paths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
+        out = fieldpaths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
         return self._with(out)
 
     def unnest(self, transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
                totalThreshold: int = 0) -> "DynamicFrame":
         """Flatten nested structs into top-level fields named ``a.b``."""
-        cols = [paths.column(p).alias(".".join(p)) for p in paths.leaf_paths(self._df.schema)]
+        cols = [fieldpaths.column(p).alias(".".join(p)) for p in fieldpaths.leaf_paths(self._df.schema)]
         return self._with(self._df.select(*cols))
 
     def drop_null_fields(self, transformation_ctx: str = "", info: str = "",
                          stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
         """Drop fields that are null (or missing) in every record."""
-        leaves = paths.leaf_paths(self._df.schema)
+        leaves = fieldpaths.leaf_paths(self._df.schema)
         if not leaves:
             return self._with(self._df)
-        counts = self._df.agg(*[F.count(paths.column(p)).alias(f"c{i}") for i, p in enumerate(leaves)]).first()
+        counts = self._df.agg(*[F.count(fieldpaths.column(p)).alias(f"c{i}") for i, p in enumerate(leaves)]).first()
         df = self._df
         for i, p in enumerate(leaves):
-            dtype = paths.field_type(df.schema, p)
+            dtype = fieldpaths.field_type(df.schema, p)
             if counts[f"c{i}"] == 0 or isinstance(dtype, NullType):
-                df = paths.drop(df, p)
+                df = fieldpaths.drop(df, p)
         return self._with(df)
 
     # ------------------------------------------------------------ record functions
@@ -285,7 +283,7 @@ class DynamicFrame:
         if keep_input:
             parsed = good.select(F.from_json("__sm_json", self._df.schema).alias("__sm_r")).select("__sm_r.*")
         else:
-            parsed, _ = choice.parse_records(good, "__sm_json", [])  # map output is always JSON
+            parsed, _ = choices.parse_records(good, "__sm_json", [])  # map output is always JSON
         return self._with(parsed, stage=stage, stageThreshold=stageThreshold, totalThreshold=totalThreshold)
 
     def filter(self, f: Callable[[dict], bool], transformation_ctx: str = "", info: str = "",
@@ -315,12 +313,12 @@ class DynamicFrame:
             right = right.withColumnRenamed(old, new)
         right = right.alias("__r")
         condition = reduce(lambda a, b: a & b, [
-            F.col("__l." + paths.quote(paths.split_path(k1))) == F.col("__r." + paths.quote(paths.split_path(renames.get(k2, k2))))
+            F.col("__l." + fieldpaths.quote(fieldpaths.split_path(k1))) == F.col("__r." + fieldpaths.quote(fieldpaths.split_path(renames.get(k2, k2))))
             for k1, k2 in zip(keys1, keys2)
         ])
         joined = left.join(right, condition, "inner")
-        keep = [F.col("__l." + paths.quote([c])) for c in left.columns]
-        keep += [F.col("__r." + paths.quote([c])) for c in right.columns if c not in shared]
+        keep = [F.col("__l." + fieldpaths.quote([c])) for c in left.columns]
+        keep += [F.col("__r." + fieldpaths.quote([c])) for c in right.columns if c not in shared]
         return self._with(joined.select(*keep), name=f"{self.name}_{frame2.name}".strip("_"))
 
     def union(self, other_frame: "DynamicFrame", transformation_ctx: str = "", info: str = "",
@@ -329,15 +327,15 @@ class DynamicFrame:
         left, right = self._df, other_frame._df
         for f in left.schema.fields:
             if f.name in right.columns and right.schema[f.name].dataType != f.dataType:
-                left = left.withColumn(f.name, _to_variant(F.col(paths.quote([f.name])), f.dataType))
-                right = right.withColumn(f.name, _to_variant(F.col(paths.quote([f.name])), right.schema[f.name].dataType))
+                left = left.withColumn(f.name, _to_variant(F.col(fieldpaths.quote([f.name])), f.dataType))
+                right = right.withColumn(f.name, _to_variant(F.col(fieldpaths.quote([f.name])), right.schema[f.name].dataType))
         merged = left.unionByName(right, allowMissingColumns=True)
         return DynamicFrame(merged, self.glue_ctx, self.name, errors=self._errors + other_frame._errors)
 
-    def split_fields(self, paths_: list[str], name1: str, name2: str, transformation_ctx: str = "",
+    def split_fields(self, paths: list[str], name1: str, name2: str, transformation_ctx: str = "",
                      info: str = "", stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrameCollection":
-        first = self.select_fields(paths_)
-        second = self.drop_fields(paths_)
+        first = self.select_fields(paths)
+        second = self.drop_fields(paths)
         first.name, second.name = name1, name2
         return DynamicFrameCollection({name1: first, name2: second}, self.glue_ctx)
 
@@ -349,11 +347,11 @@ class DynamicFrame:
                ">=": lambda c, v: c >= v}
         terms: list[Column] = []
         for path, tests in comparison_dict.items():
-            parts, _ = paths.require(self._df.schema, path)
+            parts, _ = fieldpaths.require(self._df.schema, path)
             for op, value in tests.items():
                 if op not in ops:
                     raise SourceError(f"split_rows comparison {op!r} is not one of {', '.join(ops)}")
-                terms.append(ops[op](paths.column(parts), F.lit(value)))
+                terms.append(ops[op](fieldpaths.column(parts), F.lit(value)))
         cond = reduce(lambda a, b: a & b, terms) if terms else F.lit(True)
         first = DynamicFrame(self._df.where(cond), self.glue_ctx, name1, errors=self._errors)
         second = DynamicFrame(self._df.where(~cond | cond.isNull()), self.glue_ctx, name2, errors=self._errors)
@@ -365,7 +363,7 @@ class DynamicFrame:
         to ``path`` and pass the frame on unchanged."""
         opts = dict(options or {})
         sample = self._df.sample(fraction=float(opts["prob"])) if "prob" in opts else self._df.limit(int(opts.get("topk", 100)))
-        sample.select(F.to_json(F.struct(*[F.col(paths.quote([c])) for c in sample.columns]))).write.mode(
+        sample.select(F.to_json(F.struct(*[F.col(fieldpaths.quote([c])) for c in sample.columns]))).write.mode(
             "overwrite").text(path)
         return self
 
@@ -430,14 +428,14 @@ def _relationalize(df: DataFrame, table: str, tables: dict[str, DataFrame]) -> N
     for parts, dtype in flat:
         name = ".".join(parts)
         if isinstance(dtype, ArrayType):
-            cols.append(F.when(paths.column(parts).isNotNull(), F.col("__sm_rowid")).alias(name))
+            cols.append(F.when(fieldpaths.column(parts).isNotNull(), F.col("__sm_rowid")).alias(name))
         else:
-            cols.append(paths.column(parts).alias(name))
+            cols.append(fieldpaths.column(parts).alias(name))
     tables[table] = df.select(*cols)
     for parts, dtype in arrays:
         name = ".".join(parts)
         child = df.select(F.col("__sm_rowid").alias("id"),
-                          F.posexplode(paths.column(parts)).alias("index", "__sm_val"))
+                          F.posexplode(fieldpaths.column(parts)).alias("index", "__sm_val"))
         child = child.select("id", "index", F.struct(F.col("__sm_val").alias("val")).alias(name))
         _relationalize(child, f"{table}_{name}", tables)
 

@@ -44,7 +44,7 @@ class ResolveChoice(GlueTransform):
 
     def __call__(self, frame: DynamicFrame, specs=None, choice: str = "", database=None,
                  table_name=None, **kwargs):
-        return frame.resolveChoice(specs=specs, choice_=choice, database=database,
+        return frame.resolveChoice(specs=specs, choice=choice, database=database,
                                    table_name=table_name, **_pop_common(kwargs))
 
 
