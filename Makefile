@@ -26,6 +26,11 @@ demo: install
 	$(SM) run demo/orders_job.py $(JOBARGS)
 	$(SM) runs list demo_orders --limit 2
 	$(SM) bookmark get demo_orders
+	@echo "== crawl the data into the catalog, then read it back by table name"
+	$(SM) crawler create --file demo/crawler.toml
+	$(SM) crawler run demo_lake
+	$(SM) catalog partitions demo.orders
+	$(SM) run demo/catalog_job.py --JOB_NAME demo_catalog --predicate "dt >= '2026-11-03'"
 
 test: install
 	$(PY) -m pytest -q

@@ -15,16 +15,20 @@ from pyspark.sql import SparkSession
 from sparkmark import Job
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
-from sparkmark.spark import jdbc_jars
+from sparkmark.spark import hive_confs, jdbc_jars
 
 PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import sparkmark
+    hive_home = tmp_path_factory.mktemp("hive")
+    builder = SparkSession.builder.master("local[2]")
+    for key, value in hive_confs(Settings.from_env({"SPARKMARK_HOME": str(hive_home)})).items():
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder
         .appName("sparkmark-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

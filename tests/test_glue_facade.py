@@ -114,9 +114,9 @@ def test_commit_without_init_commits_nothing(glue, tmp_path, caplog):
     assert not StateStore.from_settings().job_exists("gj_none")
 
 
-def test_from_catalog_names_the_missing_catalog(glue):
-    with pytest.raises(SparkmarkError, match="Data Catalog"):
-        glue.create_dynamic_frame.from_catalog(database="db", table_name="t")
+def test_from_catalog_of_an_unknown_table_is_a_clear_error(glue):
+    with pytest.raises(SparkmarkError, match="no table nowhere.t in the catalog"):
+        glue.create_dynamic_frame.from_catalog(database="nowhere", table_name="t")
 
 
 def test_csv_options_and_glueparquet_write(glue, tmp_path):

@@ -258,6 +258,7 @@ class Job:
         format: str = "json",
         ctx: str | None = None,
         schema: StructType | str | None = None,
+        path_columns: Mapping[str, Mapping[str, str]] | None = None,
         **options: Any,
     ) -> DataFrame:
         """A DataFrame of the files under ``paths`` that this run must process.
@@ -265,7 +266,8 @@ class Job:
         ``ctx`` names the source in the bookmark; without it the source is read
         in full and never bookmarked. ``options`` take Glue's file options
         (recurse, exclusions, maxBand, maxFilesInBand, boundedFiles, boundedSize)
-        and any Spark reader option.
+        and any Spark reader option. ``path_columns`` adds constant columns to the
+        files under each given path (a catalog partition's values).
         """
         self._require_running()
         began = time.monotonic()
@@ -324,6 +326,9 @@ class Job:
             empty_schema=StructType.fromJson(json.loads(stored_schema))
             if stored_schema
             else None,
+            root_columns={
+                file_source.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()
+            },
         )
         metrics = plan.metrics()
         metrics["manifest"] = manifest
@@ -349,6 +354,30 @@ class Job:
                 schema_json=df.schema.json() if plan.increment.selected else None,
                 run_id=self.run_id,
             )
+        return df
+
+    def read_table(
+        self,
+        name: str,
+        predicate: str | None = None,
+        ctx: str | None = None,
+        format: str | None = None,
+        **options: Any,
+    ) -> DataFrame:
+        """A DataFrame of the new files of catalog table ``DB.TABLE``.
+
+        ``predicate`` (Spark SQL over the partition keys) prunes partitions before any
+        file is listed; the partition values are added as columns.
+        """
+        from .catalog.reading import read_table
+        from .catalog.store import CatalogStore
+
+        def reader(paths, fmt, columns, table_options):
+            return self.read_files(paths, format=fmt, ctx=ctx, path_columns=columns,
+                                   **{**table_options, **options})
+
+        df, _table, _count = read_table(self.spark, CatalogStore(self.store), name, [predicate or ""],
+                                        reader, fmt=format)
         return df
 
     def _database(self, url, connection, user, password) -> jdbc_keys.Database:

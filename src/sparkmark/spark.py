@@ -15,6 +15,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from .errors import SourceError
+from .settings import Settings
 
 JAR_DIRS = ("/usr/share/java",)
 JAR_NAMES = ("postgresql.jar", "mariadb-java-client.jar", "sqlite-jdbc.jar")
@@ -35,6 +36,43 @@ def jdbc_jars() -> list[str]:
     return found
 
 
+# ---------------------------------------------------------------- Hive metastore
+#
+# Default: embedded Derby under $SPARKMARK_HOME/metastore and the warehouse under
+# $SPARKMARK_HOME/warehouse. SPARKMARK_METASTORE_URL points the metastore at a
+# database instead (e.g. jdbc:postgresql://127.0.0.1:5432/metastore, with
+# SPARKMARK_METASTORE_USER / SPARKMARK_METASTORE_PASSWORD); its tables are created
+# on first use. SPARKMARK_CATALOG=none starts sessions without Hive support.
+
+DRIVERS = {"postgresql": "org.postgresql.Driver", "mysql": "org.mariadb.jdbc.Driver",
+           "mariadb": "org.mariadb.jdbc.Driver", "derby": "org.apache.derby.jdbc.EmbeddedDriver"}
+
+
+def hive_enabled() -> bool:
+    return os.environ.get("SPARKMARK_CATALOG", "hive").lower() != "none"
+
+
+def hive_confs(settings: Settings | None = None) -> dict[str, str]:
+    settings = settings or Settings.from_env()
+    home = settings.home
+    url = os.environ.get("SPARKMARK_METASTORE_URL") or f"jdbc:derby:;databaseName={home / 'metastore'};create=true"
+    kind = url.split(":")[1] if url.startswith("jdbc:") else "derby"
+    confs = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": url,
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": DRIVERS.get(kind, DRIVERS["derby"]),
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+    }
+    if os.environ.get("SPARKMARK_METASTORE_USER"):
+        confs["spark.hadoop.javax.jdo.option.ConnectionUserName"] = os.environ["SPARKMARK_METASTORE_USER"]
+    if os.environ.get("SPARKMARK_METASTORE_PASSWORD"):
+        confs["spark.hadoop.javax.jdo.option.ConnectionPassword"] = os.environ["SPARKMARK_METASTORE_PASSWORD"]
+    return confs
+
+
 def use_this_python() -> None:
     """Python workers run the interpreter running sparkmark (with sparkmark importable),
     unless PYSPARK_PYTHON says otherwise."""
@@ -50,7 +88,13 @@ def create_session(app_name: str, master: str) -> SparkSession:
     )
     jars = jdbc_jars()
     if jars:
+        # On spark.jars for tasks, and on the driver's own class path so that
+        # DriverManager (used by the Hive metastore's connection pool) finds them too.
         builder = builder.config("spark.jars", ",".join(jars))
+        builder = builder.config("spark.driver.extraClassPath", ":".join(jars))
+    if hive_enabled():
+        for key, value in hive_confs().items():
+            builder = builder.config(key, value)
     return builder.getOrCreate()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from . import bookmark, glue, runs
+from . import bookmark, catalog, crawler, glue, runs
 from .run import run_script
 
 app = typer.Typer(
@@ -20,6 +20,8 @@ app = typer.Typer(
 app.add_typer(bookmark.app, name="bookmark")
 app.add_typer(runs.app, name="runs")
 app.add_typer(glue.app, name="glue")
+app.add_typer(catalog.app, name="catalog")
+app.add_typer(crawler.app, name="crawler")
 
 
 @app.command(

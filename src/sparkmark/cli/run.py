@@ -25,7 +25,7 @@ def _prepare_spark_and_glue() -> None:
 
     from ..glue import shim
     from ..settings import Settings
-    from ..spark import jdbc_jars, use_this_python
+    from ..spark import hive_confs, hive_enabled, jdbc_jars, use_this_python
 
     shim.install()
     use_this_python()
@@ -34,7 +34,10 @@ def _prepare_spark_and_glue() -> None:
                 "--conf", "spark.ui.showConsoleProgress=false"]
         jars = jdbc_jars()
         if jars:
-            args += ["--jars", ",".join(jars)]
+            args += ["--jars", ",".join(jars), "--driver-class-path", ":".join(jars)]
+        if hive_enabled():
+            for key, value in hive_confs().items():
+                args += ["--conf", f"{key}={value}"]
         os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
 
 

@@ -31,10 +31,6 @@ FILE_CONNECTIONS = ("s3", "file", "local")
 JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
 FILE_OPTION_NAMES = ("recurse", "exclusions", "maxBand", "maxFilesInBand", "boundedFiles", "boundedSize")
 ACCEPTED_NO_OP = ("groupFiles", "groupSize", "compressionType", "useS3ListImplementation")
-CATALOG_MESSAGE = (
-    "{what} needs the Data Catalog, which sparkmark does not provide yet; read with "
-    "create_dynamic_frame.from_options (connection_type='s3' and the table's paths) meanwhile"
-)
 
 
 def _bool(value: Any) -> bool:
@@ -243,10 +239,81 @@ class GlueContext:
                                     transformation_ctx, push_down_predicate)
         return self._read_jdbc(kind, options, transformation_ctx), False
 
+    # ------------------------------------------------------------ catalog
+
+    def _catalog_store(self):
+        from ..catalog.store import CatalogStore
+        from ..engine.store import StateStore
+
+        store = self._job.store if self._job is not None else StateStore.from_settings()
+        return CatalogStore(store)
+
+    def _from_catalog(self, database: str, table_name: str, push_down_predicate: str,
+                      options: dict, ctx: str) -> tuple[DataFrame, bool]:
+        from ..catalog.reading import read_table
+
+        name = f"{database}.{table_name}"
+        predicates = [push_down_predicate, options.get("catalogPartitionPredicate", "")]
+        store = self._catalog_store()
+        classification = store.table(database, table_name).classification
+        fmt = "text" if classification == "json" else classification
+        spark_opts = {"wholetext": "true"} if classification == "json" and _bool(options.get("multiline")) else {}
+        file_opts = {k: options[k] for k in FILE_OPTION_NAMES if k in options}
+
+        def reader(paths, fmt_, columns, table_options):
+            merged = {**table_options, **spark_opts, **file_opts}
+            schema = merged.pop("schema", None)
+            if self._job is not None:
+                return self._job.read_files(paths, format=fmt_, ctx=ctx or None, path_columns=columns,
+                                            schema=schema, **merged)
+            opts, spark_options = FileSourceOptions.split(merged)
+            plan = file_source.plan_files(file_source.as_path_list(paths), opts, ctx=None, processed=None,
+                                          known_dirs=None, high_water_ms=None, now_ms=file_source.now_ms())
+            return file_source.read_selected(
+                self.spark_session, plan.increment.selected, fmt=fmt_, spark_options=spark_options,
+                schema=schema, empty_schema=None,
+                root_columns={file_source.root_url(p): c for p, c in columns.items()})
+
+        df, _table, _n = read_table(self.spark_session, store, name, predicates, reader, fmt=fmt)
+        return df, classification == "json"
+
+    def _update_catalog(self, df: DataFrame, database: str, name: str, path: str, fmt: str,
+                        partition_keys: list[str], update_behavior: str) -> None:
+        from ..catalog.hive import HiveCatalog
+        from ..catalog.models import Column, Partition, Table
+        from ..sources.files import root_url
+
+        catalog = HiveCatalog(self.spark_session, self._catalog_store())
+        location = root_url(path)
+        columns = tuple(Column(f.name, f.dataType.simpleString()) for f in df.schema.fields
+                        if f.name not in partition_keys)
+        keys = tuple(Column(k, "string") for k in partition_keys)
+        classification = "parquet" if fmt == "glueparquet" else fmt
+        table = Table(database, name, location, classification, columns, keys, {"written_by": "sparkmark"})
+        try:
+            existing = catalog.table(database, name)
+        except SparkmarkError:
+            existing = None
+        catalog.ensure_database(database)
+        if existing is None:
+            catalog.create_table(table)
+        elif update_behavior == "UPDATE_IN_DATABASE" and (existing.columns, existing.partition_keys) != (columns, keys):
+            catalog.replace_table(table)
+        else:
+            table = existing
+        if keys:
+            values = {tuple(str(v) for v in r) for r in df.select(*[F.col(f"`{k}`") for k in partition_keys]).distinct().collect()}
+            known = {p.values for p in catalog.store.partitions(database, name)}
+            fresh = [Partition(v, location + "/" + "/".join(f"{k}={x}" for k, x in zip(partition_keys, v)))
+                     for v in sorted(values) if v not in known]
+            if fresh:
+                catalog.add_partitions(table, fresh)
+
     # ------------------------------------------------------------ writing
 
     def _write(self, frame: DynamicFrame | DataFrame, connection_type: str, options: dict,
-               format: str | None, format_options: dict | None) -> None:
+               format: str | None, format_options: dict | None,
+               catalog_target: tuple[str, str] | None = None) -> None:
         df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
         kind = (connection_type or "").lower()
         if kind in FILE_CONNECTIONS:
@@ -277,6 +344,13 @@ class GlueContext:
             if spark_fmt == "xml":
                 writer = writer.option("rowTag", fopts.get("rowTag", "row"))
             writer.save(path)
+            target = catalog_target or (
+                (options.get("catalogDatabase"), options.get("catalogTableName"))
+                if options.get("catalogTableName") else None)
+            if _bool(options.get("enableUpdateCatalog", False)) and target:
+                self._update_catalog(df, target[0], target[1], path, spark_fmt,
+                                     list(options.get("partitionKeys") or []),
+                                     str(options.get("updateBehavior", "UPDATE_IN_DATABASE")))
             return
         if kind in JDBC_CONNECTIONS:
             table = options.get("dbtable")
@@ -318,8 +392,15 @@ class _DynamicFrameReader:
         df = self._ctx.spark_session.createDataFrame(data, schema=schema, samplingRatio=sample_ratio)
         return DynamicFrame(df, self._ctx, name)
 
-    def from_catalog(self, *args, **kwargs) -> DynamicFrame:
-        raise SparkmarkError(CATALOG_MESSAGE.format(what="create_dynamic_frame.from_catalog"))
+    def from_catalog(self, database: str, table_name: str, redshift_tmp_dir: str = "",
+                     transformation_ctx: str = "", push_down_predicate: str = "",
+                     additional_options: dict | None = None, catalog_id: str | None = None,
+                     **kwargs) -> DynamicFrame:
+        df, json_records = self._ctx._from_catalog(database, table_name, push_down_predicate,
+                                                   dict(additional_options or {}), transformation_ctx)
+        records, bad = self._ctx._to_records(df, json_records)
+        stages = (ErrorStage(transformation_ctx or "from_catalog", bad),) if bad is not None else ()
+        return DynamicFrame(records, self._ctx, transformation_ctx or table_name, errors=stages)
 
 
 class _DataFrameReader:
@@ -336,8 +417,13 @@ class _DataFrameReader:
             log.warning("%d input rows are not JSON records and were left out", bad.count())
         return records
 
-    def from_catalog(self, *args, **kwargs) -> DataFrame:
-        raise SparkmarkError(CATALOG_MESSAGE.format(what="create_data_frame.from_catalog"))
+    def from_catalog(self, database: str, table_name: str, transformation_ctx: str = "",
+                     push_down_predicate: str = "", additional_options: dict | None = None,
+                     **kwargs) -> DataFrame:
+        df, json_records = self._ctx._from_catalog(database, table_name, push_down_predicate,
+                                                   dict(additional_options or {}), transformation_ctx)
+        records, _bad = self._ctx._to_records(df, json_records)
+        return records
 
 
 class _DynamicFrameWriter:
@@ -365,8 +451,19 @@ class _DynamicFrameWriter:
             self._ctx._job._sinks.append(result)
         return frame
 
-    def from_catalog(self, *args, **kwargs):
-        raise SparkmarkError(CATALOG_MESSAGE.format(what="write_dynamic_frame.from_catalog"))
+    def from_catalog(self, frame, database: str, table_name: str, redshift_tmp_dir: str = "",
+                     transformation_ctx: str = "", additional_options: dict | None = None,
+                     catalog_id: str | None = None, **kwargs) -> DynamicFrame:
+        """Append to a catalog table's location, in its format and partitioning; with
+        ``enableUpdateCatalog`` the new partitions (and, with ``updateBehavior``
+        UPDATE_IN_DATABASE, the new schema) are registered."""
+        options = dict(additional_options or {})
+        table = self._ctx._catalog_store().table(database, table_name)
+        keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
+        self._ctx._write(frame, "s3", {**options, "path": table.location, "partitionKeys": keys,
+                                       "enableUpdateCatalog": options.get("enableUpdateCatalog", False)},
+                         table.classification, {}, catalog_target=(database, table_name))
+        return frame
 
 
 class _DataFrameWriter(_DynamicFrameWriter):
@@ -401,9 +498,10 @@ class DataSink:
         self._format, self._format_options = format, options
 
     def setCatalogInfo(self, catalogDatabase: str, catalogTableName: str, catalogId: str | None = None) -> None:
-        if self._options.get("enableUpdateCatalog"):
-            log.warning("setCatalogInfo(%s.%s): the Data Catalog is not available yet; the files are "
-                        "written but no table is updated", catalogDatabase, catalogTableName)
+        """With ``enableUpdateCatalog=True`` in the sink's options, writeFrame creates or
+        updates this catalog table and registers the partitions it wrote."""
+        self._options = {**self._options, "catalogDatabase": catalogDatabase,
+                         "catalogTableName": catalogTableName}
 
     def writeFrame(self, dynamic_frame: DynamicFrame, info: str = "") -> DynamicFrame:
         self._ctx._write(dynamic_frame, self._type, self._options, self._format, self._format_options)

@@ -12,6 +12,7 @@ from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from ..engine.increment import FileSourceOptions, Increment, plan_increment, range_increment
@@ -66,6 +67,14 @@ class FilePlan:
                 total,
                 folder,
             )
+
+
+def root_url(path: str) -> str:
+    """A root path as the lister names it (protocol-qualified, no trailing slash)."""
+    from fsspec.core import url_to_fs
+
+    fs, bare = url_to_fs(path)
+    return fs.unstrip_protocol(bare.rstrip("/"))
 
 
 def as_path_list(paths: str | list[str] | tuple[str, ...]) -> list[str]:
@@ -130,8 +139,12 @@ def read_selected(
     spark_options: dict[str, Any],
     schema: StructType | str | None,
     empty_schema: StructType | None,
+    root_columns: dict[str, dict[str, str]] | None = None,
 ) -> DataFrame:
-    """Read exactly ``files`` with Spark, keeping Hive partition columns of each root."""
+    """Read exactly ``files`` with Spark, keeping Hive partition columns of each root.
+
+    ``root_columns`` maps a root (as listed) to constant columns for its files: the
+    values of a catalog partition whose folder is that root."""
     if not files:
         if isinstance(schema, str):
             schema = StructType.fromDDL(schema)
@@ -153,7 +166,10 @@ def read_selected(
         if schema is not None:
             reader = reader.schema(schema)
         reader = reader.option("basePath", spark_base_path(root))
-        frames.append(reader.load(group))
+        frame = reader.load(group)
+        for name, value in ((root_columns or {}).get(root) or {}).items():
+            frame = frame.withColumn(name, F.lit(value))
+        frames.append(frame)
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 

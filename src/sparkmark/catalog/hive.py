@@ -1,0 +1,117 @@
+"""The catalog on Spark's Hive metastore, with its copy in the state store.
+
+Tables are external Spark data-source tables (``USING json|csv|parquet|…``,
+``LOCATION`` the data's folder), so Spark SQL, the Thrift server and other
+Hive-aware tools see them; partitions are registered with their own locations,
+which also covers folders that are not named ``key=value``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import SparkSession
+
+from ..errors import SparkmarkError
+from .models import Column, Partition, Table
+from .store import CatalogStore
+
+log = logging.getLogger("sparkmark.catalog")
+
+SPARK_FORMATS = {"csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc", "xml": "xml"}
+
+
+def ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class HiveCatalog:
+    def __init__(self, spark: SparkSession, store: CatalogStore):
+        if spark.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
+            raise SparkmarkError(
+                "the Spark session has no Hive support; start it with sparkmark (which enables "
+                "the metastore) or with enableHiveSupport()"
+            )
+        self.spark = spark
+        self.store = store
+
+    def _sql(self, statement: str):
+        log.debug("catalog: %s", statement)
+        return self.spark.sql(statement)
+
+    def ensure_database(self, database: str) -> None:
+        self._sql(f"CREATE DATABASE IF NOT EXISTS {ident(database)}")
+
+    def _create(self, table: Table) -> None:
+        fmt = SPARK_FORMATS.get(table.classification)
+        cols = ", ".join(f"{ident(c.name)} {c.type}" for c in table.columns + table.partition_keys)
+        parts = ""
+        if table.partition_keys:
+            parts = " PARTITIONED BY (" + ", ".join(ident(c.name) for c in table.partition_keys) + ")"
+        options = {k[len("option."):]: v for k, v in table.parameters.items() if k.startswith("option.")}
+        opts = ""
+        if options:
+            opts = " OPTIONS (" + ", ".join(f"{literal(k)} {literal(v)}" for k, v in options.items()) + ")"
+        props = {k: v for k, v in table.parameters.items() if not k.startswith("option.")}
+        props["classification"] = table.classification
+        tblprops = " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"
+        if fmt is None:  # e.g. avro without spark-avro: registered as metadata only
+            fmt = "json"
+        self._sql(f"CREATE TABLE {ident(table.database)}.{ident(table.name)} ({cols}) USING {fmt}"
+                  f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}")
+
+    def create_table(self, table: Table, crawl_id: str | None = None) -> None:
+        self.ensure_database(table.database)
+        self._create(table)
+        self.store.put_table(table, crawl_id)
+
+    def replace_table(self, table: Table, crawl_id: str | None = None) -> None:
+        """New schema for an existing table; its partitions stay registered."""
+        keep = self.store.partitions(table.database, table.name)
+        self._sql(f"DROP TABLE IF EXISTS {ident(table.database)}.{ident(table.name)}")
+        self._create(table)
+        self.store.put_table(table, crawl_id)
+        self._register_partitions(table, keep)
+
+    def set_parameters(self, table: Table, parameters: dict[str, str]) -> Table:
+        merged = Table(table.database, table.name, table.location, table.classification, table.columns,
+                       table.partition_keys, {**table.parameters, **parameters})
+        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in parameters.items())
+        self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} SET TBLPROPERTIES ({props})")
+        self.store.put_table(merged)
+        return merged
+
+    def drop_table(self, database: str, name: str) -> None:
+        self._sql(f"DROP TABLE IF EXISTS {ident(database)}.{ident(name)}")
+        self.store.drop_table(database, name)
+
+    def _spec(self, table: Table, p: Partition) -> str:
+        return ", ".join(f"{ident(k.name)}={literal(v)}" for k, v in zip(table.partition_keys, p.values))
+
+    def _register_partitions(self, table: Table, parts: list[Partition]) -> None:
+        for p in parts:
+            self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} ADD IF NOT EXISTS "
+                      f"PARTITION ({self._spec(table, p)}) LOCATION {literal(p.location)}")
+
+    def add_partitions(self, table: Table, parts: list[Partition]) -> None:
+        self._register_partitions(table, parts)
+        self.store.put_partitions(table.database, table.name, parts)
+
+    def drop_partitions(self, table: Table, parts: list[Partition]) -> None:
+        for p in parts:
+            self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} DROP IF EXISTS "
+                      f"PARTITION ({self._spec(table, p)})")
+        self.store.drop_partitions(table.database, table.name, parts)
+
+    def table(self, database: str, name: str) -> Table:
+        return self.store.table(database, name)
+
+    def partitions(self, table: Table, predicate: str | None = None) -> list[Partition]:
+        """The table's partitions, pruned by a Spark SQL predicate over the partition keys."""
+        from .reading import prune
+
+        return prune(self.spark, table, self.store.partitions(table.database, table.name), [predicate or ""])

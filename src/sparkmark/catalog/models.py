@@ -1,0 +1,51 @@
+"""Typed records of catalog objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # Spark SQL type, e.g. "bigint", "string", "struct<a:int>"
+
+
+@dataclass(frozen=True)
+class Table:
+    database: str
+    name: str
+    location: str
+    classification: str  # csv, json, parquet, orc, avro, xml
+    columns: tuple[Column, ...]
+    partition_keys: tuple[Column, ...] = ()
+    parameters: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    def schema_doc(self) -> dict[str, Any]:
+        return {
+            "columns": [[c.name, c.type] for c in self.columns],
+            "partition_keys": [[c.name, c.type] for c in self.partition_keys],
+        }
+
+
+@dataclass(frozen=True)
+class Partition:
+    values: tuple[str, ...]
+    location: str
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    database: str
+    table: str
+    version: int
+    columns: tuple[Column, ...]
+    partition_keys: tuple[Column, ...]
+    created_at: datetime
+    crawl_id: str | None

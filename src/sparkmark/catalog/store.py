@@ -1,0 +1,175 @@
+"""The state store's copy of the catalog: tables, partitions and schema versions.
+
+The Hive metastore is where Spark reads tables from. This copy lets the CLI answer
+without opening the metastore (embedded Derby admits one process at a time), and
+keeps every schema a table ever had, for ``sparkmark catalog versions``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from sqlalchemy import (
+    Column as SAColumn,
+    Integer,
+    MetaData,
+    String,
+    Table as SATable,
+    Text,
+    delete,
+
+    insert,
+    select,
+    update,
+)
+
+from ..engine.schema import UTCDateTime, schema_info, utcnow
+from ..engine.store import StateStore
+from ..errors import NotFound
+from .models import Column, Partition, SchemaVersion, Table
+
+metadata = MetaData()
+
+tables = SATable(
+    "sm_catalog_tables", metadata,
+    SAColumn("database", String(255), primary_key=True),
+    SAColumn("name", String(255), primary_key=True),
+    SAColumn("location", Text, nullable=False),
+    SAColumn("classification", String(32), nullable=False),
+    SAColumn("columns", Text, nullable=False),
+    SAColumn("partition_keys", Text, nullable=False),
+    SAColumn("parameters", Text, nullable=False),
+    SAColumn("updated_at", UTCDateTime, nullable=False),
+)
+partitions = SATable(
+    "sm_catalog_partitions", metadata,
+    SAColumn("database", String(255), primary_key=True),
+    SAColumn("table", String(255), primary_key=True),
+    SAColumn("values", Text, primary_key=True),  # JSON list
+    SAColumn("location", Text, nullable=False),
+    SAColumn("added_at", UTCDateTime, nullable=False),
+)
+versions = SATable(
+    "sm_catalog_schema_versions", metadata,
+    SAColumn("database", String(255), primary_key=True),
+    SAColumn("table", String(255), primary_key=True),
+    SAColumn("version", Integer, primary_key=True),
+    SAColumn("columns", Text, nullable=False),
+    SAColumn("partition_keys", Text, nullable=False),
+    SAColumn("created_at", UTCDateTime, nullable=False),
+    SAColumn("crawl_id", String(80)),
+)
+
+SCHEMA_KEY = "catalog_schema_version"
+
+
+def _cols(doc: str) -> tuple[Column, ...]:
+    return tuple(Column(n, t) for n, t in json.loads(doc))
+
+
+def _doc(cols: Iterable[Column]) -> str:
+    return json.dumps([[c.name, c.type] for c in cols])
+
+
+class CatalogStore:
+    """Catalog tables in the state store's database, migrated on open."""
+
+    def __init__(self, state: StateStore):
+        self.state = state
+        with state.engine.begin() as conn:
+            found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == SCHEMA_KEY)).scalar()
+            if found is None:
+                metadata.create_all(conn)
+                conn.execute(insert(schema_info).values(name=SCHEMA_KEY, value="1"))
+
+    def put_table(self, table: Table, crawl_id: str | None = None) -> int | None:
+        """Record the table; returns the new schema version number when its schema changed."""
+        now = utcnow()
+        values = dict(location=table.location, classification=table.classification,
+                      columns=_doc(table.columns), partition_keys=_doc(table.partition_keys),
+                      parameters=json.dumps(table.parameters, sort_keys=True), updated_at=now)
+        with self.state.engine.begin() as conn:
+            key = (tables.c.database == table.database) & (tables.c.name == table.name)
+            if conn.execute(select(tables.c.name).where(key)).first():
+                conn.execute(update(tables).where(key).values(**values))
+            else:
+                conn.execute(insert(tables).values(database=table.database, name=table.name, **values))
+            vkey = (versions.c.database == table.database) & (versions.c.table == table.name)
+            last = conn.execute(
+                select(versions.c.version, versions.c.columns, versions.c.partition_keys)
+                .where(vkey).order_by(versions.c.version.desc()).limit(1)
+            ).first()
+            if last and last.columns == values["columns"] and last.partition_keys == values["partition_keys"]:
+                return None
+            number = (last.version if last else 0) + 1
+            conn.execute(insert(versions).values(
+                database=table.database, table=table.name, version=number, columns=values["columns"],
+                partition_keys=values["partition_keys"], created_at=now, crawl_id=crawl_id))
+            return number
+
+    def drop_table(self, database: str, name: str) -> None:
+        with self.state.engine.begin() as conn:
+            conn.execute(delete(tables).where((tables.c.database == database) & (tables.c.name == name)))
+            conn.execute(delete(partitions).where(
+                (partitions.c.database == database) & (partitions.c.table == name)))
+
+    def put_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
+        rows = [{"database": database, "table": name, "values": json.dumps(list(p.values)),
+                 "location": p.location, "added_at": utcnow()} for p in parts]
+        if rows:
+            with self.state.engine.begin() as conn:
+                conn.execute(insert(partitions), rows)
+
+    def drop_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
+        with self.state.engine.begin() as conn:
+            for p in parts:
+                conn.execute(delete(partitions).where(
+                    (partitions.c.database == database) & (partitions.c.table == name)
+                    & (partitions.c["values"] == json.dumps(list(p.values)))))
+
+    def databases(self) -> list[str]:
+        with self.state.engine.connect() as conn:
+            return sorted(conn.execute(select(tables.c.database).distinct()).scalars())
+
+    def tables(self, database: str) -> list[Table]:
+        with self.state.engine.connect() as conn:
+            rows = conn.execute(select(tables).where(tables.c.database == database).order_by(tables.c.name)).all()
+        return [self._table(r) for r in rows]
+
+    def table(self, database: str, name: str) -> Table:
+        with self.state.engine.connect() as conn:
+            row = conn.execute(select(tables).where(
+                (tables.c.database == database) & (tables.c.name == name))).first()
+        if row is None:
+            raise NotFound(f"no table {database}.{name} in the catalog (run a crawler, or check the name)")
+        return self._table(row)
+
+    @staticmethod
+    def _table(row) -> Table:
+        return Table(row.database, row.name, row.location, row.classification, _cols(row.columns),
+                     _cols(row.partition_keys), json.loads(row.parameters))
+
+    def partitions(self, database: str, name: str) -> list[Partition]:
+        with self.state.engine.connect() as conn:
+            rows = conn.execute(select(partitions.c["values"], partitions.c.location).where(
+                (partitions.c.database == database) & (partitions.c.table == name))).all()
+        return sorted((Partition(tuple(json.loads(v)), loc) for v, loc in rows), key=lambda p: p.values)
+
+    def versions(self, database: str, name: str) -> list[SchemaVersion]:
+        with self.state.engine.connect() as conn:
+            rows = conn.execute(select(versions).where(
+                (versions.c.database == database) & (versions.c.table == name)).order_by(versions.c.version)).all()
+        return [SchemaVersion(r.database, r.table, r.version, _cols(r.columns), _cols(r.partition_keys),
+                              r.created_at, r.crawl_id) for r in rows]
+
+
+def diff(old: SchemaVersion, new: SchemaVersion) -> list[str]:
+    """Lines describing how ``new`` differs from ``old``."""
+    before, after = {c.name: c.type for c in old.columns}, {c.name: c.type for c in new.columns}
+    lines = [f"+ {n} {t}" for n, t in after.items() if n not in before]
+    lines += [f"- {n} {t}" for n, t in before.items() if n not in after]
+    lines += [f"~ {n} {before[n]} -> {t}" for n, t in after.items() if n in before and before[n] != t]
+    if old.partition_keys != new.partition_keys:
+        lines.append(f"~ partition keys {[c.name for c in old.partition_keys]} -> {[c.name for c in new.partition_keys]}")
+    return lines

@@ -1,0 +1,82 @@
+"""``sparkmark crawler``: define and run crawlers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..catalog.hive import HiveCatalog
+from ..catalog.store import CatalogStore
+from ..crawler.crawl import run_crawl
+from ..crawler.definition import load_file
+from ..crawler.store import CrawlerStore
+from ..engine.store import StateStore
+from ..settings import Settings
+from ..spark import create_session
+from .output import console, one_line_errors, print_json, table, when
+
+app = typer.Typer(help="Define and run crawlers.", no_args_is_help=True)
+
+
+@app.command("create")
+@one_line_errors
+def create(file: Path = typer.Option(Path("sparkmark.toml"), "--file", help="crawler.toml, or sparkmark.toml with [crawlers.NAME]")) -> None:
+    """Create or update crawlers from a definition file."""
+    store = CrawlerStore(StateStore.from_settings())
+    for definition in load_file(file):
+        store.save(definition)
+        console.print(f"crawler {definition.Name} saved")
+
+
+@app.command("run")
+@one_line_errors
+def run(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Run one crawl now and print what it did."""
+    state = StateStore.from_settings()
+    crawlers = CrawlerStore(state)
+    definition, _ = crawlers.get(name)
+    spark = create_session(f"crawler-{name}", Settings.from_env().spark_master)
+    spark.sparkContext.setLogLevel("ERROR")
+    record = run_crawl(spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition)
+    if as_json:
+        print_json(record)
+        return
+    s = record.summary
+    console.print(f"crawl {record.crawl_id} of {name}: {record.state} in {s.get('duration_seconds')}s — "
+                  f"tables created {len(s['tables_created'])}, updated {len(s['tables_updated'])}, "
+                  f"deleted {len(s['tables_deleted'])}, deprecated {len(s['tables_deprecated'])}; "
+                  f"partitions added {s['partitions_added']}, deleted {s['partitions_deleted']}; "
+                  f"{len(record.errors)} file errors")
+    for e in record.errors:
+        console.print(f"  {e['path']}: {e['error']}", highlight=False)
+
+
+@app.command("get")
+@one_line_errors
+def get(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show a crawler: definition, state, and its last crawls."""
+    store = CrawlerStore(StateStore.from_settings())
+    definition, state = store.get(name)
+    crawls = store.crawls(name)
+    if as_json:
+        print_json({"Name": name, "State": state, "Definition": definition.model_dump(mode="json"),
+                    "LastCrawl": crawls[0] if crawls else None})
+        return
+    console.print(f"crawler {name}: {state}; database {definition.DatabaseName}")
+    console.print(table("Crawls", ["crawl", "state", "started", "ended", "created", "updated", "partitions added", "errors"],
+                        [[c.crawl_id, c.state, when(c.started_at), when(c.ended_at), len(c.summary.get("tables_created", [])),
+                          len(c.summary.get("tables_updated", [])), c.summary.get("partitions_added"), len(c.errors)]
+                         for c in crawls]))
+
+
+@app.command("list")
+@one_line_errors
+def list_crawlers(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List crawlers."""
+    store = CrawlerStore(StateStore.from_settings())
+    names = store.names()
+    if as_json:
+        print_json(names)
+    else:
+        console.print(table("Crawlers", ["name", "state"], [[n, store.get(n)[1]] for n in names]))

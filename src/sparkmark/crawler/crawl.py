@@ -1,0 +1,340 @@
+"""One crawl: discover tables under each target, infer their schemas, apply the policies."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import fsspec
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+
+from ..catalog.hive import HiveCatalog
+from ..catalog.models import Column, Partition, Table
+from ..engine.globs import ExclusionMatcher
+from ..engine.increment import FileSourceOptions, plan_increment
+from ..engine.listing import FileLister, ListedFile, Listing
+from ..engine.models import BookmarkOption, CtxCommit, FileEntry
+from ..engine.store import StateStore
+from ..errors import SourceError
+from ..sources.files import root_url
+from .classify import classify, csv_has_header
+from .definition import CrawlerDefinition
+from .definition import DeleteBehaviorKind as DeleteBehavior
+from .definition import RecrawlBehaviorKind as RecrawlBehavior
+from .definition import UpdateBehaviorKind as UpdateBehavior
+from .store import CrawlerStore, CrawlRecord
+
+log = logging.getLogger("sparkmark.crawler")
+
+SAMPLE_FILES = 20
+DEPRECATED = "DEPRECATED_BY_CRAWLER"
+
+
+@dataclass
+class Found:
+    name: str
+    root: str
+    files: list[ListedFile]
+    classification: str
+    partition_names: list[str]
+    partitions: dict[tuple[str, ...], str] = field(default_factory=dict)
+
+
+@dataclass
+class Crawl:
+    crawl_id: str
+    summary: dict[str, Any] = field(default_factory=lambda: {
+        "tables_created": [], "tables_updated": [], "tables_deleted": [], "tables_deprecated": [],
+        "partitions_added": 0, "partitions_deleted": 0, "schema_changes_logged": [],
+        "deletions_logged": [], "files_listed": 0, "folders_skipped": 0,
+    })
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def error(self, path: str, message: str) -> None:
+        log.warning("crawl %s: %s: %s", self.crawl_id, path, message)
+        self.errors.append({"path": path, "error": message})
+
+
+def table_name(prefix: str, folder_url: str) -> str:
+    base = folder_url.rstrip("/").rsplit("/", 1)[-1]
+    return (prefix + re.sub(r"[^0-9a-zA-Z_]+", "_", base)).lower().strip("_") or "table"
+
+
+def _segments(f: ListedFile, root: str) -> list[str]:
+    rel = f.dir[len(root):].strip("/")
+    return rel.split("/") if rel else []
+
+
+def discover(listing: Listing, target_root: str, level: int, prefix: str, crawl: Crawl) -> list[Found]:
+    by_table: dict[str, list[ListedFile]] = {}
+    for f in listing.files:
+        segs = _segments(f, target_root)
+        if len(segs) < level - 1:
+            crawl.error(f.url, f"file above the table level {level}; not part of any table")
+            continue
+        key = "/".join([target_root, *segs[: level - 1]]).rstrip("/")
+        by_table.setdefault(key, []).append(f)
+    found = []
+    for root, files in sorted(by_table.items()):
+        usable = []
+        for f in files:
+            if f.size == 0:
+                crawl.error(f.url, "empty file; skipped")
+                continue
+            try:
+                kind = classify(f.url)
+            except OSError as exc:
+                crawl.error(f.url, f"cannot be read: {exc}")
+                continue
+            if kind is None:
+                crawl.error(f.url, "format not recognised; skipped")
+                continue
+            usable.append((f, kind))
+        if not usable:
+            continue
+        kind = Counter(k for _, k in usable).most_common(1)[0][0]
+        for f, k in usable:
+            if k != kind:
+                crawl.error(f.url, f"{k} file in a {kind} table; skipped")
+        chosen = [f for f, k in usable if k == kind]
+        depth = Counter(len(_segments(f, root)) for f in chosen).most_common(1)[0][0]
+        for f in chosen:
+            if len(_segments(f, root)) != depth:
+                crawl.error(f.url, f"at a different folder depth than the table's partitions ({depth}); skipped")
+        chosen = [f for f in chosen if len(_segments(f, root)) == depth]
+        names = []
+        for i in range(depth):
+            keys = {s.split("=", 1)[0] for s in (_segments(f, root)[i] for f in chosen) if "=" in s}
+            plain = any("=" not in _segments(f, root)[i] for f in chosen)
+            names.append(keys.pop() if len(keys) == 1 and not plain else f"partition_{i}")
+        partitions = {}
+        for f in chosen:
+            segs = _segments(f, root)
+            values = tuple(s.split("=", 1)[1] if "=" in s and names[i] == s.split("=", 1)[0] else s
+                           for i, s in enumerate(segs))
+            partitions[values] = f.dir
+        found.append(Found(table_name(prefix, root), root, chosen, kind, names, partitions))
+    return found
+
+
+def _sample(found: Found) -> list[ListedFile]:
+    return sorted(found.files, key=lambda f: (-f.mtime_ms, f.url))[:SAMPLE_FILES]
+
+
+def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[str, str]) -> StructType:
+    from ..engine.listing import spark_path
+
+    paths = [spark_path(u) for u in urls]
+    if kind == "avro":
+        from ..sources.avro import read_avro
+
+        return read_avro(spark, [(u, u.rsplit("/", 1)[0]) for u in urls]).schema
+    reader = spark.read.format(kind).options(**options)
+    if kind in ("parquet", "orc"):
+        reader = reader.option("mergeSchema", "true")
+    if kind == "json":
+        reader = reader.option("mode", "PERMISSIVE")
+    df = reader.load(paths)
+    return df.schema
+
+
+def infer(spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str) -> tuple[list[Column], dict[str, str]] | None:
+    sample = _sample(found)
+    options: dict[str, str] = {}
+    if found.classification == "csv":
+        with fsspec.open(sample[0].url, "rt", encoding="utf-8", errors="replace") as fh:
+            lines = [fh.readline().rstrip("\r\n") for _ in range(2)]
+        sep = "\t" if "\t" in lines[0] and "," not in lines[0] else ","
+        first = lines[0].split(sep)
+        second = lines[1].split(sep) if lines[1] else None
+        options = {"header": str(csv_has_header(first, second)).lower(), "sep": sep, "inferSchema": "true"}
+    if found.classification == "xml":
+        options = {"rowTag": xml_row_tag}
+    urls = [f.url for f in sample]
+    try:
+        schema = _read_schema(spark, found.classification, urls, options)
+    except Exception:  # find the files that cannot be read, record them, go on
+        good = []
+        for url in urls:
+            try:
+                _read_schema(spark, found.classification, [url], options)
+                good.append(url)
+            except Exception as exc:  # noqa: BLE001 - a corrupt file is recorded, not fatal
+                crawl.error(url, f"cannot be read as {found.classification}: {str(exc).splitlines()[0][:300]}")
+        if not good:
+            return None
+        schema = _read_schema(spark, found.classification, good, options)
+    fields = [f for f in schema.fields if f.name not in found.partition_names]
+    if any(f.name == "_corrupt_record" for f in fields):
+        crawl.error(found.root, "some records in the sample are not valid JSON")
+        fields = [f for f in fields if f.name != "_corrupt_record"]
+    params = {f"option.{k}": v for k, v in options.items() if k in ("header", "sep", "rowTag")}
+    return [Column(f.name, f.dataType.simpleString()) for f in fields], params
+
+
+def run_crawl(spark: SparkSession, state: StateStore, catalog: HiveCatalog, crawler_store: CrawlerStore,
+              definition: CrawlerDefinition) -> CrawlRecord:
+    crawl = Crawl("cr_" + secrets.token_hex(16))
+    crawler_store.begin(definition.Name, crawl.crawl_id)
+    began = time.monotonic()
+    outcome = "FAILED"
+    try:
+        _crawl(spark, state, catalog, definition, crawl)
+        outcome = "SUCCEEDED"
+    except KeyboardInterrupt:
+        outcome = "CANCELLED"
+        raise
+    except Exception as exc:
+        crawl.error("(crawl)", f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        crawl.summary["duration_seconds"] = round(time.monotonic() - began, 3)
+        crawler_store.finish(definition.Name, crawl.crawl_id, outcome, crawl.summary, crawl.errors)
+    return crawler_store.crawls(definition.Name, limit=1)[0]
+
+
+def _crawl(spark, state, catalog, definition: CrawlerDefinition, crawl: Crawl) -> None:
+    policy = definition.effective_policy
+    new_folders_only = definition.RecrawlPolicy.RecrawlBehavior is RecrawlBehavior.CRAWL_NEW_FOLDERS_ONLY
+    catalog.ensure_database(definition.DatabaseName)
+    existing = {t.name: t for t in catalog.store.tables(definition.DatabaseName)}
+    bookmark = _FolderBookmark(state, definition) if new_folders_only else None
+    try:
+        _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only)
+    except BaseException as exc:
+        if bookmark:
+            bookmark.fail(exc)
+        raise
+
+
+def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only) -> None:
+    seen_tables: set[str] = set()
+    crawled_roots = []
+    for target in definition.Targets.S3Targets:
+        root = root_url(target.Path)
+        lister = FileLister(recurse=True, exclusions=ExclusionMatcher(target.Exclusions),
+                            known_dirs=bookmark.known(root) if bookmark else None,
+                            skip_unchanged_dirs=bookmark is not None)
+        try:
+            listing = lister.list([target.Path])
+        except SourceError:
+            crawl.error(target.Path, "target folder does not exist")
+            continue
+        crawled_roots.append(root)
+        crawl.summary["files_listed"] += len(listing.files)
+        crawl.summary["folders_skipped"] += len(listing.skipped_dirs)
+        for found in discover(listing, root, definition.table_level, definition.TablePrefix, crawl):
+            seen_tables.add(found.name)
+            _apply(spark, catalog, definition, policy, crawl, found, existing.get(found.name), new_folders_only)
+        if bookmark:
+            bookmark.record(root, listing)
+    if bookmark:
+        bookmark.commit(crawl.summary)
+    if new_folders_only:
+        return  # deletions are not looked for when only new folders are listed
+    for name, table in existing.items():
+        under_target = any(table.location == r or table.location.startswith(r + "/") for r in crawled_roots)
+        if name in seen_tables or not under_target:
+            continue
+        _delete(catalog, policy.DeleteBehavior, crawl, table)
+
+
+def _apply(spark, catalog: HiveCatalog, definition, policy, crawl: Crawl, found: Found,
+           old: Table | None, new_folders_only: bool) -> None:
+    inferred = infer(spark, found, crawl, definition.configuration.get("XmlRowTag", "row"))
+    if inferred is None:
+        crawl.error(found.root, "no readable file; table not created or updated")
+        return
+    columns, params = inferred
+    table = Table(definition.DatabaseName, found.name, found.root, found.classification, tuple(columns),
+                  tuple(Column(n, "string") for n in found.partition_names),
+                  {**params, "crawler": definition.Name, "crawl_id": crawl.crawl_id})
+    if old is None:
+        catalog.create_table(table, crawl.crawl_id)
+        crawl.summary["tables_created"].append(table.qualified)
+        current = table
+    else:
+        changed = (old.columns != table.columns or old.partition_keys != table.partition_keys
+                   or old.classification != table.classification)
+        current = old
+        if DEPRECATED in old.parameters and policy.UpdateBehavior is UpdateBehavior.UPDATE_IN_DATABASE:
+            changed = True  # the folder is back: the table is current again
+        if changed and policy.UpdateBehavior is UpdateBehavior.UPDATE_IN_DATABASE:
+            catalog.replace_table(table, crawl.crawl_id)
+            crawl.summary["tables_updated"].append(table.qualified)
+            current = table
+        elif changed:
+            crawl.summary["schema_changes_logged"].append(table.qualified)
+            log.info("crawl %s: schema of %s changed; UpdateBehavior LOG leaves it as it is",
+                     crawl.crawl_id, table.qualified)
+    if current.partition_keys != table.partition_keys:
+        return  # the layout changed and was not applied: its partitions would not fit
+    known = {p.values for p in catalog.store.partitions(current.database, current.name)}
+    fresh = [Partition(v, loc) for v, loc in sorted(found.partitions.items()) if v not in known and v]
+    if fresh:
+        catalog.add_partitions(current, fresh)
+        crawl.summary["partitions_added"] += len(fresh)
+    if new_folders_only or not current.partition_keys:
+        return
+    gone = [p for p in catalog.store.partitions(current.database, current.name) if p.values not in found.partitions]
+    if not gone:
+        return
+    if policy.DeleteBehavior is DeleteBehavior.DELETE_FROM_DATABASE:
+        catalog.drop_partitions(current, gone)
+        crawl.summary["partitions_deleted"] += len(gone)
+    else:
+        crawl.summary["deletions_logged"].extend(f"{current.qualified} {list(p.values)}" for p in gone)
+
+
+def _delete(catalog: HiveCatalog, behavior: DeleteBehavior, crawl: Crawl, table: Table) -> None:
+    if behavior is DeleteBehavior.DELETE_FROM_DATABASE:
+        catalog.drop_table(table.database, table.name)
+        crawl.summary["tables_deleted"].append(table.qualified)
+    elif behavior is DeleteBehavior.DEPRECATE_IN_DATABASE:
+        if DEPRECATED not in table.parameters:
+            catalog.set_parameters(table, {DEPRECATED: datetime.now(timezone.utc).isoformat()})
+            crawl.summary["tables_deprecated"].append(table.qualified)
+    else:
+        crawl.summary["deletions_logged"].append(table.qualified)
+
+
+class _FolderBookmark:
+    """CRAWL_NEW_FOLDERS_ONLY on the bookmark engine: the crawler is a job whose sources
+    are its targets; folders whose every file was crawled are skipped next time."""
+
+    def __init__(self, state: StateStore, definition: CrawlerDefinition):
+        self.state = state
+        self.job = f"crawler:{definition.Name}"
+        latest = state.latest_version(self.job)
+        self.lineage = latest.lineage if latest else ()
+        self.run = state.start_run(job_name=self.job, run_id="jr_" + secrets.token_hex(32), attempt=0,
+                                   option=BookmarkOption.ENABLE, arguments={"crawler": definition.Name},
+                                   owner="crawler", lease_seconds=3600)
+        self.commits: list[CtxCommit] = []
+
+    def known(self, root: str) -> dict[str, int]:
+        return self.state.processed_dirs(self.job, root, self.lineage)
+
+    def record(self, root: str, listing: Listing) -> None:
+        processed = self.state.processed_files(self.job, root, self.lineage)
+        inc = plan_increment(listing, processed, options=FileSourceOptions(recurse=True, max_band_ms=0),
+                             now_ms=int(time.time() * 1000))
+        self.commits.append(CtxCommit(root, {"type": "crawler-target", "paths": [root]},
+                                      [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
+                                      dict(inc.dir_marks)))
+
+    def fail(self, exc: BaseException) -> None:
+        from ..engine.models import RunState
+
+        self.state.finish_run(self.run.run_id, RunState.FAILED, error=f"{type(exc).__name__}: {exc}")
+
+    def commit(self, summary: dict[str, Any]) -> None:
+        self.state.commit(self.run, self.commits, metrics={"crawl": {k: v for k, v in summary.items()
+                                                                      if isinstance(v, int)}})

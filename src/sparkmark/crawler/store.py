@@ -1,0 +1,131 @@
+"""Crawler definitions and crawl records in the state store."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Column, MetaData, String, Table, Text, insert, select, update
+
+from ..engine.schema import UTCDateTime, schema_info, utcnow
+from ..engine.store import StateStore
+from ..errors import NotFound, SparkmarkError
+from .definition import CrawlerDefinition, load_definition
+
+metadata = MetaData()
+crawlers = Table(
+    "sm_crawlers", metadata,
+    Column("name", String(255), primary_key=True),
+    Column("definition", Text, nullable=False),
+    Column("state", String(16), nullable=False),  # READY, RUNNING, STOPPING
+    Column("owner", String(255)),  # host:pid of the process running a crawl
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+crawls = Table(
+    "sm_crawls", metadata,
+    Column("crawl_id", String(80), primary_key=True),
+    Column("crawler", String(255), nullable=False),
+    Column("state", String(16), nullable=False),  # RUNNING, SUCCEEDED, FAILED, CANCELLED
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime),
+    Column("summary", Text, nullable=False),
+    Column("errors", Text, nullable=False),
+)
+SCHEMA_KEY = "crawler_schema_version"
+
+
+def _dead(owner: str | None) -> bool:
+    """True when ``owner`` (host:pid) is a process of this host that no longer runs."""
+    if not owner or ":" not in owner:
+        return True
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return False  # cannot tell from here
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError):
+        return False
+    return False
+
+
+@dataclass(frozen=True)
+class CrawlRecord:
+    crawl_id: str
+    crawler: str
+    state: str
+    started_at: datetime
+    ended_at: datetime | None
+    summary: dict[str, Any]
+    errors: list[dict[str, str]]
+
+
+class CrawlerStore:
+    def __init__(self, state: StateStore):
+        self.state = state
+        with state.engine.begin() as conn:
+            found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == SCHEMA_KEY)).scalar()
+            if found is None:
+                metadata.create_all(conn)
+                conn.execute(insert(schema_info).values(name=SCHEMA_KEY, value="1"))
+
+    def save(self, definition: CrawlerDefinition) -> None:
+        doc = definition.model_dump_json()
+        now = utcnow()
+        with self.state.engine.begin() as conn:
+            key = crawlers.c.name == definition.Name
+            if conn.execute(select(crawlers.c.name).where(key)).first():
+                conn.execute(update(crawlers).where(key).values(definition=doc, updated_at=now))
+            else:
+                conn.execute(insert(crawlers).values(name=definition.Name, definition=doc, state="READY",
+                                                     created_at=now, updated_at=now))
+
+    def get(self, name: str) -> tuple[CrawlerDefinition, str]:
+        with self.state.engine.connect() as conn:
+            row = conn.execute(select(crawlers).where(crawlers.c.name == name)).first()
+        if row is None:
+            raise NotFound(f"unknown crawler {name!r}: create it with `sparkmark crawler create --file F`")
+        return load_definition(json.loads(row.definition)), row.state
+
+    def names(self) -> list[str]:
+        with self.state.engine.connect() as conn:
+            return sorted(conn.execute(select(crawlers.c.name)).scalars())
+
+    def begin(self, name: str, crawl_id: str) -> None:
+        """Mark the crawler RUNNING; refuse when another live process is crawling with it.
+        A crawl whose process died on this host is marked FAILED and taken over."""
+        owner = f"{socket.gethostname()}:{os.getpid()}"
+        with self.state.engine.begin() as conn:
+            row = conn.execute(select(crawlers.c.state, crawlers.c.owner).where(crawlers.c.name == name)).first()
+            if row is None:
+                raise NotFound(f"unknown crawler {name!r}")
+            if row.state != "READY":
+                if not _dead(row.owner):
+                    raise SparkmarkError(f"crawler {name!r} is already RUNNING ({row.owner}); wait for its crawl to end")
+                conn.execute(update(crawls).where(crawls.c.crawler == name, crawls.c.state == "RUNNING").values(
+                    state="FAILED", ended_at=utcnow(),
+                    errors=json.dumps([{"path": "(crawl)", "error": f"its process {row.owner} died"}])))
+            conn.execute(update(crawlers).where(crawlers.c.name == name)
+                         .values(state="RUNNING", owner=owner, updated_at=utcnow()))
+            conn.execute(insert(crawls).values(crawl_id=crawl_id, crawler=name, state="RUNNING",
+                                               started_at=utcnow(), summary="{}", errors="[]"))
+
+    def finish(self, name: str, crawl_id: str, state: str, summary: dict, errors: list[dict]) -> None:
+        with self.state.engine.begin() as conn:
+            conn.execute(update(crawls).where(crawls.c.crawl_id == crawl_id).values(
+                state=state, ended_at=utcnow(), summary=json.dumps(summary), errors=json.dumps(errors)))
+            conn.execute(update(crawlers).where(crawlers.c.name == name)
+                         .values(state="READY", owner=None, updated_at=utcnow()))
+
+    def crawls(self, name: str, limit: int = 20) -> list[CrawlRecord]:
+        with self.state.engine.connect() as conn:
+            rows = conn.execute(select(crawls).where(crawls.c.crawler == name)
+                                .order_by(crawls.c.started_at.desc()).limit(limit)).all()
+        return [CrawlRecord(r.crawl_id, r.crawler, r.state, r.started_at, r.ended_at,
+                            json.loads(r.summary), json.loads(r.errors)) for r in rows]

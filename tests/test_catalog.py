@@ -1,0 +1,244 @@
+"""Crawlers and the catalog on the real (embedded) Hive metastore, with real files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+
+import pytest
+
+from sparkmark import Job
+from sparkmark.catalog.hive import HiveCatalog
+from sparkmark.catalog.store import CatalogStore, diff
+from sparkmark.crawler.crawl import run_crawl
+from sparkmark.crawler.definition import load_definition
+from sparkmark.crawler.store import CrawlerStore
+from sparkmark.engine.store import StateStore
+from sparkmark.glue.context import GlueContext
+from sparkmark.glue.job import Job as GlueJob
+from sparkmark.settings import Settings
+
+from .conftest import write_json
+
+
+@pytest.fixture
+def db():
+    return f"db_{uuid.uuid4().hex[:8]}"
+
+
+def crawl(spark, definition: dict):
+    state = StateStore.from_settings()
+    catalog_store, crawlers = CatalogStore(state), CrawlerStore(state)
+    parsed = load_definition(definition)
+    crawlers.save(parsed)
+    record = run_crawl(spark, state, HiveCatalog(spark, catalog_store), crawlers, parsed)
+    return record, catalog_store
+
+
+def definition(db, *paths, **extra):
+    targets = [{"Path": str(p), "Exclusions": extra.pop("exclusions", [])} for p in paths]
+    return {"Name": f"c_{db}", "DatabaseName": db, "Targets": {"S3Targets": targets}, **extra}
+
+
+def sales_tree(root):
+    (root / "dt=2026-01-01").mkdir(parents=True)
+    (root / "dt=2026-01-01" / "a.csv").write_text("id,amount,region\n1,10.5,eu\n2,3.0,us\n")
+    (root / "dt=2026-01-02").mkdir()
+    (root / "dt=2026-01-02" / "b.csv").write_text("id,amount,region\n3,1.5,eu\n")
+
+
+def test_crawl_partitioned_csv_and_json_then_only_new_partitions(spark, tmp_path, db):
+    sales, events = tmp_path / "sales", tmp_path / "events"
+    sales_tree(sales)
+    write_json(events / "2026" / "01" / "x.json", [1, 2], kind="click")
+    record, store = crawl(spark, definition(db, sales, events))
+    assert record.state == "SUCCEEDED"
+    assert sorted(record.summary["tables_created"]) == [f"{db}.events", f"{db}.sales"]
+    table = store.table(db, "sales")
+    assert table.classification == "csv" and [c.name for c in table.partition_keys] == ["dt"]
+    assert [(c.name, c.type) for c in table.columns] == [("id", "int"), ("amount", "double"), ("region", "string")]
+    events_table = store.table(db, "events")
+    assert [c.name for c in events_table.partition_keys] == ["partition_0", "partition_1"]
+    assert spark.sql(f"SELECT count(*) FROM {db}.sales").first()[0] == 3  # Spark SQL sees the table
+    assert spark.sql(f"SELECT sum(id) FROM {db}.events WHERE partition_0 = '2026'").first()[0] == 3
+
+    (sales / "dt=2026-01-03").mkdir()
+    (sales / "dt=2026-01-03" / "c.csv").write_text("id,amount,region\n4,2.0,us\n")
+    again, store = crawl(spark, definition(db, sales, events))
+    assert again.summary["partitions_added"] == 1 and again.summary["tables_created"] == []
+    assert [p.values for p in store.partitions(db, "sales")] == [("2026-01-01",), ("2026-01-02",), ("2026-01-03",)]
+
+
+@pytest.mark.parametrize("behavior", ["UPDATE_IN_DATABASE", "LOG"])
+def test_schema_change_under_each_update_behavior(spark, tmp_path, db, behavior):
+    sales = tmp_path / "sales"
+    sales_tree(sales)
+    policy = {"SchemaChangePolicy": {"UpdateBehavior": behavior, "DeleteBehavior": "LOG"}}
+    crawl(spark, definition(db, sales, **policy))
+    for f in sales.glob("*/*.csv"):  # a new column in every file
+        f.write_text(f.read_text().replace("region\n", "region,channel\n").replace("eu\n", "eu,web\n").replace("us\n", "us,shop\n"))
+    record, store = crawl(spark, definition(db, sales, **policy))
+    columns = [c.name for c in store.table(db, "sales").columns]
+    versions = store.versions(db, "sales")
+    if behavior == "UPDATE_IN_DATABASE":
+        assert record.summary["tables_updated"] == [f"{db}.sales"]
+        assert columns[-1] == "channel" and len(versions) == 2
+        assert diff(versions[0], versions[1]) == ["+ channel string"]
+        assert spark.sql(f"SELECT channel FROM {db}.sales WHERE id = 3").first()[0] == "web"
+        assert len(store.partitions(db, "sales")) == 2  # partitions kept across the change
+    else:
+        assert record.summary["schema_changes_logged"] == [f"{db}.sales"]
+        assert "channel" not in columns and len(versions) == 1
+
+
+@pytest.mark.parametrize("behavior", ["LOG", "DELETE_FROM_DATABASE", "DEPRECATE_IN_DATABASE"])
+def test_deleted_folders_under_each_delete_behavior(spark, tmp_path, db, behavior):
+    lake = tmp_path / "lake"
+    sales_tree(lake / "sales")
+    write_json(lake / "events" / "e.json", [1])
+    policy = {"SchemaChangePolicy": {"UpdateBehavior": "UPDATE_IN_DATABASE", "DeleteBehavior": behavior},
+              "Configuration": {"Grouping": {"TableLevelConfiguration": 2}}}
+    crawl(spark, definition(db, lake, **policy))
+    shutil.rmtree(lake / "events")
+    shutil.rmtree(lake / "sales" / "dt=2026-01-02")
+    record, store = crawl(spark, definition(db, lake, **policy))
+    names = [t.name for t in store.tables(db)]
+    parts = [p.values for p in store.partitions(db, "sales")]
+    if behavior == "DELETE_FROM_DATABASE":
+        assert names == ["sales"] and record.summary["tables_deleted"] == [f"{db}.events"]
+        assert parts == [("2026-01-01",)]
+    elif behavior == "DEPRECATE_IN_DATABASE":
+        assert names == ["events", "sales"]
+        assert "DEPRECATED_BY_CRAWLER" in store.table(db, "events").parameters
+        assert record.summary["tables_deprecated"] == [f"{db}.events"]
+    else:
+        assert names == ["events", "sales"] and len(parts) == 2
+        assert f"{db}.events" in record.summary["deletions_logged"]
+
+
+def test_exclusions_and_table_level(spark, tmp_path, db):
+    lake = tmp_path / "lake"
+    write_json(lake / "orders" / "a.json", [1])
+    write_json(lake / "orders" / "tmp" / "junk.json", [9])
+    write_json(lake / "users" / "u.json", [2], name="x")
+    record, store = crawl(spark, definition(db, lake, exclusions=["orders/tmp/**"],
+                                            Configuration={"Grouping": {"TableLevelConfiguration": 2}}))
+    assert [t.name for t in store.tables(db)] == ["orders", "users"]
+    assert store.table(db, "orders").partition_keys == ()  # the excluded folder did not make a partition
+    assert record.summary["files_listed"] == 2
+
+
+def test_crawl_new_folders_only(spark, tmp_path, db):
+    sales = tmp_path / "sales"
+    sales_tree(sales)
+    policy = {"RecrawlPolicy": {"RecrawlBehavior": "CRAWL_NEW_FOLDERS_ONLY"}}
+    first, store = crawl(spark, definition(db, sales, **policy))
+    assert first.summary["tables_created"] == [f"{db}.sales"]
+    (sales / "dt=2026-01-03").mkdir()
+    (sales / "dt=2026-01-03" / "c.csv").write_text("id,amount,region,extra\n4,2.0,us,z\n")
+    second, store = crawl(spark, definition(db, sales, **policy))
+    assert second.summary["folders_skipped"] == 2 and second.summary["files_listed"] == 1
+    assert second.summary["partitions_added"] == 1
+    assert second.summary["schema_changes_logged"] == [f"{db}.sales"]  # LOG is forced
+    assert "extra" not in [c.name for c in store.table(db, "sales").columns]
+
+
+def test_corrupt_and_empty_files_are_recorded_and_the_crawl_goes_on(spark, tmp_path, db):
+    data = tmp_path / "pq"
+    spark.range(3).write.parquet(str(data / "dt=1"))
+    (data / "dt=2").mkdir()
+    (data / "dt=2" / "broken.parquet").write_bytes(b"PAR1 this is not really parquet")
+    (data / "dt=2" / "empty.parquet").write_bytes(b"")
+    record, store = crawl(spark, definition(db, data))
+    assert record.state == "SUCCEEDED"
+    errors = {e["path"].rsplit("/", 1)[-1]: e["error"] for e in record.errors}
+    assert "empty" in errors["empty.parquet"] and "cannot be read" in errors["broken.parquet"]
+    assert [c.name for c in store.table(db, "pq").columns] == ["id"]
+
+
+def test_from_catalog_prunes_partitions_and_bookmarks(spark, tmp_path, db):
+    sales = tmp_path / "sales"
+    sales_tree(sales)
+    crawl(spark, definition(db, sales))
+    args = {"JOB_NAME": f"cat_{db}", "job_bookmark_option": "job-bookmark-enable"}
+
+    def run(predicate):
+        ctx = GlueContext(spark)
+        job = GlueJob(ctx)
+        job.init(args["JOB_NAME"], args)
+        frame = ctx.create_dynamic_frame.from_catalog(database=db, table_name="sales",
+                                                      push_down_predicate=predicate, transformation_ctx="src")
+        rows = sorted((r["id"], r["dt"]) for r in frame.toDF().collect())
+        job.commit()
+        metrics = StateStore.from_settings().get_run(job.run_id).metrics["sources"]["src"]
+        return rows, metrics
+
+    rows, metrics = run("dt = '2026-01-02'")
+    assert rows == [(3, "2026-01-02")]
+    assert metrics["files_listed"] == 1 and metrics["partitions_listed"] == 1  # only that folder listed
+    rows, _ = run("dt >= '2026-01-01'")
+    assert rows == [(1, "2026-01-01"), (2, "2026-01-01")]  # dt=2026-01-02 was already read
+    rows, _ = run("")
+    assert rows == []
+
+
+def test_native_read_table(spark, tmp_path, db):
+    sales = tmp_path / "sales"
+    sales_tree(sales)
+    crawl(spark, definition(db, sales))
+    job = Job(f"nat_{db}", bookmark_option="job-bookmark-enable", spark=spark)
+    df = job.read_table(f"{db}.sales", predicate="dt < '2026-01-02'", ctx="sales")
+    assert sorted(r["id"] for r in df.collect()) == [1, 2]
+    job.commit()
+
+
+def test_write_with_enable_update_catalog(spark, tmp_path, db):
+    glue = GlueContext(spark)
+    out = tmp_path / "out"
+    frame = glue.create_dynamic_frame.from_rdd(
+        spark.sparkContext.parallelize([(1, "a", "x"), (2, "b", "y")]), "w", schema="id long, v string, part string")
+    sink = glue.getSink(connection_type="s3", path=str(out), enableUpdateCatalog=True,
+                        updateBehavior="UPDATE_IN_DATABASE", partitionKeys=["part"])
+    sink.setFormat("glueparquet")
+    sink.setCatalogInfo(catalogDatabase=db, catalogTableName="written")
+    sink.writeFrame(frame)
+    store = CatalogStore(StateStore.from_settings())
+    assert [p.values for p in store.partitions(db, "written")] == [("x",), ("y",)]
+    assert spark.sql(f"SELECT count(*) FROM {db}.written WHERE part = 'y'").first()[0] == 1
+    more = glue.create_dynamic_frame.from_rdd(spark.sparkContext.parallelize([(3, "c", "z")]), "m",
+                                              schema="id long, v string, part string")
+    glue.write_dynamic_frame.from_catalog(frame=more, database=db, table_name="written",
+                                          additional_options={"enableUpdateCatalog": True})
+    assert [p.values for p in store.partitions(db, "written")] == [("x",), ("y",), ("z",)]
+
+
+def test_catalog_and_crawler_commands(spark, tmp_path, db):
+    from typer.testing import CliRunner
+
+    from sparkmark.cli.app import app
+
+    cli = CliRunner()
+    sales = tmp_path / "sales"
+    sales_tree(sales)
+    spec = tmp_path / "crawler.toml"
+    spec.write_text(f'[crawler]\nName = "cli_{db}"\nDatabaseName = "{db}"\n'
+                    f'[crawler.Targets]\nS3Targets = [{{ Path = "{sales}" }}]\n')
+    assert cli.invoke(app, ["crawler", "create", "--file", str(spec)]).exit_code == 0
+    ran = cli.invoke(app, ["crawler", "run", f"cli_{db}", "--json"])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.output)["state"] == "SUCCEEDED"
+    got = json.loads(cli.invoke(app, ["crawler", "get", f"cli_{db}", "--json"]).output)
+    assert got["State"] == "READY" and got["LastCrawl"]["summary"]["partitions_added"] == 2
+    assert f"cli_{db}" in json.loads(cli.invoke(app, ["crawler", "list", "--json"]).output)
+    assert db in json.loads(cli.invoke(app, ["catalog", "databases", "--json"]).output)
+    tables = json.loads(cli.invoke(app, ["catalog", "tables", db, "--json"]).output)
+    assert [t["name"] for t in tables] == ["sales"]
+    parts = json.loads(cli.invoke(app, ["catalog", "partitions", f"{db}.sales", "--json"]).output)
+    assert [p["values"] for p in parts] == [["2026-01-01"], ["2026-01-02"]]
+    versions = json.loads(cli.invoke(app, ["catalog", "versions", f"{db}.sales", "--json"]).output)
+    assert [v["version"] for v in versions] == [1]
+    missing = cli.invoke(app, ["catalog", "table", f"{db}.nope"])
+    assert missing.exit_code == 1 and "no table" in missing.output
+    unknown = cli.invoke(app, ["crawler", "run", "ghost"])
+    assert unknown.exit_code == 1 and "unknown crawler" in unknown.output
