@@ -242,3 +242,16 @@ def test_catalog_and_crawler_commands(spark, tmp_path, db):
     assert missing.exit_code == 1 and "no table" in missing.output
     unknown = cli.invoke(app, ["crawler", "run", "ghost"])
     assert unknown.exit_code == 1 and "unknown crawler" in unknown.output
+
+
+def test_resolve_choice_match_catalog(spark, tmp_path, db):
+    prices = tmp_path / "prices"
+    write_json(prices / "a.json", [1], price=10.5)
+    crawl(spark, definition(db, prices))
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "m.json").write_text('{"id": 1, "price": "7.25"}\n{"id": 2, "price": 3}\n')
+    glue = GlueContext(spark)
+    frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(tmp_path / "mixed")]}, format="json")
+    resolved = frame.resolveChoice(choice="match_catalog", database=db, table_name="prices").toDF()
+    assert resolved.schema["price"].dataType.simpleString() == "double"
+    assert sorted(r["price"] for r in resolved.collect()) == [3.0, 7.25]

@@ -182,7 +182,7 @@ def test_resolve_choice_make_struct_and_make_cols(choice_frame):
     assert struct.schema["price"].dataType.fieldNames() == ["int", "string"]
     every = ResolveChoice.apply(choice_frame, choice="cast:string").toDF()
     assert not any(isinstance(f.dataType, VariantType) for f in every.schema.fields)
-    with pytest.raises(SparkmarkError, match="match_catalog"):
+    with pytest.raises(SparkmarkError, match="match_catalog needs database"):
         choice_frame.resolveChoice(choice="match_catalog")
 
 

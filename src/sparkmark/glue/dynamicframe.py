@@ -223,13 +223,13 @@ class DynamicFrame:
             raise SourceError("ResolveChoice takes specs or choice, not both")
         if not specs and not action_all:
             raise SourceError("ResolveChoice needs specs=[(path, action)] or choice=ACTION")
-        if "match_catalog" in (action_all or "") or any(a == "match_catalog" for _, a in specs or []):
-            raise SourceError("ResolveChoice match_catalog needs the Data Catalog, which is not available yet")
         df = self._df
         if action_all:
             targets = [(fieldpaths.quote(p), action_all) for p in choices.choice_paths(df.schema)]
         else:
             targets = list(specs)
+        if any(a == "match_catalog" for _, a in targets):
+            targets = self._match_catalog(targets, database, table_name)
         needs_types = [fieldpaths.split_path(p) for p, a in targets if a in ("make_struct", "make_cols")
                        and isinstance(fieldpaths.field_type(df.schema, fieldpaths.split_path(p)), VariantType)]
         known = choices.observed_types(df, needs_types)
@@ -237,6 +237,27 @@ class DynamicFrame:
             parts = fieldpaths.split_path(path)
             df = choices.resolve(df, path, action, known.get(fieldpaths.quote(parts)))
         return self._with(df)
+
+    def _match_catalog(self, targets: list[tuple[str, str]], database: str | None,
+                       table_name: str | None) -> list[tuple[str, str]]:
+        """match_catalog → cast:<the catalog column's type>, field by field."""
+        if not database or not table_name:
+            raise SourceError("ResolveChoice match_catalog needs database= and table_name=")
+        from ..catalog.store import CatalogStore
+        from ..engine.store import StateStore
+
+        table = CatalogStore(StateStore.from_settings()).table(database, table_name)
+        types = {c.name.lower(): c.type for c in table.columns + table.partition_keys}
+        resolved = []
+        for path, action in targets:
+            if action != "match_catalog":
+                resolved.append((path, action))
+                continue
+            top = fieldpaths.split_path(path)[0].lower()
+            if top not in types:
+                raise SourceError(f"match_catalog: {database}.{table_name} has no column {top!r}")
+            resolved.append((path, f"cast:{types[top]}"))
+        return resolved
 
     def unbox(self, path: str, format: str, transformation_ctx: str = "", info: str = "",
               stageThreshold: int = 0, totalThreshold: int = 0, **options) -> "DynamicFrame":
