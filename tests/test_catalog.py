@@ -255,3 +255,40 @@ def test_resolve_choice_match_catalog(spark, tmp_path, db):
     resolved = frame.resolveChoice(choice="match_catalog", database=db, table_name="prices").toDF()
     assert resolved.schema["price"].dataType.simpleString() == "double"
     assert sorted(r["price"] for r in resolved.collect()) == [3.0, 7.25]
+
+
+def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    schema = f"s_{db}"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        conn.exec_driver_sql(f"CREATE TABLE {schema}.orders (id bigint primary key, amount numeric(10,2), at timestamp)")
+        conn.exec_driver_sql(f"CREATE TABLE {schema}.skipme (id int)")
+        conn.exec_driver_sql(f"INSERT INTO {schema}.orders VALUES (1, 2.50, now()), (2, 3.75, now())")
+    config = tmp_path / "sparkmark.toml"
+    config.write_text('[connections.shop]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n')
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
+    try:
+        spec = {"Name": f"j_{db}", "DatabaseName": db, "Targets": {"JdbcTargets": [
+            {"ConnectionName": "shop", "Path": f"test/{schema}/%", "Exclusions": [f"{schema}.skip*"]}]}}
+        record, store = crawl(spark, spec)
+        assert record.summary["tables_created"] == [f"{db}.{schema}_orders"]
+        table = store.table(db, f"{schema}_orders")
+        assert [(c.name, c.type) for c in table.columns] == [("id", "bigint"), ("amount", "decimal(10,2)"), ("at", "timestamp")]
+        assert table.classification == "postgresql" and "password" not in json.dumps(table.parameters)
+        job = Job(f"jt_{db}", bookmark_option="job-bookmark-enable", spark=spark)
+        assert sorted(r["id"] for r in job.read_table(f"{db}.{schema}_orders", ctx="o").collect()) == [1, 2]
+        job.commit()
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"INSERT INTO {schema}.orders VALUES (3, 1.00, now())")
+        glue = GlueContext(spark)
+        gjob = GlueJob(glue)
+        gjob.init(f"jt_{db}", {"job_bookmark_option": "job-bookmark-enable"})
+        frame = glue.create_dynamic_frame.from_catalog(database=db, table_name=f"{schema}_orders", transformation_ctx="o")
+        assert [r["id"] for r in frame.toDF().collect()] == [3]
+        gjob.commit()
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")

@@ -369,8 +369,15 @@ class Job:
         ``predicate`` (Spark SQL over the partition keys) prunes partitions before any
         file is listed; the partition values are added as columns.
         """
-        from .catalog.reading import read_table
+        from .catalog.reading import read_table, split_name
         from .catalog.store import CatalogStore
+
+        table = CatalogStore(self.store).table(*split_name(name))
+        if table.parameters.get("connectionName"):  # a crawled JDBC table
+            keys = options.pop("keys", None) or (table.parameters.get("primaryKey") or "").split(",")
+            return self.read_jdbc(connection=table.parameters["connectionName"],
+                                  table=table.parameters["dbtable"], ctx=ctx,
+                                  keys=[k for k in keys if k] or None, **options)
 
         def reader(paths, fmt, columns, table_options):
             return self.read_files(paths, format=fmt, ctx=ctx, path_columns=columns,

@@ -24,7 +24,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..engine.schema import UTCDateTime, schema_info, utcnow
+from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import NotFound
 from .models import Column, Partition, SchemaVersion, Table
@@ -77,11 +77,7 @@ class CatalogStore:
 
     def __init__(self, state: StateStore):
         self.state = state
-        with state.engine.begin() as conn:
-            found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == SCHEMA_KEY)).scalar()
-            if found is None:
-                metadata.create_all(conn)
-                conn.execute(insert(schema_info).values(name=SCHEMA_KEY, value="1"))
+        state.ensure_tables(SCHEMA_KEY, metadata)
 
     def put_table(self, table: Table, crawl_id: str | None = None) -> int | None:
         """Record the table; returns the new schema version number when its schema changed."""

@@ -235,11 +235,26 @@ def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark
             _apply(spark, catalog, definition, policy, crawl, found, existing.get(found.name), new_folders_only)
         if bookmark:
             bookmark.record(root, listing)
+    for target in definition.Targets.JdbcTargets:
+        from .jdbc_targets import crawl_jdbc_target
+
+        try:
+            created, updated = crawl_jdbc_target(catalog.store, definition.DatabaseName, definition.TablePrefix,
+                                                 target.ConnectionName, target.Path, target.Exclusions,
+                                                 crawl.crawl_id)
+        except Exception as exc:  # noqa: BLE001 - one unreachable target does not stop the crawl
+            crawl.error(f"jdbc:{target.ConnectionName}/{target.Path}", f"{type(exc).__name__}: {exc}")
+            continue
+        crawl.summary["tables_created"].extend(created)
+        crawl.summary["tables_updated"].extend(updated)
+        seen_tables.update(t.split(".", 1)[1] for t in created + updated)
     if bookmark:
         bookmark.commit(crawl.summary)
     if new_folders_only:
         return  # deletions are not looked for when only new folders are listed
     for name, table in existing.items():
+        if table.parameters.get("connectionName"):
+            continue  # JDBC tables are refreshed by their own targets
         under_target = any(table.location == r or table.location.startswith(r + "/") for r in crawled_roots)
         if name in seen_tables or not under_target:
             continue

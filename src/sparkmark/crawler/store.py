@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Column, MetaData, String, Table, Text, insert, select, update
 
-from ..engine.schema import UTCDateTime, schema_info, utcnow
+from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import NotFound, SparkmarkError
 from .definition import CrawlerDefinition, load_definition
@@ -69,11 +69,7 @@ class CrawlRecord:
 class CrawlerStore:
     def __init__(self, state: StateStore):
         self.state = state
-        with state.engine.begin() as conn:
-            found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == SCHEMA_KEY)).scalar()
-            if found is None:
-                metadata.create_all(conn)
-                conn.execute(insert(schema_info).values(name=SCHEMA_KEY, value="1"))
+        state.ensure_tables(SCHEMA_KEY, metadata)
 
     def save(self, definition: CrawlerDefinition) -> None:
         doc = definition.model_dump_json()

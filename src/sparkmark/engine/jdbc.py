@@ -235,20 +235,20 @@ class Source:
         clause = "" if where is None else " WHERE " + self.render(where)
         return f"SELECT * FROM {self.from_sql()}{clause}"
 
-    def upper_sql(self) -> str:
-        """The last key in the bookmark's order now: the run's fixed upper bound."""
-        order = " DESC" if not self.descending else " ASC"
+    def _edge_sql(self, last: bool) -> str:
+        order = " DESC" if last != self.descending else " ASC"
         cols = ", ".join(self.quote(k) for k in self.keys)
         ordering = ", ".join(self.quote(k) + order for k in self.keys)
         return (f"SELECT {cols} FROM {self.from_sql()} WHERE {self.render(self.not_null())} "
                 f"ORDER BY {ordering} LIMIT 1")
 
+    def upper_sql(self) -> str:
+        """The last key in the bookmark's order now: the run's fixed upper bound."""
+        return self._edge_sql(last=True)
+
     def first_sql(self) -> str:
-        order = " ASC" if not self.descending else " DESC"
-        cols = ", ".join(self.quote(k) for k in self.keys)
-        ordering = ", ".join(self.quote(k) + order for k in self.keys)
-        return (f"SELECT {cols} FROM {self.from_sql()} WHERE {self.render(self.not_null())} "
-                f"ORDER BY {ordering} LIMIT 1")
+        """The first key in the bookmark's order: the lower bound of a first run's partitions."""
+        return self._edge_sql(last=False)
 
     def count_sql(self, where: sa.ColumnElement) -> str:
         return f"SELECT COUNT(*) FROM {self.from_sql()} WHERE {self.render(where)}"

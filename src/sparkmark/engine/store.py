@@ -110,6 +110,25 @@ class StateStore:
                 f"cannot open the state store at {self.display_url}: {exc.orig}".strip()
             ) from None
 
+    def ensure_tables(self, component: str, metadata, version: int = 1) -> None:
+        """Create a service's own tables (catalog, crawlers…) once, recording their
+        version under ``component`` in the schema table. The engine knows nothing of
+        what they hold."""
+        with self.engine.begin() as conn:
+            if self.dialect == "postgresql":
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7357111)")
+            found = conn.execute(
+                select(t.schema_info.c.value).where(t.schema_info.c.name == component)
+            ).scalar()
+            if found is None:
+                metadata.create_all(conn)
+                conn.execute(insert(t.schema_info).values(name=component, value=str(version)))
+            elif int(found) > version:
+                raise StateStoreError(
+                    f"the state store's {component} is at version {found}, newer than this "
+                    f"sparkmark understands ({version}); upgrade sparkmark"
+                )
+
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> "StateStore":
         return cls((settings or Settings.from_env()).state_url)

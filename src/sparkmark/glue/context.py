@@ -255,7 +255,17 @@ class GlueContext:
         name = f"{database}.{table_name}"
         predicates = [push_down_predicate, options.get("catalogPartitionPredicate", "")]
         store = self._catalog_store()
-        classification = store.table(database, table_name).classification
+        found = store.table(database, table_name)
+        classification = found.classification
+        if found.parameters.get("connectionName"):  # a crawled JDBC table
+            resolved = resolve_connection(found.parameters["connectionName"])
+            keys = options.get("jobBookmarkKeys") or [k for k in (found.parameters.get("primaryKey") or "").split(",") if k]
+            jdbc_options = {"url": resolved.url, "user": resolved.user, "password": resolved.password,
+                            "dbtable": found.parameters["dbtable"], "jobBookmarkKeys": keys or None,
+                            **{k: options[k] for k in ("jobBookmarkKeysSortOrder", "hashfield", "hashexpression",
+                                                       "hashpartitions") if k in options}}
+            kind = "mysql" if classification == "mysql" else classification
+            return self._read_jdbc(kind, jdbc_options, ctx), False
         fmt = "text" if classification == "json" else classification
         spark_opts = {"wholetext": "true"} if classification == "json" and _bool(options.get("multiline")) else {}
         file_opts = {k: options[k] for k in FILE_OPTION_NAMES if k in options}
