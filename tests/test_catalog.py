@@ -292,3 +292,47 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
     finally:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_postgresql_backed_metastore(tmp_path, db):
+    """A separate process whose metastore lives in PostgreSQL: a crawl registers tables
+    there, and a job in another process reads them through Spark SQL."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import psycopg
+
+    from .conftest import PG_DSN
+
+    meta = f"sm_meta_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN.replace("/test", "/postgres"), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{meta}"')
+    try:
+        sales = tmp_path / "sales"
+        sales_tree(sales)
+        spec = tmp_path / "crawler.toml"
+        spec.write_text(f'[crawler]\nName = "pgmeta"\nDatabaseName = "{db}"\n'
+                        f'[crawler.Targets]\nS3Targets = [{{ Path = "{sales}" }}]\n')
+        script = tmp_path / "count.py"
+        script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
+                          f"print('COUNT', job.spark.sql('SELECT count(*) FROM {db}.sales').first()[0])\n"
+                          "job.commit()\n")
+        env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"), SPARKMARK_SPARK_MASTER="local[1]",
+                   SPARKMARK_METASTORE_URL=f"jdbc:postgresql://127.0.0.1:5432/{meta}",
+                   SPARKMARK_METASTORE_USER="postgres")
+        env.pop("PYSPARK_SUBMIT_ARGS", None)
+        exe = str(Path(sys.executable).with_name("sparkmark"))
+        for args in (["crawler", "create", "--file", str(spec)], ["crawler", "run", "pgmeta"]):
+            done = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+        counted = subprocess.run([exe, "run", str(script), "--JOB_NAME", "pgmeta_count"],
+                                 capture_output=True, text=True, env=env, timeout=300)
+        assert "COUNT 3" in counted.stdout, counted.stderr[-2000:]
+        with psycopg.connect(PG_DSN.replace("/test", f"/{meta}")) as conn:
+            names = sorted(r[0] for r in conn.execute('SELECT "TBL_NAME" FROM "TBLS"'))
+        assert names == ["sales"]
+    finally:
+        with psycopg.connect(PG_DSN.replace("/test", "/postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{meta}" WITH (FORCE)')

@@ -66,6 +66,15 @@ def hive_confs(settings: Settings | None = None) -> dict[str, str]:
         "spark.hadoop.hive.metastore.schema.verification": "false",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
     }
+    if kind != "derby":
+        # The metastore creates its tables on first use. Its foreign keys are left out:
+        # adding one while another pooled connection holds rows of the referenced table
+        # deadlocks on a database server (seen on PostgreSQL).
+        confs["spark.hadoop.datanucleus.schema.autoCreateAll"] = "false"
+        confs["spark.hadoop.datanucleus.schema.autoCreateSchema"] = "true"
+        confs["spark.hadoop.datanucleus.schema.autoCreateTables"] = "true"
+        confs["spark.hadoop.datanucleus.schema.autoCreateColumns"] = "true"
+        confs["spark.hadoop.datanucleus.schema.autoCreateConstraints"] = "false"
     if os.environ.get("SPARKMARK_METASTORE_USER"):
         confs["spark.hadoop.javax.jdo.option.ConnectionUserName"] = os.environ["SPARKMARK_METASTORE_USER"]
     if os.environ.get("SPARKMARK_METASTORE_PASSWORD"):
