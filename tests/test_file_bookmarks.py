@@ -535,3 +535,35 @@ def test_avro_through_the_python_data_source(runner, tmp_path):
     ]
     write("b.avro", [{"id": 3, "note": None, "day": dt.date(2026, 11, 3), "item": {"sku": "z"}}])
     assert runner.run(data, fmt="avro", ctx="avro")[0] == [3]
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "..", "tab\there", ""])
+def test_names_that_would_leave_the_temp_dir_are_refused(runner, tmp_path, bad):
+    from sparkmark import ArgumentError, Job
+
+    write_json(tmp_path / "data" / "a.json", [1])
+    with pytest.raises(ArgumentError):
+        Job(bad, bookmark_option="job-bookmark-enable", spark=runner.spark, store=runner.store)
+    if bad:
+        job = runner.start()
+        with pytest.raises(ArgumentError, match="invalid transformation_ctx"):
+            job.read_files(str(tmp_path / "data"), ctx=bad)
+        job.fail("bad ctx")
+    assert not (tmp_path / "escape").exists()
+
+
+def test_state_directory_is_private(tmp_path):
+    import stat
+
+    from sparkmark.engine.store import StateStore
+
+    StateStore(f"sqlite:///{tmp_path / 'fresh' / 'state.db'}").close()
+    mode = stat.S_IMODE((tmp_path / "fresh").stat().st_mode)
+    assert mode == 0o700
+
+
+def test_future_modification_time_is_read_once(runner, tmp_path):
+    data = tmp_path / "data"
+    write_json(data / "future.json", [1], mtime=time.time() + 86_400)
+    assert runner.run(data)[0] == [1]
+    assert runner.run(data)[0] == []

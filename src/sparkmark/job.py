@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 from . import args as job_args
 from .engine.increment import FileSourceOptions
 from .engine.manifest import manifest_path, write_manifest
+from .engine.names import check_name
 from .engine.masking import mask_arguments
 from .engine.models import BookmarkOption, BookmarkVersion, CtxCommit, RunRecord, RunState
 from .engine.store import StateStore
@@ -116,7 +117,7 @@ class Job:
     ):
         if not name or not str(name).strip():
             raise ArgumentError("a job needs a name (--JOB_NAME)")
-        self.name = str(name)
+        self.name = check_name("job name", str(name))
         try:
             self.bookmark_option = BookmarkOption(bookmark_option)
         except ValueError:
@@ -240,6 +241,8 @@ class Job:
 
     def _claim_ctx(self, ctx: str | None, what: str) -> bool:
         """Check a source's ctx; True when the source is bookmarked in this run."""
+        if ctx is not None:
+            check_name("transformation_ctx", ctx)
         if ctx is not None and ctx in self._metrics:
             raise SourceError(
                 f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "

@@ -9,11 +9,15 @@ from collections import defaultdict
 import fsspec
 
 from .listing import ListedFile
+from .names import check_name, check_run_id
 
 
 def manifest_path(temp_dir: str, job_name: str, run_id: str, ctx: str) -> str:
-    safe_ctx = ctx.replace("/", "_")
-    return f"{temp_dir.rstrip('/')}/partitionlisting/{job_name}/{run_id}/{safe_ctx}.input-files.json"
+    """Glue's layout; every segment is checked, so no name can climb out of TempDir."""
+    check_name("job name", job_name)
+    check_run_id(run_id)
+    check_name("transformation_ctx", ctx)
+    return f"{temp_dir.rstrip('/')}/partitionlisting/{job_name}/{run_id}/{ctx}.input-files.json"
 
 
 def write_manifest(path: str, files: list[ListedFile]) -> None:

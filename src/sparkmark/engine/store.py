@@ -69,6 +69,15 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) readable by its owner only; the state directory holds
+    run arguments and bookmark state that are nobody else's business."""
+    if path.exists():
+        return
+    path.mkdir(parents=True, mode=0o700)
+    path.chmod(0o700)  # mkdir's mode is filtered by the umask
+
+
 def extend_lineage(parent: Lineage, version: int) -> Lineage:
     """The lineage of a commit at ``version`` whose parent has lineage ``parent``."""
     if parent and parent[-1][1] == version - 1:
@@ -143,7 +152,7 @@ class StateStore:
         if url.get_backend_name() != "sqlite":
             return create_engine(url, pool_pre_ping=True)
         if url.database and url.database != ":memory:":
-            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+            private_dir(Path(url.database).parent)
         engine = create_engine(url, connect_args={"timeout": 30})
 
         @event.listens_for(engine, "connect")

@@ -1,0 +1,27 @@
+"""Checks on names that end up in file paths (job names, ctx names, run ids)."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ArgumentError
+
+_RUN_ID = re.compile(r"^jr_[0-9a-f]{64}$")
+_FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def check_name(kind: str, value: str) -> str:
+    """A job or source name safe to use as one path segment: no slashes, no control
+    characters, not '.' or '..', at most 255 characters."""
+    if not value or len(value) > 255 or value.strip() in (".", "..") or _FORBIDDEN.search(value):
+        raise ArgumentError(
+            f"invalid {kind} {value!r}: use 1 to 255 characters without '/', '\\\\', control "
+            "characters, and not '.' or '..'"
+        )
+    return value
+
+
+def check_run_id(value: str) -> str:
+    if not _RUN_ID.match(value or ""):
+        raise ArgumentError(f"invalid run id {value!r}: run ids look like jr_ followed by 64 hex digits")
+    return value
