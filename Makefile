@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,6 +34,18 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q
+
+bench: install
+	$(PY) bench/files_incremental.py
+	$(PY) bench/commit_cost.py
+	$(PY) bench/jdbc_read.py
+	@cat bench/results/latest.json
+
+bench-quick: install
+	$(PY) bench/files_incremental.py --quick --repeats 3
+	$(PY) bench/commit_cost.py --quick
+	$(PY) bench/jdbc_read.py --quick --repeats 3
+	@cat bench/results/latest.json
 
 clean:
 	rm -rf $(VENV) $(DEMO) .sparkmark build

@@ -1,0 +1,157 @@
+"""File-source scenarios of the benchmark plan.
+
+P1: an incremental run that finds 100 new files among 100,000 in 1,000 Hive
+    partitions (read JSON + write Parquet): sparkmark ÷ the floor (plain Spark
+    reading exactly the new files, handed over as explicit paths). Goal ≤ 1.2.
+    Measured with and without skipUnchangedPartitions.
+P3: a run with no new data, as a whole process: `sparkmark run` of a job that
+    reads its source ÷ … minus a process that only starts Spark. Goal ≤ 1 s.
+
+Both sides of each comparison run alternately, several times; medians compared.
+The bookmark is seeded by committing the listed files directly (what a first run
+would record), so the 100,000 files need not be read by Spark first.
+
+    python bench/files_incremental.py            # 100,000 files
+    python bench/files_incremental.py --quick    # 10,000 files
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from results_file import record  # noqa: E402
+
+from sparkmark import Job  # noqa: E402
+from sparkmark.engine.increment import FileSourceOptions, plan_increment  # noqa: E402
+from sparkmark.engine.listing import FileLister  # noqa: E402
+from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry  # noqa: E402
+from sparkmark.engine.store import StateStore  # noqa: E402
+from sparkmark.settings import Settings  # noqa: E402
+from sparkmark.spark import create_session  # noqa: E402
+
+
+def make_tree(root: Path, partitions: int, per_partition: int) -> None:
+    for p in range(partitions):
+        folder = root / f"dt={p:04d}"
+        folder.mkdir(parents=True)
+        for n in range(per_partition):
+            (folder / f"f{n:04d}.json").write_text(f'{{"id": {p * per_partition + n}, "v": "x"}}\n')
+
+
+def seed(store: StateStore, job: str, root: Path) -> None:
+    listing = FileLister().list([str(root)])
+    inc = plan_increment(listing, {}, options=FileSourceOptions(max_band_ms=0), now_ms=int(time.time() * 1000))
+    run = store.start_run(job_name=job, run_id="jr_" + uuid.uuid4().hex * 2, attempt=0,
+                          option=BookmarkOption.ENABLE, arguments={}, owner="bench", lease_seconds=600)
+    opts = FileSourceOptions()
+    state = {"type": "files", "paths": [str(root)], "listing_fingerprint": opts.listing_fingerprint([str(root)])}
+    store.commit(run, [CtxCommit("src", state, [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
+                                 dict(inc.dir_marks))], metrics={})
+
+
+def timed(action) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=5)
+    opts = parser.parse_args()
+    partitions, per = (100, 100) if opts.quick else (1000, 100)
+    work = Path(tempfile.mkdtemp(prefix="sparkmark-bench-"))
+    os.environ["SPARKMARK_HOME"] = str(work / "home")
+    settings = Settings.from_env()
+    store = StateStore.from_settings(settings)
+    spark = create_session("files-bench", "local[2]")
+    spark.sparkContext.setLogLevel("ERROR")
+    root, out = work / "events", work / "out"
+    try:
+        make_tree(root, partitions, per)
+        seed(store, "bench_files", root)
+        new = []
+        for p in range(0, partitions, partitions // 10):
+            for n in range(10):
+                path = root / f"dt={p:04d}" / f"new{n:02d}.json"
+                path.write_text(f'{{"id": {10**9 + p * 10 + n}, "v": "new"}}\n')
+                new.append(path)
+
+        def sparkmark_run(skip: bool):
+            def go():
+                job = Job.from_args(["b", "--JOB_NAME", "bench_files", "--job-bookmark-option", "job-bookmark-pause"],
+                                    spark=spark, store=store, settings=settings)
+                df = job.read_files(str(root), format="json", ctx="src", skipUnchangedPartitions=skip)
+                df.write.mode("overwrite").parquet(str(out / "sm"))
+                job.commit()
+                assert job.metrics["sources"]["src"]["files_read"] == len(new)
+            return go
+
+        def floor():
+            df = spark.read.option("basePath", str(root)).json([str(p) for p in new])
+            df.write.mode("overwrite").parquet(str(out / "floor"))
+
+        floor(), sparkmark_run(True)()  # warm up
+        a, b, c = [], [], []
+        for i in range(opts.repeats):
+            order = [(a, sparkmark_run(True)), (b, sparkmark_run(False)), (c, floor)]
+            for bucket, action in (order if i % 2 == 0 else order[::-1]):
+                bucket.append(timed(action))
+        med = {k: statistics.median(v) for k, v in (("skip", a), ("noskip", b), ("floor", c))}
+        p1 = med["skip"] / med["floor"]
+
+        # P3: whole processes, no new data.
+        script = work / "job.py"
+        script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
+                          f"job.read_files({str(root)!r}, format='json', ctx='src', skipUnchangedPartitions=True)"
+                          ".write.mode('overwrite').parquet(" + repr(str(out / "p3")) + ")\njob.commit()\n")
+        startup = work / "startup.py"
+        startup.write_text("from sparkmark.spark import create_session\n"
+                           "create_session('s', 'local[2]').range(1).count()\n")
+        exe = str(Path(sys.executable).with_name("sparkmark"))
+        env = dict(os.environ, SPARKMARK_SPARK_MASTER="local[2]", SPARKMARK_LOG_LEVEL="WARNING")
+        # first, a real run that processes the new files, so the next runs find nothing new
+        subprocess.run([exe, "run", str(script), "--JOB_NAME", "bench_files", "--job-bookmark-option",
+                        "job-bookmark-enable"], check=True, env=env, capture_output=True)
+        runs, starts = [], []
+        for i in range(max(3, opts.repeats // 2)):
+            pair = [(runs, [exe, "run", str(script), "--JOB_NAME", "bench_files", "--job-bookmark-option",
+                            "job-bookmark-enable"]), (starts, [sys.executable, str(startup)])]
+            for bucket, cmd in (pair if i % 2 == 0 else pair[::-1]):
+                bucket.append(timed(lambda cmd=cmd: subprocess.run(cmd, check=True, env=env, capture_output=True)))
+        p3 = statistics.median(runs) - statistics.median(starts)
+
+        total = partitions * per
+        print(f"files tracked: {total:,} in {partitions:,} partitions; new: {len(new)}")
+        print(f"{'scenario':<58}{'median s':>10}{'ratio':>8}{'goal':>8}")
+        print(f"{'P1 sparkmark, skipUnchangedPartitions=true':<58}{med['skip']:>10.3f}{p1:>8.2f}{'<= 1.2':>8}")
+        print(f"{'   sparkmark, every partition listed':<58}{med['noskip']:>10.3f}{med['noskip'] / med['floor']:>8.2f}")
+        print(f"{'   floor: Spark on the 100 explicit paths':<58}{med['floor']:>10.3f}")
+        print(f"{'P3 sparkmark run, nothing new (process)':<58}{statistics.median(runs):>10.3f}")
+        print(f"{'   Spark start-up alone (process)':<58}{statistics.median(starts):>10.3f}{p3:>8.2f}{'<= 1 s':>8}")
+        record({
+            "P1": {"value": round(p1, 3), "goal": "<= 1.2", "met": p1 <= 1.2,
+                   "sparkmark_s": round(med["skip"], 3), "sparkmark_no_skipping_s": round(med["noskip"], 3),
+                   "floor_s": round(med["floor"], 3)},
+            "P3": {"value": round(p3, 3), "goal": "<= 1 s", "met": p3 <= 1.0,
+                   "run_s": round(statistics.median(runs), 3), "startup_s": round(statistics.median(starts), 3)},
+        }, {"P1_files": total, "P1_partitions": partitions, "P1_new_files": len(new)})
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
