@@ -336,3 +336,20 @@ def test_postgresql_backed_metastore(tmp_path, db):
     finally:
         with psycopg.connect(PG_DSN.replace("/test", "/postgres"), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{meta}" WITH (FORCE)')
+
+
+def test_avro_tables_live_in_the_state_store_catalog(spark, tmp_path, db):
+    import fastavro
+
+    schema = fastavro.parse_schema({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]})
+    folder = tmp_path / "av" / "dt=1"
+    folder.mkdir(parents=True)
+    with open(folder / "a.avro", "wb") as out:
+        fastavro.writer(out, schema, [{"id": 1}, {"id": 2}])
+    record, store = crawl(spark, definition(db, tmp_path / "av"))
+    assert record.summary["tables_created"] == [f"{db}.av"]
+    assert store.table(db, "av").classification == "avro"
+    assert not spark.catalog.tableExists(f"{db}.av")  # no spark-avro: not in the metastore
+    job = Job(f"av_{db}", spark=spark)
+    assert sorted((r["id"], r["dt"]) for r in job.read_table(f"{db}.av").collect()) == [(1, "1"), (2, "1")]
+    job.commit()

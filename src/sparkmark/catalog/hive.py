@@ -46,8 +46,17 @@ class HiveCatalog:
     def ensure_database(self, database: str) -> None:
         self._sql(f"CREATE DATABASE IF NOT EXISTS {ident(database)}")
 
+    @staticmethod
+    def in_metastore(table: Table) -> bool:
+        """Formats Spark reads natively are registered in the metastore; others (Avro
+        without spark-avro, JDBC tables) live in the state store's catalog only."""
+        return table.classification in SPARK_FORMATS
+
     def _create(self, table: Table) -> None:
-        fmt = SPARK_FORMATS.get(table.classification)
+        if not self.in_metastore(table):
+            log.info("catalog: %s (%s) is kept in the state store only", table.qualified, table.classification)
+            return
+        fmt = SPARK_FORMATS[table.classification]
         cols = ", ".join(f"{ident(c.name)} {c.type}" for c in table.columns + table.partition_keys)
         parts = ""
         if table.partition_keys:
@@ -59,8 +68,6 @@ class HiveCatalog:
         props = {k: v for k, v in table.parameters.items() if not k.startswith("option.")}
         props["classification"] = table.classification
         tblprops = " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"
-        if fmt is None:  # e.g. avro without spark-avro: registered as metadata only
-            fmt = "json"
         self._sql(f"CREATE TABLE {ident(table.database)}.{ident(table.name)} ({cols}) USING {fmt}"
                   f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}")
 
@@ -81,7 +88,8 @@ class HiveCatalog:
         merged = Table(table.database, table.name, table.location, table.classification, table.columns,
                        table.partition_keys, {**table.parameters, **parameters})
         props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in parameters.items())
-        self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} SET TBLPROPERTIES ({props})")
+        if self.in_metastore(table):
+            self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} SET TBLPROPERTIES ({props})")
         self.store.put_table(merged)
         return merged
 
@@ -93,6 +101,8 @@ class HiveCatalog:
         return ", ".join(f"{ident(k.name)}={literal(v)}" for k, v in zip(table.partition_keys, p.values))
 
     def _register_partitions(self, table: Table, parts: list[Partition]) -> None:
+        if not self.in_metastore(table):
+            return
         for p in parts:
             self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} ADD IF NOT EXISTS "
                       f"PARTITION ({self._spec(table, p)}) LOCATION {literal(p.location)}")
@@ -102,7 +112,7 @@ class HiveCatalog:
         self.store.put_partitions(table.database, table.name, parts)
 
     def drop_partitions(self, table: Table, parts: list[Partition]) -> None:
-        for p in parts:
+        for p in parts if self.in_metastore(table) else []:
             self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} DROP IF EXISTS "
                       f"PARTITION ({self._spec(table, p)})")
         self.store.drop_partitions(table.database, table.name, parts)

@@ -152,7 +152,16 @@ def read_selected(
     if fmt == "avro":
         from .avro import read_avro
 
-        return read_avro(spark, [(f.url, f.root) for f in files])
+        by_root: dict[str, list[tuple[str, str]]] = {}
+        for f in files:
+            by_root.setdefault(f.root, []).append((f.url, f.root))
+        parts = []
+        for root, group in by_root.items():
+            frame = read_avro(spark, group)
+            for name, value in ((root_columns or {}).get(root) or {}).items():
+                frame = frame.withColumn(name, F.lit(value))
+            parts.append(frame)
+        return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
     # Spark drops files that sit beside partition folders when both are read in one
     # load, so files are grouped by root and by the partition columns of their folder.
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
