@@ -11,7 +11,6 @@ per tracked file and the time to load a source's state for planning.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -26,7 +25,7 @@ from sqlalchemy import BigInteger, Column, MetaData, Table, Text, insert, text
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from results_file import record  # noqa: E402
+from harness import arguments, record  # noqa: E402
 
 from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry
 from sparkmark.engine.store import StateStore
@@ -94,9 +93,7 @@ def scenario(name: str, store: StateStore, tracked: int, added: int, repeats: in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    opts = parser.parse_args()
+    opts = arguments()
     tracked = 100_000 if opts.quick else 1_000_000
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

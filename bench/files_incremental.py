@@ -17,7 +17,6 @@ would record), so the 100,000 files need not be read by Spark first.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -30,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from results_file import record  # noqa: E402
+from harness import arguments, record, timed  # noqa: E402
 
 from sparkmark import Job  # noqa: E402
 from sparkmark.engine.increment import FileSourceOptions, plan_increment  # noqa: E402
@@ -60,17 +59,8 @@ def seed(store: StateStore, job: str, root: Path) -> None:
                                  dict(inc.dir_marks))], metrics={})
 
 
-def timed(action) -> float:
-    began = time.perf_counter()
-    action()
-    return time.perf_counter() - began
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=5)
-    opts = parser.parse_args()
+    opts = arguments()
     partitions, per = (100, 100) if opts.quick else (1000, 100)
     work = Path(tempfile.mkdtemp(prefix="sparkmark-bench-"))
     os.environ["SPARKMARK_HOME"] = str(work / "home")

@@ -16,16 +16,18 @@ pulled through Spark once before measuring.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import statistics
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness import arguments, record, timed  # noqa: E402
 
 from sparkmark import Job
 from sparkmark.engine.store import StateStore
@@ -36,17 +38,8 @@ PG_SA = os.environ.get("SPARKMARK_BENCH_PG_SA", "postgresql+psycopg://postgres@1
 PG_JDBC = os.environ.get("SPARKMARK_BENCH_PG_JDBC", "jdbc:postgresql://127.0.0.1:5432/test")
 
 
-def timed(action) -> float:
-    began = time.perf_counter()
-    action()
-    return time.perf_counter() - began
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=5)
-    opts = parser.parse_args()
+    opts = arguments()
     rows = 1_000_000 if opts.quick else 10_000_000
     table = f"bench_orders_{uuid.uuid4().hex[:6]}"
     engine = sa.create_engine(PG_SA)
@@ -135,9 +128,6 @@ def main() -> None:
         print(f"{'P6 full read, hashpartitions=7':<44}{results['P6']['hashpartitions_7_s']:>10}")
         print(f"{'   full read, 1 partition':<44}{results['P6']['single_partition_s']:>10}"
               f"{results['P6']['value']:>8}{'>= 1.7':>9}")
-        sys.path.insert(0, str(Path(__file__).parent))
-        from results_file import record
-
         record({"P5": results["P5"], "P6": results["P6"]}, {"P5_rows": rows, "P5_new_rows": 1000})
     finally:
         with engine.begin() as conn:

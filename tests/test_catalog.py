@@ -17,7 +17,6 @@ from sparkmark.crawler.store import CrawlerStore
 from sparkmark.engine.store import StateStore
 from sparkmark.glue.context import GlueContext
 from sparkmark.glue.job import Job as GlueJob
-from sparkmark.settings import Settings
 
 from .conftest import write_json
 

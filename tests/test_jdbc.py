@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from datetime import datetime, timedelta
 

@@ -13,7 +13,7 @@ import logging
 from pyspark.sql import SparkSession
 
 from ..errors import SparkmarkError
-from .models import Column, Partition, Table
+from .models import Partition, Table
 from .store import CatalogStore
 
 log = logging.getLogger("sparkmark.catalog")

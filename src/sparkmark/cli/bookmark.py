@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -231,7 +232,7 @@ def compact(
     """
     store = StateStore.from_settings()
     store.require_job(job)
-    keep = None
+    keep: Callable[[str, str], bool] | None = None
     if drop_missing:
         current = store.latest_version(job)
         present: dict[str, set[str]] = {}
@@ -240,8 +241,10 @@ def compact(
                 listing = FileLister(recurse=True).list(list(state["paths"]))
                 present[ctx] = {f.url for f in listing.files}
 
-        def keep(ctx: str, path: str) -> bool:
+        def still_there(ctx: str, path: str) -> bool:
             return ctx not in present or path in present[ctx]
+
+        keep = still_there
 
     result = store.compact(job, keep)
     if as_json:

@@ -9,7 +9,6 @@ import sys
 import traceback
 from pathlib import Path
 
-import typer
 
 from .. import args as job_args
 from ..engine.models import RunState

@@ -7,7 +7,6 @@ import logging
 import time
 from typing import Any
 
-import fsspec
 from fsspec.core import url_to_fs
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
