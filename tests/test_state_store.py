@@ -210,3 +210,16 @@ def test_compaction_can_forget_missing_files_and_is_refused_while_running(store,
     start(store, job_name, "jr_2")
     with pytest.raises(ConcurrentRunsExceeded):
         store.compact(job_name)
+
+
+def test_processed_files_below_folders(store, job_name):
+    names = ["dt=1/a", "dt=10/b", "dt=1_x/c", "d%t/d", "dt=2/e"]
+    run = start(store, job_name, "jr_1")
+    store.commit(run, [CtxCommit("src", {}, [FileEntry(f"file:///r/{n}", 1, 1) for n in names])], metrics={})
+    lineage = store.latest_version(job_name).lineage
+    got = store.processed_files(job_name, "src", lineage, ["file:///r/dt=1", "file:///r/d%t"])
+    assert sorted(got) == ["file:///r/d%t/d", "file:///r/dt=1/a"]  # not dt=10, not dt=1_x
+    assert store.processed_files(job_name, "src", lineage, []) == {}
+    assert len(store.processed_files(job_name, "src", lineage)) == 5
+    with store.engine.connect() as conn:
+        assert t.stored_version(conn) == 2

@@ -42,6 +42,8 @@ from .sources import files as file_source
 
 log = logging.getLogger("sparkmark.job")
 
+FOLDER_LOOKUP_LIMIT = 200  # folders whose entries are read by prefix rather than all at once
+
 _RUNNING: dict[str, "Job"] = {}
 _STARTED: list["Job"] = []
 _RUNNING_LOCK = threading.Lock()
@@ -301,11 +303,18 @@ class Job:
         else:
             lineage = self._base.lineage if self._base else ()
             same_listing = previous.get("listing_fingerprint") == opts.listing_fingerprint(path_list)
+            def processed_for(listing):
+                # When skipping left few folders to list, read only their entries.
+                folders = {f.dir for f in listing.files}
+                if listing.skipped_dirs and len(folders) <= FOLDER_LOOKUP_LIMIT:
+                    return self.store.processed_files(self.name, ctx, lineage, folders)
+                return self.store.processed_files(self.name, ctx, lineage)
+
             plan = file_source.plan_files(
                 path_list,
                 opts,
                 ctx=ctx,
-                processed=self.store.processed_files(self.name, ctx, lineage),
+                processed=processed_for,
                 known_dirs=(
                     self.store.processed_dirs(self.name, ctx, lineage) if same_listing else {}
                 ),

@@ -154,7 +154,18 @@ def _v1(conn: Connection) -> None:
     metadata.create_all(conn)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1}
+def _v2(conn: Connection) -> None:
+    """Look up a source's entries by path prefix (the folders a run listed) without
+    reading all of them. On PostgreSQL text_pattern_ops serves LIKE 'prefix%'.
+    Written as DDL so that the table definitions above stay exactly version 1's."""
+    ops = " text_pattern_ops" if conn.dialect.name == "postgresql" else ""
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_sm_file_entries_path "
+        f"ON sm_file_entries (source_id, path{ops})"
+    )
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

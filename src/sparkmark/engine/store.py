@@ -748,24 +748,46 @@ class StateStore:
 
     @staticmethod
     def _latest(conn: Connection, table, key: str, values: tuple[str, ...], source_id: int,
-                lineage: Lineage) -> dict[str, tuple]:
+                lineage: Lineage, where=None) -> dict[str, tuple]:
         """Each key's latest row in ``lineage``: later versions overwrite earlier ones."""
         c = table.c
-        rows = conn.execute(
-            select(c[key], *[c[v] for v in values])
-            .where(c.source_id == source_id, _lineage_clause(c.version, lineage))
-            .order_by(c.version)
+        query = select(c[key], *[c[v] for v in values]).where(
+            c.source_id == source_id, _lineage_clause(c.version, lineage)
         )
+        if where is not None:
+            query = query.where(where)
+        rows = conn.execute(query.order_by(c.version))
         return {row[0]: tuple(row[1:]) for row in rows}
 
-    def processed_files(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, FileEntry]:
-        """Each path's latest processed (mtime, size) in a version with this lineage."""
+    def processed_files(
+        self, job_name: str, ctx: str, lineage: Lineage, folders: Iterable[str] | None = None
+    ) -> dict[str, FileEntry]:
+        """Each path's latest processed (mtime, size) in a version with this lineage.
+
+        With ``folders``, only entries below those folders are read (at least those:
+        a lookup by exact path never needs more)."""
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return {}
-            latest = self._latest(conn, t.file_entries, "path", ("mtime_ms", "size"), source_id, lineage)
+            where = None if folders is None else self._below(list(folders))
+            latest = self._latest(conn, t.file_entries, "path", ("mtime_ms", "size"), source_id,
+                                  lineage, where)
         return {p: FileEntry(p, m, z) for p, (m, z) in latest.items()}
+
+    def _below(self, folders: list[str]):
+        path = t.file_entries.c.path
+        if not folders:
+            return false()
+        terms = []
+        for folder in folders:
+            prefix = folder.rstrip("/") + "/"
+            if self.dialect == "sqlite":  # binary order: exactly the paths under the folder
+                terms.append(and_(path >= prefix, path < prefix[:-1] + "0"))
+            else:
+                escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                terms.append(path.like(escaped + "%", escape="\\"))
+        return or_(*terms)
 
     def processed_dirs(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, int]:
         """Each fully processed leaf folder's mtime in a version with this lineage."""

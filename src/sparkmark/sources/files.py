@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import reduce
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -92,12 +93,13 @@ def plan_files(
     options: FileSourceOptions,
     *,
     ctx: str | None,
-    processed: dict[str, FileEntry] | None,
+    processed: dict[str, FileEntry] | Callable[[Listing], dict[str, FileEntry]] | None,
     known_dirs: dict[str, int] | None,
     high_water_ms: int | None,
     now_ms: int,
 ) -> FilePlan:
-    """List and choose. ``processed=None`` means no bookmark: every listed file."""
+    """List and choose. ``processed=None`` means no bookmark: every listed file.
+    ``processed`` may be a function of the listing, to load only what it needs."""
     lister = FileLister(
         recurse=options.recurse,
         exclusions=ExclusionMatcher(options.exclusions),
@@ -109,8 +111,9 @@ def plan_files(
         inc = Increment(selected=sorted(listing.files, key=lambda f: (f.mtime_ms, f.url)))
         inc.new = len(inc.selected)
     else:
+        state = processed(listing) if callable(processed) else processed
         inc = plan_increment(
-            listing, processed, options=options, now_ms=now_ms, high_water_ms=high_water_ms
+            listing, state, options=options, now_ms=now_ms, high_water_ms=high_water_ms
         )
     return FilePlan(ctx, paths, options, listing, inc)
 
