@@ -114,7 +114,7 @@ def main() -> None:
         floor(), sparkmark_run(True)()  # warm up
         a, b, c, d = [], [], [], []
         for i in range(opts.repeats):
-            order = [(a, sparkmark_run(True)), (b, sparkmark_run(False)), (c, floor), (d, streaming)]
+            order = [(a, sparkmark_run(True)), (b, sparkmark_run(False)), (c, floor), (d, streaming())]
             for bucket, action in (order if i % 2 == 0 else order[::-1]):
                 bucket.append(timed(action))
         med = {k: statistics.median(v) for k, v in (("skip", a), ("noskip", b), ("floor", c), ("stream", d))}
