@@ -103,22 +103,26 @@ def discover(listing: Listing, target_root: str, level: int, prefix: str, crawl:
         for f, k in usable:
             if k != kind:
                 crawl.error(f.url, f"{k} file in a {kind} table; skipped")
-        chosen = [f for f, k in usable if k == kind]
-        depth = Counter(len(_segments(f, root)) for f in chosen).most_common(1)[0][0]
-        for f in chosen:
-            if len(_segments(f, root)) != depth:
+        segments = {f.url: _segments(f, root) for f, k in usable if k == kind}
+        depth = Counter(len(segs) for segs in segments.values()).most_common(1)[0][0]
+        chosen = []
+        for f, k in usable:
+            if k != kind:
+                continue
+            if len(segments[f.url]) != depth:
                 crawl.error(f.url, f"at a different folder depth than the table's partitions ({depth}); skipped")
-        chosen = [f for f in chosen if len(_segments(f, root)) == depth]
+            else:
+                chosen.append(f)
         names = []
         for i in range(depth):
-            keys = {s.split("=", 1)[0] for s in (_segments(f, root)[i] for f in chosen) if "=" in s}
-            plain = any("=" not in _segments(f, root)[i] for f in chosen)
+            level = [segments[f.url][i] for f in chosen]
+            keys = {s.split("=", 1)[0] for s in level if "=" in s}
+            plain = any("=" not in s for s in level)
             names.append(keys.pop() if len(keys) == 1 and not plain else f"partition_{i}")
         partitions = {}
         for f in chosen:
-            segs = _segments(f, root)
             values = tuple(s.split("=", 1)[1] if "=" in s and names[i] == s.split("=", 1)[0] else s
-                           for i, s in enumerate(segs))
+                           for i, s in enumerate(segments[f.url]))
             partitions[values] = f.dir
         found.append(Found(table_name(prefix, root), root, chosen, kind, names, partitions))
     return found

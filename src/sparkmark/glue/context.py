@@ -170,14 +170,21 @@ class GlueContext:
             if ctx:
                 log.warning("source %s has transformation_ctx %r but Job.init() was not called: "
                             "it is read in full and not bookmarked", ", ".join(paths), ctx)
-            opts, _ = FileSourceOptions.split(file_opts)
-            plan = file_source.plan_files(file_source.as_path_list(paths), opts, ctx=None, processed=None,
-                                          known_dirs=None, high_water_ms=None, now_ms=file_source.now_ms())
-            df = file_source.read_selected(self.spark_session, plan.increment.selected, fmt=spark_fmt,
-                                           spark_options=spark_opts, schema=None, empty_schema=None)
+            df = self._read_in_full(paths, spark_fmt, {**file_opts, **spark_opts})
         if push_down_predicate:
             df = df.where(push_down_predicate)
         return df, json_records
+
+    def _read_in_full(self, paths: list[str], fmt: str, options: dict, *, schema=None,
+                      path_columns: dict[str, dict[str, str]] | None = None) -> DataFrame:
+        """Every file under ``paths``, with no run and no bookmark (Job.init() not called)."""
+        opts, spark_options = FileSourceOptions.split(options)
+        plan = file_source.plan_files(file_source.as_path_list(paths), opts, ctx=None, processed=None,
+                                      known_dirs=None, high_water_ms=None, now_ms=file_source.now_ms())
+        return file_source.read_selected(
+            self.spark_session, plan.increment.selected, fmt=fmt, spark_options=spark_options,
+            schema=schema, empty_schema=None,
+            root_columns={file_source.root_url(p): c for p, c in (path_columns or {}).items()})
 
     def _to_records(self, df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:
         """Typed records and the error records of rows that were not JSON records."""
@@ -275,13 +282,7 @@ class GlueContext:
             if self._job is not None:
                 return self._job.read_files(paths, format=fmt_, ctx=ctx or None, path_columns=columns,
                                             schema=schema, **merged)
-            opts, spark_options = FileSourceOptions.split(merged)
-            plan = file_source.plan_files(file_source.as_path_list(paths), opts, ctx=None, processed=None,
-                                          known_dirs=None, high_water_ms=None, now_ms=file_source.now_ms())
-            return file_source.read_selected(
-                self.spark_session, plan.increment.selected, fmt=fmt_, spark_options=spark_options,
-                schema=schema, empty_schema=None,
-                root_columns={file_source.root_url(p): c for p, c in columns.items()})
+            return self._read_in_full(paths, fmt_, merged, schema=schema, path_columns=columns)
 
         df, _table, _n = read_table(self.spark_session, store, name, predicates, reader, fmt=fmt)
         return df, classification == "json"
@@ -319,6 +320,12 @@ class GlueContext:
                 catalog.add_partitions(table, fresh)
 
     # ------------------------------------------------------------ writing
+
+    def _append_jdbc(self, df: DataFrame, database: jdbc_keys.Database, table: str) -> None:
+        """Append through the staged JDBC sink; the run's metrics record the write."""
+        result = jdbc_sink.write(_variants_as_json(df), database, table, mode="append", keys=None)
+        if self._job is not None:
+            self._job._sinks.append(result)
 
     def _write(self, frame: DynamicFrame | DataFrame, connection_type: str, options: dict,
                format: str | None, format_options: dict | None,
@@ -365,10 +372,7 @@ class GlueContext:
             table = options.get("dbtable")
             if not table:
                 raise SourceError("connection_options needs 'dbtable' for a JDBC target")
-            database = self._database(options, kind)
-            result = jdbc_sink.write(_variants_as_json(df), database, table, mode="append", keys=None)
-            if self._job is not None:
-                self._job._sinks.append(result)
+            self._append_jdbc(df, self._database(options, kind), table)
             return
         raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
 
@@ -454,10 +458,7 @@ class _DynamicFrameWriter:
         table = options.get("dbtable")
         if not table:
             raise SourceError("from_jdbc_conf needs connection_options['dbtable']")
-        df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
-        result = jdbc_sink.write(_variants_as_json(df), database, table, mode="append", keys=None)
-        if self._ctx._job is not None:
-            self._ctx._job._sinks.append(result)
+        self._ctx._append_jdbc(frame.toDF() if isinstance(frame, DynamicFrame) else frame, database, table)
         return frame
 
     def from_catalog(self, frame, database: str, table_name: str, redshift_tmp_dir: str = "",

@@ -160,10 +160,7 @@ def read_selected(
             by_root.setdefault(f.root, []).append((f.url, f.root))
         parts = []
         for root, group in by_root.items():
-            frame = read_avro(spark, group)
-            for name, value in ((root_columns or {}).get(root) or {}).items():
-                frame = frame.withColumn(name, F.lit(value))
-            parts.append(frame)
+            parts.append(_with_root_columns(read_avro(spark, group), root, root_columns))
         return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
     # Spark drops files that sit beside partition folders when both are read in one
     # load, so files are grouped by root and by the partition columns of their folder.
@@ -178,11 +175,15 @@ def read_selected(
         if schema is not None:
             reader = reader.schema(schema)
         reader = reader.option("basePath", spark_base_path(root))
-        frame = reader.load(group)
-        for name, value in ((root_columns or {}).get(root) or {}).items():
-            frame = frame.withColumn(name, F.lit(value))
-        frames.append(frame)
+        frames.append(_with_root_columns(reader.load(group), root, root_columns))
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def _with_root_columns(frame: DataFrame, root: str,
+                       root_columns: dict[str, dict[str, str]] | None) -> DataFrame:
+    for name, value in ((root_columns or {}).get(root) or {}).items():
+        frame = frame.withColumn(name, F.lit(value))
+    return frame
 
 
 def partition_columns(f: ListedFile) -> tuple[str, ...]:
