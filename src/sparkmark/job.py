@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import secrets
-import socket
 import sys
 import threading
 import time
@@ -29,13 +28,27 @@ from .engine.increment import FileSourceOptions
 from .engine.manifest import manifest_path, write_manifest
 from .engine.names import check_name
 from .engine.masking import mask_arguments
-from .engine.models import BookmarkOption, BookmarkVersion, CtxCommit, RunRecord, RunState
+from .engine.faults import crash_point, crash_when
+from .engine.models import (
+    BookmarkOption,
+    BookmarkVersion,
+    CtxCommit,
+    OutputKind,
+    OutputRecord,
+    OutputState,
+    RunRecord,
+    RunState,
+)
+from .engine.owner import this_process
+from .engine.publish import PublishError
 from .engine.store import StateStore
 from .errors import ArgumentError, RunFinished, SourceError
 from .connections import resolve_connection
 from .engine import jdbc as jdbc_keys
 from .settings import Settings
+from .sinks import files as file_sink
 from .sinks import jdbc as jdbc_sink
+from . import outputs as run_outputs
 from .sources import jdbc as jdbc_source
 from .spark import create_session
 from .sources import files as file_source
@@ -142,6 +155,8 @@ class Job:
         self._pending: dict[str, CtxCommit] = {}
         self._metrics: dict[str, dict[str, Any]] = {}
         self._sinks: list[dict[str, Any]] = []
+        self._outputs: list[OutputRecord] = []  # this run's exactly-once writes
+        self._databases: dict[str, jdbc_keys.Database] = {}  # by JDBC URL, with credentials
         self._started = time.monotonic()
         self._committed = False
 
@@ -157,7 +172,7 @@ class Job:
             attempt=attempt,
             option=self.bookmark_option,
             arguments=mask_arguments(self.args),
-            owner=f"{socket.gethostname()}:{os.getpid()}",
+            owner=this_process(),
             lease_seconds=self.lease_seconds,
         )
         self._base = (
@@ -171,6 +186,8 @@ class Job:
         _install_process_hooks()
         self._heartbeat = _Heartbeat(self, max(self.lease_seconds / 3, 0.05))
         self._heartbeat.start()
+        # Holding the job's lease, finish what earlier runs of the job left half-done.
+        run_outputs.recover(self.store, self.name, running_run=self.run_id)
         log.info(
             "job %s: run %s started (%s, bookmark version %d)",
             self.name,
@@ -329,6 +346,7 @@ class Job:
             write_manifest(manifest, plan.increment.selected)
 
         stored_schema = previous.get("schema")
+        crash_when("reading", lambda: bool(self.spark.sparkContext.statusTracker().getActiveJobsIds()))
         df = file_source.read_selected(
             self.spark,
             plan.increment.selected,
@@ -406,7 +424,9 @@ class Job:
             password = password or resolved.password
         if not url:
             raise ArgumentError("give a JDBC url or connection=NAME")
-        return jdbc_keys.parse_database(url, user, password)
+        database = jdbc_keys.parse_database(url, user, password)
+        self._databases[database.jdbc_url] = database
+        return database
 
     def read_jdbc(
         self,
@@ -471,16 +491,124 @@ class Job:
         user: str | None = None,
         password: str | None = None,
         connection: str | None = None,
+        ctx: str | None = None,
     ) -> dict[str, Any]:
         """Write ``df`` to a database table: append, overwrite, or upsert by ``keys``
-        (default: the target's primary key), in one transaction."""
+        (default: the target's primary key), in one transaction.
+
+        With ``ctx`` the write is exactly-once: the rows wait in a staging table and
+        are merged after the bookmark commit, in one transaction with a row that
+        records the write, so a retry never applies them twice. Without ``ctx`` they
+        are merged now, as on Glue.
+        """
         self._require_running()
         if not table:
             raise ArgumentError("write_jdbc needs table=")
         database = self._database(url, connection, user, password)
-        result = jdbc_sink.write(df, database, table, mode=mode, keys=list(keys) if keys else None)
-        self._sinks.append(result)
-        return result
+        keys = list(keys) if keys else None
+        if ctx is None:
+            result = jdbc_sink.write(df, database, table, mode=mode, keys=keys)
+            self._sinks.append(result)
+            return result
+        self._claim_sink(ctx)
+        # Committed writes of earlier runs to this database may have waited for its password.
+        run_outputs.recover(self.store, self.name, running_run=self.run_id,
+                            known=self._databases, only_url=database.jdbc_url)
+        record = self.store.stage_output(
+            self.run_id, ctx=ctx, kind=OutputKind.JDBC, target=f"{database.display} {table}",
+            plan={"jdbc_url": database.jdbc_url, "user": database.user, "connection": connection,
+                  "table": table, "mode": mode},
+        )
+        try:
+            staged = jdbc_sink.stage(df, database, table, mode=mode, keys=keys,
+                                     stage_name=jdbc_sink.stage_name_for(record.key))
+        except BaseException:
+            self.store.set_output(record.run_id, record.seq, OutputState.DISCARDED)
+            raise
+        plan = {**record.plan, **staged}
+        self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan)
+        self._outputs.append(self.store.get_output(record.run_id, record.seq))
+        log.info("job %s: %d rows for %s staged as write %s; they are merged when the run "
+                 "commits", self.name, staged["rows_staged"], table, record.key)
+        return {"table": table, "mode": mode, "ctx": ctx, "rows_staged": staged["rows_staged"]}
+
+    def write_files(
+        self,
+        df: DataFrame,
+        path: str,
+        format: str = "parquet",
+        mode: str = "append",
+        partition_by: Sequence[str] | str | None = None,
+        ctx: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Write ``df`` under ``path`` (modes append, overwrite, overwrite_partitions).
+
+        With ``ctx`` the write is exactly-once: Spark writes to a hidden staging folder
+        of ``path`` and the files are published only after the bookmark commit, with
+        the run id in their names. A run that fails or crashes publishes nothing, and
+        the next run finishes publishing a committed run's files. Without ``ctx`` the
+        files are written in place at once, as on Glue. ``options`` go to Spark's writer.
+        """
+        self._require_running()
+        fmt = format.lower()
+        columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
+        file_sink.check(fmt, mode, columns)
+        root = file_source.root_url(file_source.as_path_list(path)[0])
+        if ctx is None:
+            file_sink.write_now(df, root, fmt=fmt, mode=mode, partition_by=columns, options=options)
+            self._sinks.append({"path": root, "mode": mode, "format": fmt})
+            return {"path": root, "mode": mode}
+        self._claim_sink(ctx)
+        record = self.store.stage_output(
+            self.run_id, ctx=ctx, kind=OutputKind.FILES, target=root,
+            plan={"root": root, "key": None, "mode": mode, "format": fmt},
+        )
+        try:
+            plan = file_sink.stage(df, root, record.key, fmt=fmt, mode=mode, partition_by=columns,
+                                   options=options)
+        except BaseException:
+            run_outputs.discard_output(self.store, record)
+            raise
+        self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan.to_json())
+        self._outputs.append(self.store.get_output(record.run_id, record.seq))
+        log.info("job %s: %d files for %s staged as write %s; they are published when the run "
+                 "commits", self.name, len(plan.files), root, record.key)
+        return {"path": root, "mode": mode, "ctx": ctx, "files_staged": len(plan.files)}
+
+    def _claim_sink(self, ctx: str) -> None:
+        check_name("transformation_ctx", ctx)
+        if any(o.ctx == ctx for o in self._outputs):
+            raise SourceError(
+                f"sink ctx {ctx!r} was already written in run {self.run_id}; give each sink "
+                "its own ctx (transformation_ctx)"
+            )
+
+    def _publish(self) -> None:
+        """Publish this run's committed writes; a failure leaves them for the next run."""
+        problems = []
+        for record in self._outputs:
+            try:
+                self._sinks.append(run_outputs.publish_output(self.store, record, self._databases))
+            except Exception as exc:
+                problems.append(f"{record.ctx} -> {record.target}: {exc}")
+        if problems:
+            raise PublishError(
+                f"run {self.run_id} of job {self.name!r} committed, but publishing its output "
+                "failed: " + "; ".join(problems) + ". Nothing is lost: the next run of the job, "
+                f"or `sparkmark outputs recover {self.name}`, finishes publishing it"
+            )
+
+    def _discard(self, why: str) -> None:
+        for record in self._outputs:
+            try:
+                if not run_outputs.discard_output(self.store, record, self._databases):
+                    continue
+                log.warning("job %s: write %s (%s -> %s) discarded: %s", self.name, record.key,
+                            record.ctx, record.target, why)
+            except Exception as exc:
+                log.error("job %s: could not discard write %s yet (%s); the next run will: %s",
+                          self.name, record.key, record.target, exc)
 
     # ------------------------------------------------------------ ending
 
@@ -502,6 +630,7 @@ class Job:
                 f"run {self.run_id} already ended as {self.store.get_run(self.run_id).state}; "
                 "it cannot commit"
             )
+        crash_point("staged")
         try:
             if self.bookmark_option is BookmarkOption.ENABLE:
                 version = self.store.commit(self.run, self._pending.values(), metrics=self.metrics)
@@ -512,13 +641,18 @@ class Job:
                     version.version,
                 )
             else:
-                self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics)
+                self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics,
+                                      commit_outputs=True)
         except Exception as exc:
             self.fail(exc)
             raise
+        crash_point("committed")
         self._committed = True
         self._end()
-        self.run = self.store.get_run(self.run_id)
+        try:
+            self._publish()
+        finally:
+            self.run = self.store.get_run(self.run_id)
         return self.run
 
     def finish_without_commit(self) -> RunRecord:
@@ -532,7 +666,15 @@ class Job:
             self.run_id,
         )
         self._end()
-        self.run = self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics)
+        # With bookmarks on, the next run reads this run's input again: publishing its
+        # output too would write it twice.
+        publish = self.bookmark_option is not BookmarkOption.ENABLE
+        self.run = self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics,
+                                         commit_outputs=publish)
+        if publish:
+            self._publish()
+        else:
+            self._discard("the run ended without job.commit(), so the next run reads its input again")
         return self.run
 
     def fail(self, error: BaseException | str, state: RunState = RunState.FAILED) -> RunRecord:
@@ -548,6 +690,7 @@ class Job:
         except RunFinished:
             self.run = self.store.get_run(self.run_id)
         log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
+        self._discard(f"run {self.run_id} ended {state.value} without committing")
         return self.run
 
     def __enter__(self) -> "Job":

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Column, MetaData, String, Table, Text, insert, select, update
 
+from ..engine.owner import is_dead, this_process
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import NotFound, SparkmarkError
@@ -37,22 +36,6 @@ crawls = Table(
     Column("errors", Text, nullable=False),
 )
 SCHEMA_KEY = "crawler_schema_version"
-
-
-def _dead(owner: str | None) -> bool:
-    """True when ``owner`` (host:pid) is a process of this host that no longer runs."""
-    if not owner or ":" not in owner:
-        return True
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname():
-        return False  # cannot tell from here
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, ValueError):
-        return False
-    return False
 
 
 @dataclass(frozen=True)
@@ -96,13 +79,13 @@ class CrawlerStore:
     def begin(self, name: str, crawl_id: str) -> None:
         """Mark the crawler RUNNING; refuse when another live process is crawling with it.
         A crawl whose process died on this host is marked FAILED and taken over."""
-        owner = f"{socket.gethostname()}:{os.getpid()}"
+        owner = this_process()
         with self.state.engine.begin() as conn:
             row = conn.execute(select(crawlers.c.state, crawlers.c.owner).where(crawlers.c.name == name)).first()
             if row is None:
                 raise NotFound(f"unknown crawler {name!r}")
             if row.state != "READY":
-                if not _dead(row.owner):
+                if not is_dead(row.owner):
                     raise SparkmarkError(f"crawler {name!r} is already RUNNING ({row.owner}); wait for its crawl to end")
                 conn.execute(update(crawls).where(crawls.c.crawler == name, crawls.c.state == "RUNNING").values(
                     state="FAILED", ended_at=utcnow(),

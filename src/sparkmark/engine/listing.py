@@ -20,18 +20,16 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from ..errors import SourceError
+from .faults import crash_point
 from .globs import ExclusionMatcher
+from .names import is_hidden
+from .publish import CONTROL, KEY_IN_NAME, pending_keys
 
 log = logging.getLogger("sparkmark.listing")
 
 _PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$")
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 _SPARK_SCHEMES = {"s3": "s3a", "s3n": "s3a"}
-
-
-def is_hidden(name: str) -> bool:
-    """Names Spark and Hadoop treat as not data: ``_SUCCESS``, ``.crc``, ``_temporary``."""
-    return name.startswith(("_", "."))
 
 
 def mtime_ms(info: dict[str, Any]) -> int | None:
@@ -92,6 +90,7 @@ class Listing:
     excluded: int = 0
     hidden: int = 0
     dirs_listed: int = 0
+    unpublished: int = 0  # files of a sparkmark write still being published
     skipped_dirs: list[str] = field(default_factory=list)
     leaf_dirs: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -159,13 +158,20 @@ class FileLister:
 
     def _walk(self, fs, root, root_url, root_mtime, listing, pool) -> None:
         frontier: list[tuple[str, int | None]] = [(root, root_mtime)]
+        unpublished: set[str] = set()
         while frontier:
             results = pool.map(lambda d: (d, self._ls(fs, d[0])), frontier)
             frontier = []
             for (dir_path, dir_mtime), entries in results:
                 listing.dirs_listed += 1
+                crash_point("listing")
                 dir_url = fs.unstrip_protocol(dir_path)
                 has_subdirs = False
+                if dir_path == root and any(
+                    e["name"].rstrip("/").endswith("/" + CONTROL) for e in entries
+                ):
+                    # The folder is a sparkmark output: skip its writes not yet published.
+                    unpublished = pending_keys(fs, root)
                 for entry in entries:
                     name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
                     if is_hidden(name):
@@ -190,6 +196,12 @@ class FileLister:
                             continue
                         frontier.append((child, child_mtime))
                         continue
+                    if unpublished:
+                        key = KEY_IN_NAME.search(name)
+                        if key and key.group(0) in unpublished:
+                            listing.unpublished += 1
+                            has_subdirs = True  # not complete: never mark this folder done
+                            continue
                     url = fs.unstrip_protocol(entry["name"])
                     if self.exclusions and self.exclusions.excludes(
                         url, entry["name"], url[len(root_url) + 1 :]

@@ -117,3 +117,39 @@ class CtxCommit:
     state: dict[str, Any]
     files: list[FileEntry] = field(default_factory=list)
     dirs: dict[str, int] = field(default_factory=dict)
+
+
+class OutputState(StrEnum):
+    """Where a sink's write is in the exactly-once protocol."""
+
+    STAGING = "STAGING"  # recorded before the first byte is written
+    STAGED = "STAGED"  # fully written to the hidden staging place
+    COMMITTED = "COMMITTED"  # part of a committed run: must be published
+    PUBLISHED = "PUBLISHED"  # visible in the target
+    DISCARDED = "DISCARDED"  # its run did not commit; the staged data is gone
+
+
+class OutputKind(StrEnum):
+    FILES = "files"
+    JDBC = "jdbc"
+
+
+@dataclass(frozen=True)
+class OutputRecord:
+    """One write of a run through an exactly-once sink."""
+
+    run_id: str
+    seq: int
+    job_name: str
+    ctx: str
+    kind: OutputKind
+    target: str
+    state: OutputState
+    plan: dict[str, Any]
+    updated_at: datetime
+    run_state: RunState | None = None
+
+    @property
+    def key(self) -> str:
+        """The write's name in file names and staging places: ``<run id>-<seq>``."""
+        return f"{self.run_id}-{self.seq}"

@@ -25,3 +25,8 @@ def check_run_id(value: str) -> str:
     if not _RUN_ID.match(value or ""):
         raise ArgumentError(f"invalid run id {value!r}: run ids look like jr_ followed by 64 hex digits")
     return value
+
+
+def is_hidden(name: str) -> bool:
+    """Names Spark and Hadoop treat as not data: ``_SUCCESS``, ``.crc``, ``_temporary``."""
+    return name.startswith(("_", "."))

@@ -150,8 +150,30 @@ dir_entries = Table(
 )
 
 
+# What a run writes through an exactly-once sink, from before its first byte until it
+# is published or discarded. Its state moves STAGING -> STAGED -> COMMITTED (in the
+# bookmark commit's transaction) -> PUBLISHED, or to DISCARDED.
+outputs = Table(
+    "sm_outputs",
+    metadata,
+    Column("run_id", String(80), ForeignKey("sm_runs.run_id"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("job_name", String(255), nullable=False),
+    Column("ctx", String(255), nullable=False),
+    Column("kind", String(16), nullable=False),  # files | jdbc
+    Column("target", Text, nullable=False),  # folder URL or table, no credentials
+    Column("state", String(16), nullable=False),
+    Column("plan", Text, nullable=False),  # JSON: what publishing needs, no credentials
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_sm_outputs_job_state", "job_name", "state"),
+)
+
+_V1_TABLES = (schema_info, runs, leases, bookmark_versions, ctx_states, sources, file_entries,
+              dir_entries)
+
+
 def _v1(conn: Connection) -> None:
-    metadata.create_all(conn)
+    metadata.create_all(conn, tables=list(_V1_TABLES))
 
 
 def _v2(conn: Connection) -> None:
@@ -165,7 +187,12 @@ def _v2(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2}
+def _v3(conn: Connection) -> None:
+    """Exactly-once sinks: the outputs table."""
+    metadata.create_all(conn, tables=[outputs])
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -45,6 +45,8 @@ from ..errors import (
 )
 from ..settings import Settings
 from . import schema as t
+from .faults import crash_point
+from .owner import is_dead
 from .models import (
     BookmarkOption,
     BookmarkVersion,
@@ -54,6 +56,9 @@ from .models import (
     FileEntry,
     Lease,
     Lineage,
+    OutputKind,
+    OutputRecord,
+    OutputState,
     RunRecord,
     RunState,
     VersionKind,
@@ -246,7 +251,8 @@ class StateStore:
             )
             return
         held_until = row.expires_at
-        if held_until > now:
+        owner_died = is_dead(row.owner)
+        if held_until > now and not owner_died:
             raise ConcurrentRunsExceeded(job_name, row.run_id, held_until.isoformat())
         taken = conn.execute(
             update(t.leases)
@@ -255,12 +261,16 @@ class StateStore:
         ).rowcount
         if taken != 1:
             raise ConcurrentRunsExceeded(job_name, "another run", "unknown")
+        if held_until > now:
+            why = f"its process {row.owner} is gone"
+        else:
+            why = f"it stopped renewing its lease, which expired at {held_until.isoformat()}"
         log.warning(
-            "job %s: the lease of run %s (owner %s) expired at %s; run %s takes the job over",
+            "job %s: taking over the lease of run %s (owner %s): %s; run %s takes the job over",
             job_name,
             row.run_id,
             row.owner,
-            held_until.isoformat(),
+            why,
             run_id,
         )
         conn.execute(
@@ -269,10 +279,7 @@ class StateStore:
             .values(
                 state=RunState.FAILED.value,
                 ended_at=now,
-                error=(
-                    f"the run stopped renewing its lease, which expired at "
-                    f"{held_until.isoformat()}; run {run_id} took the job over"
-                ),
+                error=f"the run was taken over by run {run_id}: {why}",
             )
         )
 
@@ -302,8 +309,12 @@ class StateStore:
         *,
         error: str | None = None,
         metrics: Mapping[str, Any] | None = None,
+        commit_outputs: bool = False,
     ) -> RunRecord:
-        """End a RUNNING run without a bookmark commit, and release its lease."""
+        """End a RUNNING run without a bookmark commit, and release its lease.
+
+        With ``commit_outputs`` (a successful run whose bookmark does not move) its
+        staged outputs become COMMITTED in the same transaction."""
         if state is RunState.RUNNING:
             raise ValueError("finish_run needs a final state")
         with self.engine.begin() as conn:
@@ -314,6 +325,8 @@ class StateStore:
             if metrics is not None:
                 values["metrics"] = _json(dict(metrics))
             conn.execute(update(t.runs).where(t.runs.c.run_id == run_id).values(**values))
+            if commit_outputs:
+                self._commit_outputs(conn, run_id)
             conn.execute(
                 t.leases.delete().where(
                     t.leases.c.job_name == run.job_name, t.leases.c.run_id == run_id
@@ -581,17 +594,95 @@ class StateStore:
                         metrics=_json(dict(metrics)),
                     )
                 )
+                self._commit_outputs(conn, run.run_id)
                 conn.execute(
                     t.leases.delete().where(
                         t.leases.c.job_name == run.job_name, t.leases.c.run_id == run.run_id
                     )
                 )
+                crash_point("commit")
         except IntegrityError:
             raise BookmarkConflict(
                 f"another writer added bookmark version {new_version} of job "
                 f"{run.job_name!r} at the same moment; nothing was committed. Re-run the job"
             ) from None
         return self.get_version(run.job_name, new_version)
+
+    # --------------------------------------------------------------- outputs
+
+    def stage_output(self, run_id: str, *, ctx: str, kind: OutputKind, target: str,
+                     plan: Mapping[str, Any]) -> OutputRecord:
+        """Record a write before its first byte: its run must be RUNNING. Returns the
+        record with the write's sequence number within the run."""
+        with self.engine.begin() as conn:
+            run = self._run_row(conn, run_id)
+            if run.state != RunState.RUNNING.value:
+                raise RunFinished(f"run {run_id} already ended as {run.state}; it cannot write")
+            seq = (conn.execute(select(func.max(t.outputs.c.seq)).where(t.outputs.c.run_id == run_id))
+                   .scalar() or 0) + 1
+            conn.execute(insert(t.outputs).values(
+                run_id=run_id, seq=seq, job_name=run.job_name, ctx=ctx, kind=OutputKind(kind).value,
+                target=target, state=OutputState.STAGING.value, plan=_json(dict(plan)),
+                updated_at=utcnow()))
+        return self.get_output(run_id, seq)
+
+    def set_output(self, run_id: str, seq: int, state: OutputState, *,
+                   plan: Mapping[str, Any] | None = None,
+                   expect: Iterable[OutputState] | None = None) -> bool:
+        """Move an output to ``state`` (and replace its plan). With ``expect``, only from
+        one of those states; False when the output was not in one of them."""
+        values: dict[str, Any] = {"state": state.value, "updated_at": utcnow()}
+        if plan is not None:
+            values["plan"] = _json(dict(plan))
+        query = update(t.outputs).where(t.outputs.c.run_id == run_id, t.outputs.c.seq == seq)
+        if expect is not None:
+            query = query.where(t.outputs.c.state.in_([s.value for s in expect]))
+        with self.engine.begin() as conn:
+            return conn.execute(query.values(**values)).rowcount == 1
+
+    @staticmethod
+    def _commit_outputs(conn: Connection, run_id: str) -> None:
+        conn.execute(
+            update(t.outputs)
+            .where(t.outputs.c.run_id == run_id, t.outputs.c.state == OutputState.STAGED.value)
+            .values(state=OutputState.COMMITTED.value, updated_at=utcnow())
+        )
+
+    @staticmethod
+    def _output_record(row) -> OutputRecord:
+        return OutputRecord(
+            run_id=row.run_id, seq=row.seq, job_name=row.job_name, ctx=row.ctx,
+            kind=OutputKind(row.kind), target=row.target, state=OutputState(row.state),
+            plan=json.loads(row.plan), updated_at=row.updated_at,
+            run_state=RunState(row.run_state) if getattr(row, "run_state", None) else None,
+        )
+
+    def _outputs_query(self):
+        return select(t.outputs, t.runs.c.state.label("run_state")).join(
+            t.runs, t.runs.c.run_id == t.outputs.c.run_id)
+
+    def get_output(self, run_id: str, seq: int) -> OutputRecord:
+        with self.engine.connect() as conn:
+            row = conn.execute(self._outputs_query().where(
+                t.outputs.c.run_id == run_id, t.outputs.c.seq == seq)).first()
+        if row is None:
+            raise NotFound(f"run {run_id} has no output number {seq}")
+        return self._output_record(row)
+
+    def outputs(self, job_name: str | None = None, *, run_id: str | None = None,
+                states: Iterable[OutputState] | None = None) -> list[OutputRecord]:
+        """A job's (or a run's) outputs, oldest first, with their run's state."""
+        query = self._outputs_query()
+        if job_name is not None:
+            query = query.where(t.outputs.c.job_name == job_name)
+        if run_id is not None:
+            query = query.where(t.outputs.c.run_id == run_id)
+        if states is not None:
+            query = query.where(t.outputs.c.state.in_([s.value for s in states]))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(t.runs.c.started_at, t.outputs.c.run_id,
+                                               t.outputs.c.seq)).all()
+        return [self._output_record(r) for r in rows]
 
     @staticmethod
     def _insert_many(conn: Connection, table, rows: Iterable[dict]) -> None:

@@ -1,9 +1,15 @@
 """JDBC sinks: append, overwrite or upsert through a staging table, in one transaction.
 
-Spark writes the rows to a fresh staging table (its own transactions, per
-partition). Then one database transaction moves them into the target: a plain
-insert, a delete-and-insert, or the dialect's upsert. A failure anywhere leaves
-the target as it was; the staging table is dropped either way.
+Spark writes the rows to a staging table (its own transactions, per partition).
+Then one database transaction moves them into the target: a plain insert, a
+delete-and-insert, or the dialect's upsert. A failure anywhere leaves the target
+as it was.
+
+For an exactly-once write the two halves are apart: ``stage`` runs during the
+job, ``apply`` after the bookmark commit. ``apply`` records the write's key in
+``sm_applied_outputs`` in the target database inside the same transaction as
+the merge, so applying a write a second time (a retry after a crash) finds the
+key and changes nothing.
 """
 
 from __future__ import annotations
@@ -16,12 +22,23 @@ import sqlalchemy as sa
 from pyspark.sql import DataFrame
 
 from ..engine import jdbc as kr
+from ..engine.faults import crash_point
 from ..errors import SourceError
 from ..spark import driver_class
 
 log = logging.getLogger("sparkmark.jdbc")
 
 MODES = ("append", "overwrite", "upsert")
+APPLIED_TABLE = "sm_applied_outputs"
+
+_applied = sa.Table(
+    APPLIED_TABLE,
+    sa.MetaData(),
+    sa.Column("output_key", sa.String(100), primary_key=True),  # <run id>-<seq>
+    sa.Column("target", sa.String(512), nullable=False),
+    sa.Column("rows_applied", sa.BigInteger, nullable=False),
+    sa.Column("applied_at", sa.DateTime, nullable=False, server_default=sa.func.current_timestamp()),
+)
 
 
 def _unique_sets(inspector, name: str, schema: str | None) -> list[set[str]]:
@@ -37,28 +54,42 @@ def _unique_sets(inspector, name: str, schema: str | None) -> list[set[str]]:
     return sets
 
 
-def write(df: DataFrame, database: kr.Database, table: str, *, mode: str,
-          keys: list[str] | None) -> dict[str, Any]:
-    if mode not in MODES:
-        raise SourceError(f"write mode must be one of {', '.join(MODES)}, got {mode!r}")
+def stage_name_for(key: str | None) -> str:
+    """The staging table of a write: derived from its key, so a later run can find it."""
+    if key is None:
+        return f"sm_stage_{uuid.uuid4().hex[:16]}"
+    run_id, _, seq = key.rpartition("-")
+    return f"sm_stage_{run_id[3:19]}_{seq}"
+
+
+def _names(table: str, stage_name: str) -> tuple[str | None, str, str, str]:
     parts = kr.split_table_name(table)
     schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
-    source = kr.Source(database, table, None, ())
-    q = source.quote
-    target = source.quoted_table()
-    stage_name = f"sm_stage_{uuid.uuid4().hex[:12]}"
     stage_spark = f"{schema}.{stage_name}" if schema else stage_name
-    stage = f"{q(schema)}.{stage_name}" if schema else stage_name
+    return schema, name, stage_spark, stage_name
+
+
+def _quoted_stage(database: kr.Database, table: str, stage_name: str) -> str:
+    source = kr.Source(database, table, None, ())
+    schema = _names(table, stage_name)[0]
+    return f"{source.quote(schema)}.{stage_name}" if schema else stage_name
+
+
+def stage(df: DataFrame, database: kr.Database, table: str, *, mode: str,
+          keys: list[str] | None, stage_name: str) -> dict[str, Any]:
+    """Check the write and let Spark fill the staging table. Returns the plan that
+    ``apply`` needs (no credentials in it)."""
+    if mode not in MODES:
+        raise SourceError(f"write mode must be one of {', '.join(MODES)}, got {mode!r}")
+    schema, name, stage_spark, _ = _names(table, stage_name)
     columns = list(df.columns)
     if not columns:
         raise SourceError("the DataFrame to write has no columns")
-
     engine = database.engine()
     try:
         inspector = sa.inspect(engine)
-        exists = inspector.has_table(name, schema=schema)
         if mode == "upsert":
-            if not exists:
+            if not inspector.has_table(name, schema=schema):
                 raise SourceError(
                     f"upsert needs the target table {table!r} to exist, with a primary key or "
                     "unique index on the upsert keys"
@@ -79,30 +110,24 @@ def write(df: DataFrame, database: kr.Database, table: str, *, mode: str,
         driver = driver_class(spark, database.dialect.drivers, database.dialect.name)
         write_mode = "overwrite"
         to_write = df
+        stage = _quoted_stage(database, table, stage_name)
         if database.dialect.name == "sqlite":
             # One writer at a time for a file database; and Spark's table-exists probe
             # fails on SQLite, so the staging table is created here first.
             to_write = df.coalesce(1)
+            q = kr.Source(database, table, None, ()).quote
             with engine.begin() as conn:
+                kr.execute(conn, f"DROP TABLE IF EXISTS {stage}")
                 kr.execute(conn, _sqlite_stage_ddl(stage, df, q))
             write_mode = "append"
         to_write.write.jdbc(database.spark_url(driver), stage_spark, mode=write_mode,
                             properties=database.jdbc_properties(driver))
-
-        col_list = ", ".join(q(c) for c in columns)
-        insert = f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage}"
-        with engine.begin() as conn:
+        with engine.connect() as conn:
             staged = kr.execute(conn, f"SELECT COUNT(*) FROM {stage}").scalar()
-            if not exists:
-                kr.execute(conn, f"CREATE TABLE {target} AS SELECT {col_list} FROM {stage} WHERE 1 = 0")
-            if mode == "overwrite":
-                kr.execute(conn, f"DELETE FROM {target}")
-                kr.execute(conn, insert)
-            elif mode == "append":
-                kr.execute(conn, insert)
-            else:
+            if mode == "upsert":  # refused now, before the run can commit
+                q = kr.Source(database, table, None, ()).quote
                 key_list = ", ".join(q(k) for k in keys)
-                dup = kr.execute(conn, 
+                dup = kr.execute(conn,
                     f"SELECT {key_list} FROM {stage} GROUP BY {key_list} HAVING COUNT(*) > 1 LIMIT 1"
                 ).first()
                 if dup is not None:
@@ -110,20 +135,96 @@ def write(df: DataFrame, database: kr.Database, table: str, *, mode: str,
                         f"the rows to upsert into {table!r} hold key {tuple(dup)} more than once; "
                         "deduplicate them first"
                     )
+    except sa.exc.DBAPIError as exc:
+        drop_stage(database, {"table": table, "stage": stage_name})
+        raise SourceError(f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}") from None
+    except BaseException:
+        drop_stage(database, {"table": table, "stage": stage_name})
+        raise
+    finally:
+        engine.dispose()
+    return {"table": table, "stage": stage_name, "mode": mode, "keys": keys, "columns": columns,
+            "rows_staged": staged}
+
+
+def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None) -> dict[str, Any]:
+    """Move the staged rows into the target in one transaction; with ``key``, record it
+    in the same transaction and do nothing when it is already recorded. The staging
+    table is dropped afterwards."""
+    table, mode, keys, columns = plan["table"], plan["mode"], plan.get("keys"), plan["columns"]
+    schema, name, _, _ = _names(table, plan["stage"])
+    source = kr.Source(database, table, None, ())
+    q = source.quote
+    target = source.quoted_table()
+    stage = _quoted_stage(database, table, plan["stage"])
+    col_list = ", ".join(q(c) for c in columns)
+    engine = database.engine()
+    try:
+        if key is not None:
+            _applied.create(engine, checkfirst=True)
+            with engine.connect() as conn:
+                done = conn.execute(sa.select(_applied.c.rows_applied)
+                                    .where(_applied.c.output_key == key)).scalar()
+            if done is not None:
+                log.info("write %s to %s was already applied (%d rows); not applying it again",
+                         key, table, done)
+                drop_stage(database, plan, engine=engine)
+                return {"table": table, "mode": mode, "rows_written": int(done), "already_applied": True}
+        if not sa.inspect(engine).has_table(plan["stage"], schema=schema):
+            raise SourceError(
+                f"the staging table {plan['stage']} of the write to {table!r} is gone, and the "
+                "write was not applied; its rows cannot be recovered. Rewind the job's bookmark "
+                "to before that run (`sparkmark bookmark rewind`) and re-run it"
+            )
+        if not sa.inspect(engine).has_table(name, schema=schema):
+            # DDL outside the merge transaction: MariaDB would commit at it.
+            with engine.begin() as conn:
+                kr.execute(conn, f"CREATE TABLE {target} AS SELECT {col_list} FROM {stage} WHERE 1 = 0")
+        insert = f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage}"
+        with engine.begin() as conn:
+            staged = kr.execute(conn, f"SELECT COUNT(*) FROM {stage}").scalar()
+            if mode == "overwrite":
+                kr.execute(conn, f"DELETE FROM {target}")
+                kr.execute(conn, insert)
+            elif mode == "append":
+                kr.execute(conn, insert)
+            else:
                 kr.execute(conn, _upsert_sql(database.dialect.name, target, stage, columns, keys, q))
+            if key is not None:
+                conn.execute(sa.insert(_applied).values(output_key=key, target=table[:512],
+                                                        rows_applied=staged))
+                crash_point("applying")
         log.info("wrote %d rows to %s (%s)", staged, table, mode)
+        drop_stage(database, plan, engine=engine)
         return {"table": table, "mode": mode, "rows_written": staged}
     except sa.exc.DBAPIError as exc:
         raise SourceError(f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}") from None
     finally:
-        try:
-            with engine.begin() as conn:
-                kr.execute(conn, f"DROP TABLE IF EXISTS {stage}")
-        except sa.exc.DBAPIError as exc:
-            log.warning("could not drop staging table %s: %s", stage, exc.orig)
         engine.dispose()
 
 
+def drop_stage(database: kr.Database, plan: dict[str, Any], *, engine: sa.Engine | None = None) -> None:
+    own = engine is None
+    engine = engine or database.engine()
+    stage = _quoted_stage(database, plan["table"], plan["stage"])
+    try:
+        with engine.begin() as conn:
+            kr.execute(conn, f"DROP TABLE IF EXISTS {stage}")
+    except sa.exc.DBAPIError as exc:
+        log.warning("could not drop staging table %s: %s", stage, exc.orig)
+    finally:
+        if own:
+            engine.dispose()
+
+
+def write(df: DataFrame, database: kr.Database, table: str, *, mode: str,
+          keys: list[str] | None) -> dict[str, Any]:
+    """Stage and apply at once: the write is visible when this returns."""
+    plan = stage(df, database, table, mode=mode, keys=keys, stage_name=stage_name_for(None))
+    try:
+        return apply(database, plan)
+    finally:
+        drop_stage(database, plan)
 def _upsert_sql(dialect: str, target: str, stage: str, columns: list[str], keys: list[str], q) -> str:
     col_list = ", ".join(q(c) for c in columns)
     key_list = ", ".join(q(k) for k in keys)

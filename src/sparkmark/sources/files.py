@@ -48,6 +48,7 @@ class FilePlan:
             "files_skipped": inc.already_processed,
             "files_excluded": lst.excluded,
             "files_hidden": lst.hidden,
+            "files_unpublished": lst.unpublished,
             "files_late": inc.late,
             "files_deferred": inc.deferred_by_band + inc.deferred_by_bound,
             "partitions_listed": lst.dirs_listed,

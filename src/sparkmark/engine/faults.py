@@ -1,0 +1,56 @@
+"""Crash points for the reliability tests.
+
+Setting ``SPARKMARK_CRASH_AT=<point>`` makes the process kill itself with SIGKILL
+when it reaches that point, to prove that a crash there loses and duplicates
+nothing. Unset (always, outside the tests), each point costs one comparison with
+None. The points, in the order a run meets them:
+
+  listing     after the first folder of a file source was listed
+  reading     as soon as Spark runs a job after a file source was planned
+  writing     once Spark has written a part file of an exactly-once file sink
+  staged      in job.commit(), before the state store is touched
+  commit      inside the bookmark commit's transaction, before it commits
+  committed   right after the commit, before any output is published
+  publishing  after the first file of a file sink was moved into place
+  applying    inside a JDBC sink's merge transaction, before it commits
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+POINTS = ("listing", "reading", "writing", "staged", "commit", "committed", "publishing",
+          "applying")
+ARMED: str | None = os.environ.get("SPARKMARK_CRASH_AT") or None
+
+
+def crash_point(name: str) -> None:
+    """Die here when armed for ``name``."""
+    if ARMED is not None and ARMED == name:
+        _die()
+
+
+def crash_when(name: str, condition: Callable[[], bool]) -> None:
+    """When armed for ``name``: watch ``condition`` from a thread and die once it holds
+    (for points inside a Spark action, which the driver does not step through)."""
+    if ARMED is None or ARMED != name:
+        return
+
+    def watch() -> None:
+        while True:
+            try:
+                if condition():
+                    _die()
+            except Exception:  # the condition may look at things not there yet
+                pass
+            time.sleep(0.005)
+
+    threading.Thread(target=watch, name=f"sparkmark-crash-{name}", daemon=True).start()
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
