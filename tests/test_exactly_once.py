@@ -266,3 +266,33 @@ def test_jdbc_committed_write_is_applied_by_the_next_run(runner, tmp_path, pg_ta
     assert pg_rows(f"SELECT count(*) FROM {pg_table}") == [(0,)]
     runner.start().commit()
     assert pg_rows(f"SELECT id FROM {pg_table} ORDER BY id") == [(7,), (8,)]
+
+
+def test_outputs_cli_lists_and_recovers(tmp_path, spark, sparkmark_home):
+    from typer.testing import CliRunner
+
+    from sparkmark.cli.app import app
+    from sparkmark.engine.store import StateStore
+    from sparkmark.settings import Settings
+
+    from .conftest import Runner
+
+    store = StateStore.from_settings(Settings.from_env())  # the store the CLI opens
+    runner = Runner(store, spark, "cli_outputs", tmp_path)
+    src, out = tmp_path / "in", tmp_path / "out"
+    write_json(src / "a.json", [1, 2])
+    job = runner.start()
+    job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
+    job._outputs = []  # dies between the commit and the publish
+    job.commit()
+    cli = CliRunner()
+    listed = cli.invoke(app, ["outputs", "list", "cli_outputs", "--unfinished", "--json"])
+    assert listed.exit_code == 0, listed.output
+    [row] = json.loads(listed.output)
+    assert row["state"] == "COMMITTED" and row["ctx"] == "out"
+    done = cli.invoke(app, ["outputs", "recover", "cli_outputs"])
+    assert done.exit_code == 0 and "1 writes finished, 0 still unfinished" in done.output
+    assert plain_ids(spark, out) == [1, 2]
+    listed = cli.invoke(app, ["outputs", "list", "cli_outputs", "--unfinished", "--json"])
+    assert json.loads(listed.output) == []
+    store.close()

@@ -223,3 +223,29 @@ def test_processed_files_below_folders(store, job_name):
     assert len(store.processed_files(job_name, "src", lineage)) == 5
     with store.engine.connect() as conn:
         assert t.stored_version(conn) == 2
+
+
+def test_a_crashed_runs_lease_is_taken_over_with_a_log_line(store, job_name, caplog):
+    import socket
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process of this host that no longer runs
+    store.start_run(job_name=job_name, run_id="jr_dead", attempt=0, option=BookmarkOption.ENABLE,
+                    arguments={}, owner=f"{socket.gethostname()}:{gone.pid}", lease_seconds=600)
+    with caplog.at_level("WARNING", logger="sparkmark.state"):
+        start(store, job_name, "jr_next")  # no wait for the 600 s lease
+    assert "taking over the lease of run jr_dead" in caplog.text and "is gone" in caplog.text
+    assert "run jr_next takes the job over" in caplog.text
+    assert store.get_run("jr_dead").state is RunState.FAILED
+    assert "taken over by run jr_next" in store.get_run("jr_dead").error
+
+    store.finish_run("jr_next", RunState.SUCCEEDED)
+    start(store, job_name, "jr_lapsed", lease_seconds=-1)  # alive elsewhere, lease expired
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sparkmark.state"):
+        start(store, job_name, "jr_after")
+    assert "stopped renewing its lease, which expired at" in caplog.text
+    with pytest.raises(ConcurrentRunsExceeded):
+        start(store, job_name, "jr_third")  # jr_after is alive: no takeover

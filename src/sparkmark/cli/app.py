@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from . import bookmark, catalog, crawler, glue, runs
+from . import bookmark, catalog, crawler, glue, outputs, runs
 from .run import run_script
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(glue.app, name="glue")
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(crawler.app, name="crawler")
+app.add_typer(outputs.app, name="outputs")
 
 
 @app.command(

@@ -18,6 +18,7 @@ from ..engine import jdbc as jdbc_keys
 from ..engine.increment import FileSourceOptions
 from ..errors import SourceError, SparkmarkError
 from ..job import Job as NativeJob
+from ..sinks import files as file_sink
 from ..sinks import jdbc as jdbc_sink
 from ..sources import files as file_source
 from ..sources import jdbc as jdbc_source
@@ -321,15 +322,23 @@ class GlueContext:
 
     # ------------------------------------------------------------ writing
 
-    def _append_jdbc(self, df: DataFrame, database: jdbc_keys.Database, table: str) -> None:
-        """Append through the staged JDBC sink; the run's metrics record the write."""
-        result = jdbc_sink.write(_variants_as_json(df), database, table, mode="append", keys=None)
+    def _append_jdbc(self, df: DataFrame, database: jdbc_keys.Database, table: str,
+                     ctx: str = "", connection: str | None = None) -> None:
+        """Append through the staged JDBC sink. In a job run with a transformation_ctx the
+        append is exactly-once: merged when the job commits."""
+        df = _variants_as_json(df)
+        if self._job is not None and ctx:
+            self._job._databases[database.jdbc_url] = database
+            self._job.write_jdbc(df, url=database.jdbc_url, table=table, user=database.user,
+                                 password=database.password, connection=connection, ctx=ctx)
+            return
+        result = jdbc_sink.write(df, database, table, mode="append", keys=None)
         if self._job is not None:
             self._job._sinks.append(result)
 
     def _write(self, frame: DynamicFrame | DataFrame, connection_type: str, options: dict,
                format: str | None, format_options: dict | None,
-               catalog_target: tuple[str, str] | None = None) -> None:
+               catalog_target: tuple[str, str] | None = None, ctx: str = "") -> None:
         df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
         kind = (connection_type or "").lower()
         if kind in FILE_CONNECTIONS:
@@ -343,23 +352,28 @@ class GlueContext:
                 raise SourceError(f"unsupported output format {fmt!r}")
             if spark_fmt != "parquet":
                 df = _variants_as_json(df)
-            writer = df.write.mode("append").format(spark_fmt)
-            if options.get("partitionKeys"):
-                writer = writer.partitionBy(*options["partitionKeys"])
+            writer_options: dict[str, str] = {}
             if spark_fmt == "parquet":
                 if "compression" in fopts:
-                    writer = writer.option("compression", str(fopts["compression"]).lower())
+                    writer_options["compression"] = str(fopts["compression"]).lower()
                 if "blockSize" in fopts:
-                    writer = writer.option("parquet.block.size", str(fopts["blockSize"]))
+                    writer_options["parquet.block.size"] = str(fopts["blockSize"])
                 if "pageSize" in fopts:
-                    writer = writer.option("parquet.page.size", str(fopts["pageSize"]))
+                    writer_options["parquet.page.size"] = str(fopts["pageSize"])
             if spark_fmt == "csv":
-                writer = writer.option("header", str(_bool(fopts.get("writeHeader", True))).lower())
+                writer_options["header"] = str(_bool(fopts.get("writeHeader", True))).lower()
                 if "separator" in fopts:
-                    writer = writer.option("sep", fopts["separator"])
+                    writer_options["sep"] = fopts["separator"]
             if spark_fmt == "xml":
-                writer = writer.option("rowTag", fopts.get("rowTag", "row"))
-            writer.save(path)
+                writer_options["rowTag"] = fopts.get("rowTag", "row")
+            keys = list(options.get("partitionKeys") or [])
+            if self._job is not None and ctx:
+                # Exactly-once: staged now, published when the job commits.
+                self._job.write_files(df, path, format=spark_fmt, partition_by=keys, ctx=ctx,
+                                      **writer_options)
+            else:
+                file_sink.write_now(df, path, fmt=spark_fmt, mode="append", partition_by=keys,
+                                    options=writer_options)
             target = catalog_target or (
                 (options.get("catalogDatabase"), options.get("catalogTableName"))
                 if options.get("catalogTableName") else None)
@@ -372,7 +386,7 @@ class GlueContext:
             table = options.get("dbtable")
             if not table:
                 raise SourceError("connection_options needs 'dbtable' for a JDBC target")
-            self._append_jdbc(df, self._database(options, kind), table)
+            self._append_jdbc(df, self._database(options, kind), table, ctx)
             return
         raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
 
@@ -446,7 +460,10 @@ class _DynamicFrameWriter:
     def from_options(self, frame, connection_type: str, connection_options: dict | None = None,
                      format: str | None = None, format_options: dict | None = None,
                      transformation_ctx: str = "", **kwargs) -> DynamicFrame:
-        self._ctx._write(frame, connection_type, dict(connection_options or {}), format, format_options)
+        """With a transformation_ctx, in a job run, the write is exactly-once: its output
+        appears when ``job.commit()`` commits the bookmark, never before, never twice."""
+        self._ctx._write(frame, connection_type, dict(connection_options or {}), format, format_options,
+                         ctx=transformation_ctx)
         return frame
 
     def from_jdbc_conf(self, frame, catalog_connection: str, connection_options: dict | None = None,
@@ -458,7 +475,8 @@ class _DynamicFrameWriter:
         table = options.get("dbtable")
         if not table:
             raise SourceError("from_jdbc_conf needs connection_options['dbtable']")
-        self._ctx._append_jdbc(frame.toDF() if isinstance(frame, DynamicFrame) else frame, database, table)
+        self._ctx._append_jdbc(frame.toDF() if isinstance(frame, DynamicFrame) else frame, database, table,
+                               transformation_ctx, connection=catalog_connection)
         return frame
 
     def from_catalog(self, frame, database: str, table_name: str, redshift_tmp_dir: str = "",
@@ -472,7 +490,8 @@ class _DynamicFrameWriter:
         keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
         self._ctx._write(frame, "s3", {**options, "path": table.location, "partitionKeys": keys,
                                        "enableUpdateCatalog": options.get("enableUpdateCatalog", False)},
-                         table.classification, {}, catalog_target=(database, table_name))
+                         table.classification, {}, catalog_target=(database, table_name),
+                         ctx=transformation_ctx)
         return frame
 
 
@@ -502,7 +521,7 @@ class DataSink:
     def __init__(self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None,
                  transformation_ctx: str):
         self._ctx, self._type, self._options = ctx, connection_type, options
-        self._format, self._format_options = fmt, {}
+        self._format, self._format_options, self._tctx = fmt, {}, transformation_ctx
 
     def setFormat(self, format: str, **options) -> None:
         self._format, self._format_options = format, options
@@ -514,5 +533,6 @@ class DataSink:
                          "catalogTableName": catalogTableName}
 
     def writeFrame(self, dynamic_frame: DynamicFrame, info: str = "") -> DynamicFrame:
-        self._ctx._write(dynamic_frame, self._type, self._options, self._format, self._format_options)
+        self._ctx._write(dynamic_frame, self._type, self._options, self._format, self._format_options,
+                         ctx=self._tctx)
         return dynamic_frame
