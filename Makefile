@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install demo test bench bench-quick clean
+.PHONY: install demo test soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,6 +34,11 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q
+
+# Crash every crash point 20 times (SQLite and PostgreSQL state alternating) and run the
+# heavy bad inputs (a 1 GiB file, 100,000 tiny files); ends with "N passed, N failed".
+soak: install
+	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
 
 bench: install
 	$(PY) bench/files_incremental.py

@@ -13,6 +13,7 @@ import atexit
 import json
 import logging
 import os
+import re
 import secrets
 import sys
 import threading
@@ -25,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from . import args as job_args
 from .engine.increment import FileSourceOptions
-from .engine.manifest import manifest_path, write_manifest
+from .engine.manifest import manifest_path, quarantine_path, write_manifest
 from .engine.names import check_name
 from .engine.masking import mask_arguments
 from .engine.faults import crash_point, crash_when
@@ -55,6 +56,8 @@ from .sources import files as file_source
 
 log = logging.getLogger("sparkmark.job")
 
+BAD_RECORDS = ("quarantine", "fail", "keep")  # what read_files does with malformed JSON/CSV
+CORRUPT_RECORD = "_corrupt_record"
 FOLDER_LOOKUP_LIMIT = 200  # folders whose entries are read by prefix rather than all at once
 
 _RUNNING: dict[str, "Job"] = {}
@@ -79,15 +82,34 @@ def new_run_id() -> str:
     return "jr_" + secrets.token_hex(32)
 
 
+_UNREADABLE = re.compile(r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
+                         r"|AccessDeniedException: (\S+))")
+_READ_FILE = re.compile(r"reading file (\S+?)\.? ")
+
+
 def describe_error(exc: BaseException) -> str:
-    """A run's error message: the exception's own text, with a hint where we have one."""
+    """A run's error message: what went wrong in a few lines (no JVM stack trace), with
+    a hint where we have one."""
     text = str(exc).strip() or type(exc).__name__
-    if "FileNotFoundException" in text or ("does not exist" in text and "Path" in text):
-        text = (
-            "a file chosen for this run was deleted or replaced before Spark read it; the run "
-            "commits nothing and the next run lists the source again. " + text
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.lstrip().startswith(("at ", "..."))]
+    summary = " | ".join(dict.fromkeys(lines[:6]))[:3000]
+    unreadable = _UNREADABLE.search(text)
+    if unreadable:
+        path = unreadable.group(1) or unreadable.group(2)
+        summary = (
+            f"file {path} cannot be read (permission denied); the run commits nothing. Fix "
+            "the file's permissions, or leave it out with exclusions, and re-run. " + summary
         )
-    return f"{type(exc).__name__}: {text}"[:8000]
+    elif "FileNotFoundException" in text or "FILE_NOT_EXIST" in text or (
+            "does not exist" in text and "Path" in text):
+        where = _READ_FILE.search(text)
+        summary = (
+            (f"file {where.group(1)}" if where else "a file chosen for this run")
+            + " was deleted or replaced before Spark read it; the run commits nothing and "
+            "the next run lists the source again. " + summary
+        )
+    return f"{type(exc).__name__}: {summary}"
 
 
 class _Heartbeat(threading.Thread):
@@ -299,7 +321,16 @@ class Job:
                 f"unsupported format {format!r}; use one of {', '.join(file_source.FORMATS)}"
             )
         path_list = file_source.as_path_list(paths)
+        bad_records = str(options.pop("bad_records", "quarantine")).lower()
+        if bad_records not in BAD_RECORDS:
+            raise ArgumentError(f"bad_records must be one of {', '.join(BAD_RECORDS)}, got {bad_records!r}")
         opts, spark_options = FileSourceOptions.split(options)
+        corrupt_column = None
+        if fmt in ("json", "csv") and "mode" not in {k.lower() for k in spark_options}:
+            if bad_records == "fail":
+                spark_options["mode"] = "FAILFAST"
+            else:
+                corrupt_column = spark_options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
         bookmarked = self._claim_ctx(ctx, ", ".join(path_list))
 
         previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
@@ -359,8 +390,11 @@ class Job:
             root_columns={
                 file_source.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()
             },
+            corrupt_column=corrupt_column if bad_records == "quarantine" else None,
         )
         metrics = plan.metrics()
+        if bad_records == "quarantine" and corrupt_column in df.columns:
+            df = self._quarantine(df, corrupt_column, ctx, metrics)
         metrics["manifest"] = manifest
         metrics["duration_seconds"] = round(time.monotonic() - began, 4)
         key = ctx if ctx is not None else f"(no ctx) {', '.join(path_list)}"
@@ -385,6 +419,25 @@ class Job:
                 run_id=self.run_id,
             )
         return df
+
+    def _quarantine(self, df: DataFrame, column: str, ctx: str | None,
+                    metrics: dict[str, Any]) -> DataFrame:
+        """Set malformed records aside, with their file, under the run's TempDir; the
+        rest goes on. The records count as processed: the bookmark passes them."""
+        from pyspark.sql import functions as F
+
+        df = df.persist()  # Spark refuses to filter raw JSON/CSV on the corrupt column alone
+        bad = df.filter(F.col(column).isNotNull())
+        count = bad.count()
+        metrics["records_quarantined"] = count
+        if count:
+            where = quarantine_path(self.temp_dir, self.name, self.run_id, ctx or "no_ctx")
+            bad.select(F.col(file_source.SOURCE_FILE).alias("file"),
+                       F.col(column).alias("record")).write.mode("append").json(where)
+            metrics["quarantine"] = where
+            log.warning("job %s ctx %s: %d malformed records set aside in %s (file, record); "
+                        "the rest of their files is read", self.name, ctx, count, where)
+        return df.filter(F.col(column).isNull()).drop(column, file_source.SOURCE_FILE)
 
     def read_table(
         self,

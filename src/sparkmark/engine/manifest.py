@@ -20,6 +20,14 @@ def manifest_path(temp_dir: str, job_name: str, run_id: str, ctx: str) -> str:
     return f"{temp_dir.rstrip('/')}/partitionlisting/{job_name}/{run_id}/{ctx}.input-files.json"
 
 
+def quarantine_path(temp_dir: str, job_name: str, run_id: str, ctx: str) -> str:
+    """Where a run sets aside a source's malformed records, beside its manifests."""
+    check_name("job name", job_name)
+    check_run_id(run_id)
+    check_name("transformation_ctx", ctx)
+    return f"{temp_dir.rstrip('/')}/quarantine/{job_name}/{run_id}/{ctx}"
+
+
 def write_manifest(path: str, files: list[ListedFile]) -> None:
     """One entry per folder: ``{"path": folder, "files": [file, ...]}``."""
     by_dir: dict[str, list[str]] = defaultdict(list)

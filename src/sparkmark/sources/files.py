@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from ..engine.increment import FileSourceOptions, Increment, plan_increment, range_increment
 from ..engine.listing import FileLister, Listing, ListedFile, spark_base_path, spark_path
@@ -25,6 +25,7 @@ from ..errors import SourceError
 log = logging.getLogger("sparkmark.files")
 
 FORMATS = ("csv", "json", "parquet", "orc", "xml", "text", "avro")
+SOURCE_FILE = "_sm_source_file"  # beside malformed records: the file they came from
 
 
 @dataclass
@@ -144,11 +145,14 @@ def read_selected(
     schema: StructType | str | None,
     empty_schema: StructType | None,
     root_columns: dict[str, dict[str, str]] | None = None,
+    corrupt_column: str | None = None,
 ) -> DataFrame:
     """Read exactly ``files`` with Spark, keeping Hive partition columns of each root.
 
     ``root_columns`` maps a root (as listed) to constant columns for its files: the
-    values of a catalog partition whose folder is that root."""
+    values of a catalog partition whose folder is that root. ``corrupt_column`` (JSON
+    and CSV) makes sure malformed records arrive in that column, with the path of
+    their file in ``SOURCE_FILE``."""
     if not files:
         if isinstance(schema, str):
             schema = StructType.fromDDL(schema)
@@ -173,10 +177,23 @@ def read_selected(
         reader = spark.read.format(fmt)
         for key, value in spark_options.items():
             reader = reader.option(key, value)
-        if schema is not None:
-            reader = reader.schema(schema)
         reader = reader.option("basePath", spark_base_path(root))
-        frames.append(_with_root_columns(reader.load(group), root, root_columns))
+        group_schema = schema
+        if corrupt_column is not None and (schema is not None or fmt == "csv"):
+            # JSON inference adds the column only when it met a malformed record; CSV
+            # never does, and a given schema must be told about it.
+            if group_schema is None:
+                group_schema = reader.load(group).schema
+            elif isinstance(group_schema, str):
+                group_schema = StructType.fromDDL(group_schema)
+            if corrupt_column not in group_schema.fieldNames():
+                group_schema = StructType(group_schema.fields + [StructField(corrupt_column, StringType())])
+        if group_schema is not None:
+            reader = reader.schema(group_schema)
+        frame = reader.load(group)
+        if corrupt_column is not None and corrupt_column in frame.columns:
+            frame = frame.withColumn(SOURCE_FILE, F.col("_metadata.file_path"))
+        frames.append(_with_root_columns(frame, root, root_columns))
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 
