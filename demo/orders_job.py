@@ -2,6 +2,9 @@
 
     sparkmark run demo/orders_job.py --JOB_NAME demo_orders \
         --job-bookmark-option job-bookmark-enable --input demo-data/orders --output demo-data/out
+
+The totals are written exactly once: they appear in the output folder when the run
+commits its bookmark, with the run id in the file names.
 """
 
 from pyspark.sql import functions as F
@@ -15,5 +18,5 @@ if orders.count():
     totals = orders.groupBy("dt", "customer").agg(
         F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("amount")
     )
-    totals.write.mode("append").partitionBy("dt").parquet(job.args["output"])
+    job.write_files(totals, job.args["output"], partition_by=["dt"], ctx="totals")
 job.commit()

@@ -222,7 +222,7 @@ def test_processed_files_below_folders(store, job_name):
     assert store.processed_files(job_name, "src", lineage, []) == {}
     assert len(store.processed_files(job_name, "src", lineage)) == 5
     with store.engine.connect() as conn:
-        assert t.stored_version(conn) == 2
+        assert t.stored_version(conn) == t.SCHEMA_VERSION >= 2  # the path index's migration
 
 
 def test_a_crashed_runs_lease_is_taken_over_with_a_log_line(store, job_name, caplog):
@@ -249,3 +249,24 @@ def test_a_crashed_runs_lease_is_taken_over_with_a_log_line(store, job_name, cap
     assert "stopped renewing its lease, which expired at" in caplog.text
     with pytest.raises(ConcurrentRunsExceeded):
         start(store, job_name, "jr_third")  # jr_after is alive: no takeover
+
+
+def test_a_version_2_store_is_migrated_to_hold_outputs(tmp_path):
+    """A store written before exactly-once sinks (schema 2) gains the outputs table."""
+    from sqlalchemy import create_engine, inspect
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        t._v1(conn)
+        conn.execute(t.schema_info.insert().values(name="schema_version", value="1"))
+        t._v2(conn)
+        conn.execute(t.schema_info.update().values(value="2"))
+    assert "sm_outputs" not in inspect(engine).get_table_names()
+    engine.dispose()
+    store = StateStore(url)
+    with store.engine.connect() as conn:
+        assert t.stored_version(conn) == 3
+    assert "sm_outputs" in inspect(store.engine).get_table_names()
+    assert store.outputs("any") == []
+    store.close()
