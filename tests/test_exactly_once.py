@@ -218,12 +218,13 @@ def pg_rows(sql: str) -> list[tuple]:
 JDBC_URL = "jdbc:postgresql://127.0.0.1:5432/test?user=postgres"
 
 
-def test_jdbc_write_merges_at_commit_once(runner, spark, tmp_path, pg_table):
+def test_jdbc_write_merges_at_commit_once(runner, spark, tmp_path, pg_table, caplog):
     src = tmp_path / "in"
     write_json(src / "a.json", [1, 2, 3], v="x")
     job = runner.start()
     df = job.read_files(str(src), ctx="src")
-    staged = job.write_jdbc(df, url=JDBC_URL, table=pg_table, ctx="db")
+    with caplog.at_level("INFO"):  # trust auth ignores the password; it must go nowhere
+        staged = job.write_jdbc(df, url=JDBC_URL + "&password=s3cret-pw", table=pg_table, ctx="db")
     assert staged["rows_staged"] == 3
     assert pg_rows(f"SELECT count(*) FROM {pg_table}") == [(0,)]
     job.commit()
@@ -231,7 +232,8 @@ def test_jdbc_write_merges_at_commit_once(runner, spark, tmp_path, pg_table):
     [record] = runner.store.outputs(runner.name)
     assert record.state is OutputState.PUBLISHED
     assert pg_rows(f"SELECT rows_applied FROM sm_applied_outputs WHERE output_key = '{record.key}'") == [(3,)]
-    assert "password" not in json.dumps(record.plan)
+    assert "s3cret-pw" not in json.dumps(record.plan) + record.target + caplog.text
+    assert "s3cret-pw" not in json.dumps(runner.store.get_run(job.run_id).metrics)
 
     # A retry of the same write (a crash after the merge, before the state store heard
     # of it) finds its key and applies nothing.
