@@ -207,12 +207,14 @@ def test_one_hundred_thousand_tiny_files(runner, tmp_path):
             (folder / f"{f}.json").write_text(f'{{"id": {d * 1000 + f}}}\n')
     began = time.monotonic()
     job = runner.start()
-    df = job.read_files(str(src), ctx="src", schema="id INT")
+    # All 100,000 are younger than maxBand (15 minutes): as on Glue, only maxFilesInBand
+    # of those are taken per run unless the limit is raised.
+    df = job.read_files(str(src), ctx="src", schema="id INT", maxFilesInBand=100_000)
     assert df.count() == 100_000
     job.commit()
     assert job.run.metrics["sources"]["src"]["files_read"] == 100_000
     print(f"100,000 tiny files: first run {time.monotonic() - began:.1f}s")
     write_json(src / "d=000" / "new.json", [100_000])
-    rows, job = runner.run(src, schema="id INT")
+    rows, job = runner.run(src, schema="id INT", maxFilesInBand=100_000)
     assert rows == [100_000]
     assert job.run.state is RunState.SUCCEEDED
