@@ -181,3 +181,75 @@ def test_bookmark_rows_describe_jdbc_sources():
         "last_run": {"rows": 12}}})
     assert row == ["orders_db", "jdbc", "postgresql+psycopg://etl:***@db/shop orders",
                    "keys id asc, last [1042], lag 60", "12 rows"]
+
+
+def _skippable(script, data, *extra):
+    return ["run", "--skip-if-no-new-data", str(script), "--JOB_NAME", "cli_skip",
+            "--job-bookmark-option", "job-bookmark-enable", "--input", str(data), *extra]
+
+
+def test_skip_if_no_new_data_runs_only_when_a_source_has_new_files(spark, script, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1, 2])
+    store = StateStore.from_settings()
+    first = sm(*_skippable(script, data))
+    assert "ROWS 2" in first.output, first.output  # nothing to compare with: it runs
+
+    skipped = sm(*_skippable(script, data))
+    assert skipped.exit_code == 0, skipped.output
+    assert "skipped without starting Spark: no new data in orders" in skipped.output
+    assert "ROWS" not in skipped.output  # the script did not run
+    latest = store.list_runs("cli_skip")[0]
+    assert latest.state.value == "SUCCEEDED" and latest.committed_version is None
+    assert latest.metrics["skipped"] == "no new data in orders"
+    assert latest.metrics["sources"]["orders"]["files_read"] == 0
+    assert store.latest_version("cli_skip").version == 1  # the bookmark did not move
+
+    write_json(data / "b.json", [3])
+    preview = json.loads(sm("bookmark", "preview", "cli_skip", "--json").output)
+    assert preview["NothingNew"] is False
+    assert preview["Sources"][0]["files_waiting"] == 1 and preview["Sources"][0]["files_new"] == 1
+    assert store.latest_version("cli_skip").version == 1  # a preview changes nothing
+    assert "ROWS 1" in sm(*_skippable(script, data)).output
+    assert "skipped" in sm(*_skippable(script, data)).output  # after a skipped run, again
+
+    write_json(data / "a.json", [1, 2, 4])  # rewritten in place: modified, read again
+    assert "ROWS 3" in sm(*_skippable(script, data)).output
+
+    # Anything that could change what the script reads makes it run.
+    assert "ROWS 0" in sm(*_skippable(script, data, "--day", "monday")).output
+    assert "ROWS 0" in sm(*_skippable(script, data)).output  # arguments differ from the last run
+    script.write_text(script.read_text() + "# edited\n")
+    assert "ROWS 0" in sm(*_skippable(script, data)).output
+    assert "skipped" in sm(*_skippable(script, data)).output
+    assert sm("bookmark", "reset", "cli_skip").exit_code == 0
+    assert "ROWS 4" in sm(*_skippable(script, data)).output
+
+
+def test_skip_never_applies_to_sources_read_in_full(spark, tmp_path):
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1])
+    script = tmp_path / "two_sources.py"
+    script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
+                      "print('ROWS', job.read_files(job.args['input'], ctx='orders').count()"
+                      " + job.read_files(job.args['input']).count())\njob.commit()\n")
+    args = ["run", "--skip-if-no-new-data", str(script), "--JOB_NAME", "cli_full",
+            "--job-bookmark-option", "job-bookmark-enable", "--input", str(data)]
+    assert "ROWS 2" in sm(*args).output
+    again = sm(*args)
+    assert "ROWS 1" in again.output  # the unbookmarked source is read in full each run
+
+
+def test_a_skipped_run_still_refuses_to_overlap_a_running_one(spark, script, tmp_path):
+    from sparkmark import Job
+
+    data = tmp_path / "in"
+    write_json(data / "a.json", [1])
+    assert "ROWS 1" in sm(*_skippable(script, data)).output
+    holder = Job("cli_skip", spark=spark)  # a run of the same job holds the lease
+    try:
+        refused = sm(*_skippable(script, data))
+        assert refused.exit_code == 1
+        assert "is already running as" in refused.output
+    finally:
+        holder.fail("test over")

@@ -96,8 +96,11 @@ def test_first_run_reads_all_then_only_new_rows(runner, db):
     assert got == [4, 5]
     state = runner.store.latest_version(runner.name).ctx_states["db"]
     assert state["type"] == "jdbc" and state["keys"] == ["id"] and state["last_value"] == [5]
+    assert state["keys_are_primary_key"] is True  # later runs reuse it without a catalogue lookup
     metrics = runner.store.get_run(job.run_id).metrics["sources"]["db"]
     assert metrics["rows_read"] == 2 and metrics["key_range"] == {"after": [3], "up_to": [5]}
+    db.insert(t, [{"id": 6, "amount": 1}])
+    assert read_ids(runner, db, t.name)[0] == [6]
 
 
 def test_rows_inserted_during_a_run_wait_for_the_next(runner, pg):

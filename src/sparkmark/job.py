@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from . import args as job_args
+from .engine import fileplan
 from .engine.increment import FileSourceOptions
 from .engine.manifest import manifest_path, quarantine_path, write_manifest
 from .engine.names import check_name
@@ -41,6 +42,7 @@ from .engine.models import (
     RunState,
 )
 from .engine.owner import this_process
+from .engine.preview import script_identity
 from .engine.publish import PublishError
 from .engine.store import StateStore
 from .errors import ArgumentError, RunFinished, SourceError
@@ -58,7 +60,6 @@ log = logging.getLogger("sparkmark.job")
 
 BAD_RECORDS = ("quarantine", "fail", "keep")  # what read_files does with malformed JSON/CSV
 CORRUPT_RECORD = "_corrupt_record"
-FOLDER_LOOKUP_LIMIT = 200  # folders whose entries are read by prefix rather than all at once
 
 _RUNNING: dict[str, "Job"] = {}
 _STARTED: list["Job"] = []
@@ -80,6 +81,14 @@ def started_jobs() -> list["Job"]:
 
 def new_run_id() -> str:
     return "jr_" + secrets.token_hex(32)
+
+
+def run_arguments(resolved: job_args.JobArguments, settings: Settings) -> dict[str, str]:
+    """The arguments a run started from ``resolved`` records (before masking)."""
+    values = dict(resolved.values)
+    values.setdefault("JOB_NAME", resolved.job_name)
+    values.setdefault("TempDir", resolved.temp_dir or settings.temp_dir)
+    return values
 
 
 _UNREADABLE = re.compile(r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
@@ -181,6 +190,7 @@ class Job:
         self._databases: dict[str, jdbc_keys.Database] = {}  # by JDBC URL, with credentials
         self._started = time.monotonic()
         self._committed = False
+        self._script = script_identity(sys.argv[0] if sys.argv else None)
 
         self._range: tuple[BookmarkVersion, BookmarkVersion] | None = None
         if bookmark_from is not None:
@@ -266,11 +276,14 @@ class Job:
 
     @property
     def metrics(self) -> dict[str, Any]:
-        return {
+        metrics = {
             "sources": dict(self._metrics),
             "sinks": list(self._sinks),
             "duration_seconds": round(time.monotonic() - self._started, 3),
         }
+        if self._script is not None:
+            metrics["script"] = self._script
+        return metrics
 
     # --------------------------------------------------------------- reading
 
@@ -320,7 +333,7 @@ class Job:
             raise SourceError(
                 f"unsupported format {format!r}; use one of {', '.join(file_source.FORMATS)}"
             )
-        path_list = file_source.as_path_list(paths)
+        path_list = fileplan.as_path_list(paths)
         bad_records = str(options.pop("bad_records", "quarantine")).lower()
         if bad_records not in BAD_RECORDS:
             raise ArgumentError(f"bad_records must be one of {', '.join(BAD_RECORDS)}, got {bad_records!r}")
@@ -335,13 +348,13 @@ class Job:
 
         previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
         if not bookmarked:
-            plan = file_source.plan_files(
+            plan = fileplan.plan_files(
                 path_list, opts, ctx=ctx, processed=None, known_dirs=None,
-                high_water_ms=None, now_ms=file_source.now_ms(),
+                high_water_ms=None, now_ms=fileplan.now_ms(),
             )
         elif self._range is not None:
             lower, upper = self._range
-            plan = file_source.plan_range(
+            plan = fileplan.plan_range(
                 path_list,
                 opts,
                 ctx=ctx,
@@ -349,25 +362,10 @@ class Job:
                 lower=self.store.processed_files(self.name, ctx, lower.lineage),
             )
         else:
-            lineage = self._base.lineage if self._base else ()
-            same_listing = previous.get("listing_fingerprint") == opts.listing_fingerprint(path_list)
-            def processed_for(listing):
-                # When skipping left few folders to list, read only their entries.
-                folders = {f.dir for f in listing.files}
-                if listing.skipped_dirs and len(folders) <= FOLDER_LOOKUP_LIMIT:
-                    return self.store.processed_files(self.name, ctx, lineage, folders)
-                return self.store.processed_files(self.name, ctx, lineage)
-
-            plan = file_source.plan_files(
-                path_list,
-                opts,
-                ctx=ctx,
-                processed=processed_for,
-                known_dirs=(
-                    self.store.processed_dirs(self.name, ctx, lineage) if same_listing else {}
-                ),
-                high_water_ms=previous.get("high_water_mtime_ms"),
-                now_ms=file_source.now_ms(),
+            plan = fileplan.plan_bookmarked(
+                self.store, self.name, ctx, path_list, opts,
+                lineage=self._base.lineage if self._base else (),
+                previous=previous, now_ms=fileplan.now_ms(),
             )
         plan.log_partitions()
 
@@ -412,7 +410,7 @@ class Job:
             metrics["files_deferred"],
         )
         if bookmarked and self.bookmark_option is BookmarkOption.ENABLE:
-            self._pending[ctx] = file_source.ctx_commit(
+            self._pending[ctx] = fileplan.ctx_commit(
                 plan,
                 previous=previous,
                 schema_json=df.schema.json() if plan.increment.selected else None,
@@ -607,7 +605,7 @@ class Job:
         fmt = format.lower()
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
         file_sink.check(fmt, mode, columns)
-        root = file_source.root_url(file_source.as_path_list(path)[0])
+        root = file_source.root_url(fileplan.as_path_list(path)[0])
         if ctx is None:
             file_sink.write_now(df, root, fmt=fmt, mode=mode, partition_by=columns, options=options)
             self._sinks.append({"path": root, "mode": mode, "format": fmt})

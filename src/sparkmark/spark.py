@@ -107,13 +107,22 @@ def create_session(app_name: str, master: str) -> SparkSession:
     return builder.getOrCreate()
 
 
+_LOADED_DRIVERS: dict[tuple[str, tuple[str, ...]], str] = {}  # (application id, candidates)
+
+
 def driver_class(spark: SparkSession, candidates: tuple[str, ...], what: str) -> str:
-    """The first JDBC driver class of ``candidates`` that Spark's JVM can load."""
+    """The first JDBC driver class of ``candidates`` that Spark's JVM can load (once
+    found, remembered for the life of the Spark application)."""
+    app = spark.sparkContext.applicationId
+    known = _LOADED_DRIVERS.get((app, candidates))
+    if known is not None:
+        return known
     jvm = spark._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in candidates:
         try:
             jvm.java.lang.Class.forName(name, True, loader)
+            _LOADED_DRIVERS[(app, candidates)] = name
             return name
         except Exception:
             continue

@@ -9,6 +9,7 @@ import typer
 
 from ..engine.listing import FileLister
 from ..engine.models import BookmarkVersion
+from ..engine.preview import preview_job
 from ..engine.store import StateStore
 from ..errors import SparkmarkError
 from .output import console, err_console, one_line_errors, print_json, table, when, when_ms
@@ -95,6 +96,37 @@ def get(
         )
     else:
         console.print("No source state: the next enabled run reads everything.")
+
+
+@app.command("preview")
+@one_line_errors
+def preview(
+    job: str = typer.Argument(..., help="Job name"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+) -> None:
+    """List the job's file sources as its next run will, without Spark: the files
+    waiting to be read, deferred, or already processed."""
+    store = StateStore.from_settings()
+    store.require_job(job)
+    found = preview_job(store, job)
+    if as_json:
+        print_json({"JobName": job, "Version": found.version, "NothingNew": found.nothing_new,
+                    "Sources": [{"ctx": s.ctx, "type": s.kind, "files_waiting": s.files_waiting,
+                                 "not_previewable": s.not_previewable, **s.metrics}
+                                for s in found.sources]})
+        return
+    if not found.sources:
+        console.print("No source state: the next enabled run reads everything.")
+        return
+    rows = [[s.ctx, s.kind, s.not_previewable or s.files_waiting,
+             s.metrics.get("files_new", "-"), s.metrics.get("files_modified", "-"),
+             s.metrics.get("files_deferred", "-"), s.metrics.get("files_skipped", "-"),
+             s.metrics.get("bytes_read", "-")] for s in found.sources]
+    console.print(table(f"Next run of job {job} (bookmark version {found.version})",
+                        ["ctx", "type", "files to read", "new", "modified", "deferred",
+                         "already processed", "bytes"], rows))
+    if found.nothing_new:
+        console.print("Nothing new to read.")
 
 
 @app.command("history")

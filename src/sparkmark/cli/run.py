@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import runpy
 import shlex
+import logging
 import sys
 import traceback
 from pathlib import Path
@@ -13,8 +14,10 @@ from pathlib import Path
 from .. import args as job_args
 from ..engine.models import RunState
 from ..errors import SparkmarkError
-from ..job import describe_error, running_jobs, started_jobs
+from ..job import describe_error, new_run_id, run_arguments, running_jobs, started_jobs
 from .output import console, err_console, fail
+
+log = logging.getLogger("sparkmark.run")
 
 
 def _prepare_spark_and_glue() -> None:
@@ -40,12 +43,39 @@ def _prepare_spark_and_glue() -> None:
         os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
 
 
-def run_script(script: Path, argv: list[str]) -> int:
+def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:
+    """Record a skipped run and return True when the job has nothing new to read."""
+    from ..engine.masking import mask_arguments
+    from ..engine.owner import this_process
+    from ..engine.preview import decide_skip, record_skipped_run, script_identity
+    from ..engine.store import StateStore
+    from ..settings import Settings
+
+    settings = Settings.from_env()
+    store = StateStore.from_settings(settings)
+    arguments = mask_arguments(run_arguments(resolved, settings))
+    identity = script_identity(str(script))
+    decision = decide_skip(store, resolved.job_name, option=resolved.bookmark_option,
+                           arguments=arguments, script=identity)
+    if not decision.skip:
+        log.info("job %s: running (not skipped: %s)", resolved.job_name, decision.reason)
+        return False
+    run = record_skipped_run(store, resolved.job_name, run_id=new_run_id(), decision=decision,
+                             arguments=arguments, script=identity, owner=this_process(),
+                             lease_seconds=settings.lease_seconds)
+    console.print(f"run {run.run_id} of job {run.job_name}: [green]{run.state.value}[/] "
+                  f"(skipped without starting Spark: {decision.reason})", highlight=False)
+    return True
+
+
+def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = False) -> int:
     """Run ``script`` in this process as ``__main__``; returns the exit code."""
     if not script.is_file():
         fail(f"script {str(script)!r} does not exist")
     try:
-        job_args.resolve(argv, default_job_name=script.stem)
+        resolved = job_args.resolve(argv, default_job_name=script.stem)
+        if skip_if_no_new_data and _skip_without_spark(script, resolved):
+            return 0
     except SparkmarkError as exc:
         fail(str(exc))
 

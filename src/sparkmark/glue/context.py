@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, VariantType
 
 from ..connections import resolve_connection
+from ..engine import fileplan
 from ..engine import jdbc as jdbc_keys
 from ..engine.increment import FileSourceOptions
 from ..errors import SourceError, SparkmarkError
@@ -180,8 +181,8 @@ class GlueContext:
                       path_columns: dict[str, dict[str, str]] | None = None) -> DataFrame:
         """Every file under ``paths``, with no run and no bookmark (Job.init() not called)."""
         opts, spark_options = FileSourceOptions.split(options)
-        plan = file_source.plan_files(file_source.as_path_list(paths), opts, ctx=None, processed=None,
-                                      known_dirs=None, high_water_ms=None, now_ms=file_source.now_ms())
+        plan = fileplan.plan_files(fileplan.as_path_list(paths), opts, ctx=None, processed=None,
+                                   known_dirs=None, high_water_ms=None, now_ms=fileplan.now_ms())
         return file_source.read_selected(
             self.spark_session, plan.increment.selected, fmt=fmt, spark_options=spark_options,
             schema=schema, empty_schema=None,

@@ -127,8 +127,12 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
     if req.table is not None:
         probe = kr.Source(req.database, req.table, None, ())
         need_pk = not req.keys or (req.lag is not None and bookmarked)
-        shape = kr.table_shape(conn, probe, with_primary_key=need_pk)
-        primary = list(shape.primary_key)
+        # The primary key a bookmark was kept on is reused rather than looked up again
+        # (a catalogue lookup costs more than the rest of a small increment's queries).
+        remembered = (list(previous.get("keys") or []) if bookmarked and previous.get("keys_are_primary_key")
+                      and not req.keys and req.lag is None else [])
+        shape = kr.table_shape(conn, probe, with_primary_key=need_pk and not remembered)
+        primary = remembered or list(shape.primary_key)
         keys = req.keys or tuple(primary)
         if not keys:
             raise SourceError(
@@ -266,6 +270,7 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
             "type": "jdbc",
             **_identity(req),
             "keys": list(keys),
+            "keys_are_primary_key": bool(primary) and list(keys) == primary,
             "keys_sort_order": order,
             "last": _encode(new_last),
             "last_value": _describe(new_last),
