@@ -112,3 +112,11 @@ def script_job_name(argv0: str | None) -> str | None:
     if not argv0 or argv0 in ("-c", "-m", ""):
         return None
     return Path(argv0).stem or None
+
+
+def run_arguments(resolved: JobArguments, default_temp_dir: str) -> dict[str, str]:
+    """The arguments a run started from ``resolved`` records (before masking)."""
+    values = dict(resolved.values)
+    values.setdefault("JOB_NAME", resolved.job_name)
+    values.setdefault("TempDir", resolved.temp_dir or default_temp_dir)
+    return values

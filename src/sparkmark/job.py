@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import sys
 import threading
 import time
@@ -41,6 +40,7 @@ from .engine.models import (
     RunRecord,
     RunState,
 )
+from .engine.models import new_run_id
 from .engine.owner import this_process
 from .engine.preview import script_identity
 from .engine.publish import PublishError
@@ -77,18 +77,6 @@ def started_jobs() -> list["Job"]:
     """Every job run this process started, in order."""
     with _RUNNING_LOCK:
         return list(_STARTED)
-
-
-def new_run_id() -> str:
-    return "jr_" + secrets.token_hex(32)
-
-
-def run_arguments(resolved: job_args.JobArguments, settings: Settings) -> dict[str, str]:
-    """The arguments a run started from ``resolved`` records (before masking)."""
-    values = dict(resolved.values)
-    values.setdefault("JOB_NAME", resolved.job_name)
-    values.setdefault("TempDir", resolved.temp_dir or settings.temp_dir)
-    return values
 
 
 _UNREADABLE = re.compile(r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
@@ -386,7 +374,7 @@ class Job:
             if stored_schema
             else None,
             root_columns={
-                file_source.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()
+                fileplan.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()
             },
             corrupt_column=corrupt_column if bad_records == "quarantine" else None,
         )
@@ -605,7 +593,7 @@ class Job:
         fmt = format.lower()
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
         file_sink.check(fmt, mode, columns)
-        root = file_source.root_url(fileplan.as_path_list(path)[0])
+        root = fileplan.root_url(fileplan.as_path_list(path)[0])
         if ctx is None:
             file_sink.write_now(df, root, fmt=fmt, mode=mode, partition_by=columns, options=options)
             self._sinks.append({"path": root, "mode": mode, "format": fmt})

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from .errors import SourceError
 from .settings import Settings
+
+if TYPE_CHECKING:  # PySpark is imported when a session is made
+    from pyspark.sql import SparkSession
 
 JAR_DIRS = ("/usr/share/java",)
 JAR_NAMES = ("postgresql.jar", "mariadb-java-client.jar", "sqlite-jdbc.jar")
@@ -89,6 +91,8 @@ def use_this_python() -> None:
 
 
 def create_session(app_name: str, master: str) -> SparkSession:
+    from pyspark.sql import SparkSession
+
     use_this_python()
     builder = (
         SparkSession.builder.master(master)

@@ -8,13 +8,17 @@ which also covers folders that are not named ``key=value``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 
-from pyspark.sql import SparkSession
 
 from ..errors import SparkmarkError
 from .models import Partition, Table
 from .store import CatalogStore
+
+if TYPE_CHECKING:  # PySpark is imported only where it runs
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("sparkmark.catalog")
 

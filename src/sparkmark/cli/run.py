@@ -14,7 +14,6 @@ from pathlib import Path
 from .. import args as job_args
 from ..engine.models import RunState
 from ..errors import SparkmarkError
-from ..job import describe_error, new_run_id, run_arguments, running_jobs, started_jobs
 from .output import console, err_console, fail
 
 log = logging.getLogger("sparkmark.run")
@@ -46,6 +45,7 @@ def _prepare_spark_and_glue() -> None:
 def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:
     """Record a skipped run and return True when the job has nothing new to read."""
     from ..engine.masking import mask_arguments
+    from ..engine.models import new_run_id
     from ..engine.owner import this_process
     from ..engine.preview import decide_skip, record_skipped_run, script_identity
     from ..engine.store import StateStore
@@ -53,7 +53,7 @@ def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:
 
     settings = Settings.from_env()
     store = StateStore.from_settings(settings)
-    arguments = mask_arguments(run_arguments(resolved, settings))
+    arguments = mask_arguments(job_args.run_arguments(resolved, settings.temp_dir))
     identity = script_identity(str(script))
     decision = decide_skip(store, resolved.job_name, option=resolved.bookmark_option,
                            arguments=arguments, script=identity)
@@ -80,6 +80,8 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         fail(str(exc))
 
     _prepare_spark_and_glue()
+    from ..job import describe_error, running_jobs, started_jobs
+
     already = len(started_jobs())
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *argv]

@@ -9,27 +9,29 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
-from pyspark.sql import SparkSession
-from pyspark.sql.types import StructType
 
 from ..catalog.hive import HiveCatalog
 from ..catalog.models import Column, Partition, Table
+from ..engine.fileplan import root_url
 from ..engine.globs import ExclusionMatcher
 from ..engine.increment import FileSourceOptions, plan_increment
 from ..engine.listing import FileLister, ListedFile, Listing
 from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
-from ..sources.files import root_url
 from .classify import classify, csv_has_header
 from .definition import CrawlerDefinition
 from .definition import DeleteBehaviorKind as DeleteBehavior
 from .definition import RecrawlBehaviorKind as RecrawlBehavior
 from .definition import UpdateBehaviorKind as UpdateBehavior
 from .store import CrawlerStore, CrawlRecord
+
+if TYPE_CHECKING:  # PySpark is imported only where it runs
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger("sparkmark.crawler")
 

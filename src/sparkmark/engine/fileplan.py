@@ -70,6 +70,14 @@ class FilePlan:
             )
 
 
+def root_url(path: str) -> str:
+    """A root path as the lister names it (protocol-qualified, no trailing slash)."""
+    from fsspec.core import url_to_fs
+
+    fs, bare = url_to_fs(path)
+    return fs.unstrip_protocol(bare.rstrip("/"))
+
+
 def as_path_list(paths: str | list[str] | tuple[str, ...]) -> list[str]:
     if isinstance(paths, str):
         paths = [paths]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -52,6 +54,11 @@ class RunRecord:
     base_version: int
     committed_version: int | None
     previous_run_id: str | None
+
+
+def new_run_id() -> str:
+    """A run id in Glue's shape: ``jr_`` and 64 hex digits."""
+    return "jr_" + secrets.token_hex(32)
 
 
 @dataclass(frozen=True)

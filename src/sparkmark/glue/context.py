@@ -186,7 +186,7 @@ class GlueContext:
         return file_source.read_selected(
             self.spark_session, plan.increment.selected, fmt=fmt, spark_options=spark_options,
             schema=schema, empty_schema=None,
-            root_columns={file_source.root_url(p): c for p, c in (path_columns or {}).items()})
+            root_columns={fileplan.root_url(p): c for p, c in (path_columns or {}).items()})
 
     def _to_records(self, df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:
         """Typed records and the error records of rows that were not JSON records."""
@@ -293,7 +293,7 @@ class GlueContext:
                         partition_keys: list[str], update_behavior: str) -> None:
         from ..catalog.hive import HiveCatalog
         from ..catalog.models import Column, Partition, Table
-        from ..sources.files import root_url
+        from ..engine.fileplan import root_url
 
         catalog = HiveCatalog(self.spark_session, self._catalog_store())
         location = root_url(path)

@@ -4,15 +4,17 @@ output, and the engine's publish protocol makes it visible after the commit."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsspec.core import url_to_fs
-from pyspark.sql import DataFrame
 
 from ..engine import publish
 from ..engine.faults import crash_when
 from ..engine.listing import spark_base_path
 from ..errors import SourceError
+
+if TYPE_CHECKING:  # PySpark is imported only where it runs
+    from pyspark.sql import DataFrame
 
 FORMATS = ("parquet", "orc", "json", "csv", "text", "xml")
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from pyspark.sql import DataFrame
 
 from ..engine import jdbc as kr
 from ..engine.faults import crash_point
 from ..errors import SourceError
 from ..spark import driver_class
+
+if TYPE_CHECKING:  # PySpark is imported only where it runs
+    from pyspark.sql import DataFrame
 
 log = logging.getLogger("sparkmark.jdbc")
 

@@ -15,14 +15,6 @@ FORMATS = ("csv", "json", "parquet", "orc", "xml", "text", "avro")
 SOURCE_FILE = "_sm_source_file"  # beside malformed records: the file they came from
 
 
-def root_url(path: str) -> str:
-    """A root path as the lister names it (protocol-qualified, no trailing slash)."""
-    from fsspec.core import url_to_fs
-
-    fs, bare = url_to_fs(path)
-    return fs.unstrip_protocol(bare.rstrip("/"))
-
-
 def read_selected(
     spark: SparkSession,
     files: list[ListedFile],
