@@ -44,12 +44,14 @@ bench: install
 	$(PY) bench/files_incremental.py
 	$(PY) bench/commit_cost.py
 	$(PY) bench/jdbc_read.py
+	$(PY) bench/quality.py
 	@cat bench/results/latest.json
 
 bench-quick: install
 	$(PY) bench/files_incremental.py --quick --repeats 3
 	$(PY) bench/commit_cost.py --quick
 	$(PY) bench/jdbc_read.py --quick --repeats 3
+	$(PY) bench/quality.py --quick --repeats 2
 	@cat bench/results/latest.json
 
 clean:

@@ -33,28 +33,20 @@ def arguments(repeats: int = 5) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def process_cpu_seconds(names: tuple[str, ...]) -> float:
-    """CPU seconds used so far by every process whose command name is one of ``names``
-    (Linux /proc; 0.0 elsewhere). Differences around an action tell which process
-    kept the cores busy."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total = 0
-    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        if name in names:
-            fields = stat[stat.rindex(")") + 2:].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total / tick
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine since boot (Linux /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
 
 
-def cores_busy(action, names: tuple[str, ...]) -> tuple[float, float]:
-    """(wall seconds, average cores kept busy by the named processes) for one call."""
-    before = process_cpu_seconds(names)
+def cores_busy(action) -> tuple[float, float]:
+    """(wall seconds, average cores the whole machine kept busy) for one call. Whole
+    machine, because the database's per-connection processes come and go within it."""
+    if not Path("/proc/stat").exists():
+        return timed(action), float("nan")
+    busy0, total0 = _cpu_ticks()
     wall = timed(action)
-    return wall, (process_cpu_seconds(names) - before) / wall
+    busy1, total1 = _cpu_ticks()
+    share = (busy1 - busy0) / max(total1 - total0, 1)
+    return wall, share * (os.cpu_count() or 1)

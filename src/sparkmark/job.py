@@ -175,6 +175,7 @@ class Job:
         self._metrics: dict[str, dict[str, Any]] = {}
         self._sinks: list[dict[str, Any]] = []
         self._outputs: list[OutputRecord] = []  # this run's exactly-once writes
+        self._quality: dict[str, dict[str, Any]] = {}  # ruleset name → outcome summary
         self._databases: dict[str, jdbc_keys.Database] = {}  # by JDBC URL, with credentials
         self._started = time.monotonic()
         self._committed = False
@@ -271,6 +272,8 @@ class Job:
         }
         if self._script is not None:
             metrics["script"] = self._script
+        if self._quality:
+            metrics["quality"] = dict(self._quality)
         return metrics
 
     # --------------------------------------------------------------- reading
@@ -570,6 +573,36 @@ class Job:
         log.info("job %s: %d rows for %s staged as write %s; they are merged when the run "
                  "commits", self.name, staged["rows_staged"], table, record.key)
         return {"table": table, "mode": mode, "ctx": ctx, "rows_staged": staged["rows_staged"]}
+
+    def evaluate_quality(
+        self,
+        df: DataFrame,
+        ruleset: str,
+        *,
+        name: str = "default",
+        reference: Mapping[str, DataFrame] | None = None,
+        row_level: bool = True,
+        filtered_rows: str = "pass",
+    ):
+        """Evaluate a DQDL ruleset on ``df`` (see ``sparkmark.quality.evaluate``) and keep
+        the result with this run under ``name``; DetectAnomalies compares with the values
+        earlier successful runs of the job recorded under the same name."""
+        self._require_running()
+        from .quality import evaluate
+        from .quality.store import QualityStore
+
+        check_name("ruleset name", name)
+        store = QualityStore(self.store)
+        result = evaluate(df, ruleset, reference=dict(reference or {}), name=name, row_level=row_level,
+                          filtered_rows=filtered_rows,
+                          history=lambda metric: store.history(self.name, name, metric))
+        document = result.to_dict()
+        store.save(self.name, self.run_id, document)
+        self._quality[name] = {"passed": result.passed, "score": document["score"],
+                               "failed_rules": [o.rule for o in result.failed()]}
+        log.info("job %s: data quality %s: %d of %d rules passed", self.name, name,
+                 sum(o.passed for o in result.outcomes), len(result.outcomes))
+        return result
 
     def write_files(
         self,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from . import bookmark, catalog, crawler, glue, outputs, runs
+from . import bookmark, catalog, crawler, glue, outputs, quality, runs
 from .run import run_script
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app.add_typer(glue.app, name="glue")
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(crawler.app, name="crawler")
 app.add_typer(outputs.app, name="outputs")
+app.add_typer(quality.app, name="quality")
 
 
 @app.command(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 ALIAS = "awsglue"
 TARGET = "sparkmark.glue"
+ALIASES = {"awsglue": "sparkmark.glue", "awsgluedq": "sparkmark.glue.dq"}  # Glue name → ours
 PTH_NAME = "sparkmark-awsglue.pth"
 
 
@@ -38,9 +39,10 @@ class _AliasLoader(importlib.abc.Loader):
 
 class AwsGlueFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != ALIAS and not fullname.startswith(ALIAS + "."):
+        alias = next((a for a in ALIASES if fullname == a or fullname.startswith(a + ".")), None)
+        if alias is None:
             return None
-        real = TARGET + fullname[len(ALIAS):]
+        real = ALIASES[alias] + fullname[len(alias):]
         try:
             found = importlib.util.find_spec(real)
         except ModuleNotFoundError:
@@ -57,7 +59,7 @@ def install() -> bool:
         return False
     if not any(isinstance(f, AwsGlueFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, AwsGlueFinder())
-    for name in [n for n in sys.modules if n == ALIAS or n.startswith(ALIAS + ".")]:
+    for name in [n for n in sys.modules if any(n == a or n.startswith(a + ".") for a in ALIASES)]:
         if not getattr(sys.modules[name], "__name__", "").startswith(TARGET):
             del sys.modules[name]  # an earlier import of AWS's own library
     return True

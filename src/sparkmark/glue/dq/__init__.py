@@ -1,0 +1,1 @@
+"""``awsgluedq``: Glue Data Quality's entry points, on sparkmark.quality."""

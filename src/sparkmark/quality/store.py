@@ -1,0 +1,86 @@
+"""Data quality results, kept per job run and per ruleset in the state store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text, insert, select
+
+from ..engine import schema as engine_tables
+from ..engine.models import RunState
+from ..engine.schema import UTCDateTime
+from ..engine.store import StateStore
+
+metadata = MetaData()
+results = Table(
+    "sm_quality_results", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_name", String(255), nullable=False, index=True),
+    Column("run_id", String(80)),
+    Column("ruleset", String(255), nullable=False),
+    Column("evaluated_at", UTCDateTime, nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("score", Float, nullable=False),
+    Column("rules", Text, nullable=False),  # JSON: each rule's outcome, reason, metrics, labels
+    Column("metrics", Text, nullable=False),  # JSON: every metric by name
+)
+SCHEMA_KEY = "quality_schema_version"
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    job_name: str
+    run_id: str | None
+    ruleset: str
+    evaluated_at: datetime
+    passed: bool
+    score: float
+    rules: list[dict[str, Any]]
+    metrics: dict[str, Any]
+
+
+class QualityStore:
+    def __init__(self, state: StateStore):
+        self.state = state
+        state.ensure_tables(SCHEMA_KEY, metadata)
+
+    def save(self, job_name: str, run_id: str | None, document: dict[str, Any]) -> None:
+        with self.state.engine.begin() as conn:
+            conn.execute(insert(results).values(
+                job_name=job_name, run_id=run_id, ruleset=document["ruleset"],
+                evaluated_at=datetime.fromisoformat(document["evaluated_at"]),
+                passed=bool(document["passed"]), score=float(document["score"]),
+                rules=json.dumps(document["rules"], default=str),
+                metrics=json.dumps(document["metrics"], default=str)))
+
+    def results(self, job_name: str, ruleset: str | None = None, limit: int = 50) -> list[StoredResult]:
+        query = select(results).where(results.c.job_name == job_name)
+        if ruleset is not None:
+            query = query.where(results.c.ruleset == ruleset)
+        query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
+        with self.state.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [StoredResult(r.job_name, r.run_id, r.ruleset, r.evaluated_at, r.passed, r.score,
+                             json.loads(r.rules), json.loads(r.metrics)) for r in rows]
+
+    def history(self, job_name: str, ruleset: str, metric: str, limit: int = 100) -> list[float]:
+        """A metric's earlier values for this job and ruleset, oldest first, from runs
+        that succeeded (or evaluations made outside a run)."""
+        runs = engine_tables.runs
+        query = (select(results.c.metrics, runs.c.state)
+                 .select_from(results.outerjoin(runs, runs.c.run_id == results.c.run_id))
+                 .where(results.c.job_name == job_name, results.c.ruleset == ruleset)
+                 .order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit))
+        with self.state.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        values = []
+        for row in reversed(rows):
+            if row.state not in (None, RunState.SUCCEEDED.value):
+                continue
+            value = json.loads(row.metrics).get(metric)
+            if isinstance(value, (int, float)):
+                values.append(float(value))
+        return values
