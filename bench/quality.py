@@ -2,8 +2,8 @@
 
 Q1: the 20 rules evaluated by sparkmark (aggregates in one pass, one grouped plan per
     column set for the frequency rules) ÷ one count(*) scan of the same Parquet data
-    that reads every column (Parquet answers a bare count(*) from its footers, so the
-    bare count is printed too). Goal ≤ 1.3.
+    that reads every value (and hashes it, so Spark cannot skip the columns; Parquet
+    answers a bare count(*) from its footers, which is printed too). Goal ≤ 1.3.
 Q2: the same 20 rules evaluated one query each ÷ sparkmark: what the single pass saves.
 
 The data is written once as Parquet; every side reads it from disk, alternating, and
@@ -79,8 +79,10 @@ def main() -> None:
         now = datetime(2026, 11, 23, tzinfo=timezone.utc)
 
         def scan():
+            # Every value is read and hashed: count(struct(...)) would be simplified to
+            # count(*) and answered without reading the columns.
             df = spark.read.parquet(path)
-            df.agg(F.count(F.struct(*df.columns))).collect()
+            df.agg(F.count(F.lit(1)), F.max(F.xxhash64(*df.columns))).collect()
 
         def bare_count():
             spark.read.parquet(path).agg(F.count(F.lit(1))).collect()
@@ -105,7 +107,7 @@ def main() -> None:
         print(f"rows: {rows:,}; rules: {len(RULES)}")
         print(f"{'scenario':<52}{'median s':>10}{'ratio':>8}{'goal':>8}")
         print(f"{'Q1 sparkmark, 20 rules':<52}{pass_s:>10.3f}{q1:>8.2f}{'<= 1.3':>8}")
-        print(f"{'   one count scan reading every column':<52}{scan_s:>10.3f}")
+        print(f"{'   one count scan reading every value':<52}{scan_s:>10.3f}")
         print(f"{'   bare count(*) (Parquet footers only)':<52}{bare_s:>10.3f}")
         print(f"{'Q2 the 20 rules one query each ÷ sparkmark':<52}{each_s:>10.3f}{q2:>8.2f}")
         record({"Q1": {"value": round(q1, 3), "goal": "<= 1.3", "met": q1 <= 1.3,

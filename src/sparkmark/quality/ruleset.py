@@ -82,13 +82,18 @@ class Composite:
     text: str = ""
 
     def leaves(self) -> list[Rule]:
-        found: list[Rule] = []
-        for part in self.parts:
-            found.extend(part.leaves() if isinstance(part, Composite) else [part])
-        return found
+        return leaves(self.parts)
 
 
 Entry = Union[Rule, Composite]
+
+
+def leaves(entries) -> list[Rule]:
+    """The plain rules inside ``entries``, composites opened, in order."""
+    found: list[Rule] = []
+    for entry in entries:
+        found.extend(entry.leaves() if isinstance(entry, Composite) else [entry])
+    return found
 
 
 @dataclass(frozen=True)
@@ -100,10 +105,7 @@ class Ruleset:
     text: str = ""
 
     def leaves(self) -> list[Rule]:
-        found: list[Rule] = []
-        for entry in self.rules:
-            found.extend(entry.leaves() if isinstance(entry, Composite) else [entry])
-        return found
+        return leaves(self.rules)
 
 
 @lru_cache(maxsize=1)
