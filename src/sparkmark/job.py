@@ -27,7 +27,7 @@ from . import args as job_args
 from .engine import fileplan
 from .engine.increment import FileSourceOptions
 from .engine.manifest import manifest_path, quarantine_path, write_manifest
-from .engine.names import check_name
+from .engine.names import check_name, check_run_id
 from .engine.masking import mask_arguments
 from .engine.faults import crash_point, crash_when
 from .engine.models import (
@@ -147,7 +147,8 @@ class Job:
         spark: SparkSession | None = None,
         store: StateStore | None = None,
         settings: Settings | None = None,
-        attempt: int = 0,
+        attempt: int | None = None,
+        run_id: str | None = None,
     ):
         if not name or not str(name).strip():
             raise ArgumentError("a job needs a name (--JOB_NAME)")
@@ -187,10 +188,11 @@ class Job:
             upper = self.store.version_after_run(self.name, bookmark_to)
             self._range = (lower, upper)
 
+        given_id, given_attempt = _scheduled_run()
         self.run: RunRecord = self.store.start_run(
             job_name=self.name,
-            run_id=new_run_id(),
-            attempt=attempt,
+            run_id=run_id or given_id or new_run_id(),
+            attempt=given_attempt if attempt is None else attempt,
             option=self.bookmark_option,
             arguments=mask_arguments(self.args),
             owner=this_process(),
@@ -231,7 +233,6 @@ class Job:
         """Start a run from Glue-style arguments (``sys.argv`` by default)."""
         argv = list(sys.argv if argv is None else argv)
         resolved = job_args.resolve(argv[1:], default_job_name=job_args.script_job_name(argv[0] if argv else None))
-        attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
         return cls(
             resolved.job_name,
             args=resolved.values,
@@ -242,7 +243,6 @@ class Job:
             spark=spark,
             store=store,
             settings=settings,
-            attempt=attempt,
         )
 
     # ------------------------------------------------------------ properties
@@ -780,6 +780,21 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job(name={self.name!r}, run_id={self.run_id!r}, option={self.bookmark_option.value})"
+
+
+_SCHEDULED_TAKEN = False
+
+
+def _scheduled_run() -> tuple[str | None, int]:
+    """The run id and attempt a scheduler chose for this process (``SPARKMARK_RUN_ID``,
+    ``SPARKMARK_ATTEMPT``). The id goes to the first run the process starts only."""
+    global _SCHEDULED_TAKEN
+    attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
+    run_id = os.environ.get("SPARKMARK_RUN_ID") or None
+    if run_id is None or _SCHEDULED_TAKEN:
+        return None, attempt
+    _SCHEDULED_TAKEN = True
+    return check_run_id(run_id), attempt
 
 
 def _install_process_hooks() -> None:

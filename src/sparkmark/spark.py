@@ -8,6 +8,7 @@ or from whatever the user configured: ``spark.jars``, ``spark.jars.packages``
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -36,6 +37,21 @@ def jdbc_jars() -> list[str]:
             if path.exists():
                 found.append(str(path.resolve()))
     return found
+
+
+def extra_confs() -> dict[str, str]:
+    """Spark settings a declared job carries (``Spark.conf`` in sparkmark.toml), handed
+    to its process as JSON in ``SPARKMARK_SPARK_CONF``."""
+    text = os.environ.get("SPARKMARK_SPARK_CONF")
+    if not text:
+        return {}
+    try:
+        confs = json.loads(text)
+    except ValueError:
+        raise SourceError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings") from None
+    if not isinstance(confs, dict):
+        raise SourceError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings")
+    return {str(k): str(v) for k, v in confs.items()}
 
 
 # ---------------------------------------------------------------- Hive metastore
@@ -108,6 +124,8 @@ def create_session(app_name: str, master: str) -> SparkSession:
     if hive_enabled():
         for key, value in hive_confs().items():
             builder = builder.config(key, value)
+    for key, value in extra_confs().items():
+        builder = builder.config(key, value)
     return builder.getOrCreate()
 
 

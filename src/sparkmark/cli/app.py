@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from . import bookmark, catalog, crawler, glue, outputs, quality, runs
+from . import bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
+from .output import one_line_errors
 from .run import run_script
 
 app = typer.Typer(
@@ -24,6 +25,10 @@ app.add_typer(catalog.app, name="catalog")
 app.add_typer(crawler.app, name="crawler")
 app.add_typer(outputs.app, name="outputs")
 app.add_typer(quality.app, name="quality")
+app.add_typer(workflows.workflow_app, name="workflow")
+app.add_typer(workflows.trigger_app, name="trigger")
+app.add_typer(workflows.job_app, name="job")
+app.command("scheduler")(one_line_errors(workflows.scheduler_command))
 
 
 @app.command(
@@ -51,7 +56,18 @@ def main() -> None:
     )
     for noisy in ("py4j", "sqlalchemy", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    app()
+    from ..workflow.launcher import record_exit
+
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code
+        record_exit(code if isinstance(code, int) else (0 if code is None else 1))
+        raise
+    except BaseException:
+        record_exit(1)
+        raise
+    record_exit(0)
 
 
 if __name__ == "__main__":

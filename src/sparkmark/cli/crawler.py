@@ -31,14 +31,17 @@ def create(file: Path = typer.Option(Path("sparkmark.toml"), "--file", help="cra
 
 @app.command("run")
 @one_line_errors
-def run(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Run one crawl now and print what it did."""
+def run(name: str, as_json: bool = typer.Option(False, "--json"),
+        crawl_id: str = typer.Option(None, "--crawl-id", hidden=True,
+                                     help="The crawl's id, chosen by the scheduler")) -> None:
+    """Run one crawl now and print what it did; exits non-zero when the crawl fails."""
     state = StateStore.from_settings()
     crawlers = CrawlerStore(state)
     definition, _ = crawlers.get(name)
     spark = create_session(f"crawler-{name}", Settings.from_env().spark_master)
     spark.sparkContext.setLogLevel("ERROR")
-    record = run_crawl(spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition)
+    record = run_crawl(spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition,
+                       crawl_id=crawl_id)
     if as_json:
         print_json(record)
         return

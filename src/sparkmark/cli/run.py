@@ -26,7 +26,7 @@ def _prepare_spark_and_glue() -> None:
 
     from ..glue import shim
     from ..settings import Settings
-    from ..spark import hive_confs, hive_enabled, jdbc_jars, use_this_python
+    from ..spark import extra_confs, hive_confs, hive_enabled, jdbc_jars, use_this_python
 
     shim.install()
     use_this_python()
@@ -39,6 +39,8 @@ def _prepare_spark_and_glue() -> None:
         if hive_enabled():
             for key, value in hive_confs().items():
                 args += ["--conf", f"{key}={value}"]
+        for key, value in extra_confs().items():
+            args += ["--conf", f"{key}={value}"]
         os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
 
 

@@ -186,8 +186,8 @@ def infer(spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str) -> 
 
 
 def run_crawl(spark: SparkSession, state: StateStore, catalog: HiveCatalog, crawler_store: CrawlerStore,
-              definition: CrawlerDefinition) -> CrawlRecord:
-    crawl = Crawl("cr_" + secrets.token_hex(16))
+              definition: CrawlerDefinition, *, crawl_id: str | None = None) -> CrawlRecord:
+    crawl = Crawl(crawl_id or "cr_" + secrets.token_hex(16))
     crawler_store.begin(definition.Name, crawl.crawl_id)
     began = time.monotonic()
     outcome = "FAILED"

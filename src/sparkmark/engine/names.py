@@ -6,7 +6,7 @@ import re
 
 from ..errors import ArgumentError
 
-_RUN_ID = re.compile(r"^jr_[0-9a-f]{64}$")
+_RUN_ID = re.compile(r"^jr_[0-9a-f]{64}(_attempt_[0-9]{1,2})?$")
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
 
 
@@ -23,7 +23,7 @@ def check_name(kind: str, value: str) -> str:
 
 def check_run_id(value: str) -> str:
     if not _RUN_ID.match(value or ""):
-        raise ArgumentError(f"invalid run id {value!r}: run ids look like jr_ followed by 64 hex digits")
+        raise ArgumentError(f"invalid run id {value!r}: run ids look like jr_ followed by 64 hex digits (and _attempt_N for a retry)")
     return value
 
 

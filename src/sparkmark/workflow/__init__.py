@@ -1,0 +1,1 @@
+"""Jobs, triggers and workflows declared in sparkmark.toml, and the scheduler that runs them."""

@@ -1,0 +1,149 @@
+"""Starting job and crawler runs as processes, and watching them end.
+
+Each run is a ``sparkmark run SCRIPT …`` or ``sparkmark crawler run NAME`` process in
+its own session (so a timeout or a stop ends it with everything it started), with
+its output in a log file under ``$SPARKMARK_HOME/logs``. The process writes its exit
+status to a file beside the log, so a scheduler that restarts while the process
+runs can still learn how it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.owner import is_dead
+
+EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    action_id: str
+    kind: str  # JOB or CRAWLER
+    name: str
+    attempt: int
+    argv: list[str]  # the sparkmark command line after the program name
+    env: dict[str, str]
+    log_path: Path
+
+
+class Launcher:
+    """Runs processes and remembers the ones it started."""
+
+    def __init__(self) -> None:
+        self._children: dict[str, subprocess.Popen] = {}
+
+    def start(self, spec: LaunchSpec) -> int:
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        exit_file = exit_path(spec.log_path)
+        exit_file.unlink(missing_ok=True)
+        env = {**os.environ, **spec.env, EXIT_FILE_ENV: str(exit_file)}
+        env.pop("PYSPARK_SUBMIT_ARGS", None)  # each run builds its own Spark arguments
+        with open(spec.log_path, "ab") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "sparkmark", *spec.argv],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True, close_fds=True)
+        self._children[spec.action_id] = child
+        return child.pid
+
+    def exit_status(self, action_id: str, pid: int | None, log_path: str | None) -> int | None | bool:
+        """None while the process runs; its exit status when it ended; False when it
+        ended and its status is unknown (killed before it could write it)."""
+        child = self._children.get(action_id)
+        if child is not None:
+            code = child.poll()
+            if code is None:
+                return None
+            self._children.pop(action_id, None)
+            return code
+        if pid is not None and not is_dead(f"{socket.gethostname()}:{pid}") and not _is_zombie(pid):
+            return None
+        recorded = read_exit(log_path)
+        return False if recorded is None else recorded
+
+    def kill(self, action_id: str, pid: int | None) -> None:
+        """End the run's whole process group: SIGTERM, then SIGKILL."""
+        if pid is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            child = self._children.get(action_id)
+            if child is not None:
+                try:
+                    child.wait(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        child = self._children.pop(action_id, None)
+        if child is not None:
+            try:
+                child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def has_children(self) -> bool:
+        return bool(self._children)
+
+    def wait_any(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for one of this launcher's children to end."""
+        children = list(self._children.values())
+        if not children:
+            return
+        try:
+            children[0].wait(timeout=seconds / max(len(children), 1))
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def exit_path(log_path: Path) -> Path:
+    return log_path.with_suffix(".exit")
+
+
+def read_exit(log_path: str | None) -> int | None:
+    if not log_path:
+        return None
+    try:
+        return int(json.loads(exit_path(Path(log_path)).read_text(encoding="utf-8"))["code"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def record_exit(code: int) -> None:
+    """Called by the ``sparkmark`` program as it exits, when run by a scheduler."""
+    target = os.environ.get(EXIT_FILE_ENV)
+    if not target:
+        return
+    try:
+        Path(target).write_text(json.dumps({"code": code}), encoding="utf-8")
+    except OSError:
+        pass
+
+
+def log_tail(log_path: str | None, lines: int = 8) -> str:
+    if not log_path:
+        return ""
+    try:
+        text = Path(log_path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])

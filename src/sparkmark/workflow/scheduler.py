@@ -1,0 +1,489 @@
+"""The scheduler: fires triggers, starts job and crawler runs, follows workflow runs.
+
+One pass is :meth:`Scheduler.tick`; ``sparkmark scheduler`` calls it in a loop. The
+clock is a function given to the scheduler, so schedules can be tested without
+waiting for them.
+
+Who does what:
+- one scheduler **leads** (a lease in the state store, taken over when its owner dies
+  or stops renewing it). Only the leader fires schedules and the conditional triggers
+  that belong to no workflow, and it adopts workflow runs and job runs whose
+  supervising process is gone;
+- every workflow run and every job or crawler run has a **supervisor**: the process
+  that starts its actions, watches them end and applies timeouts and retries. That is
+  the leader, or a ``sparkmark workflow run`` / ``job run`` command that found no
+  scheduler running and drives its own run in the foreground.
+
+A trigger fires once per key (a schedule's window, a workflow run, an event), and the
+firing is written in the same transaction as the runs it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from ..crawler.store import CrawlerStore
+from ..engine.masking import MASK
+from ..engine.models import RunState
+from ..engine.owner import is_dead, this_process
+from ..engine.schema import utcnow
+from ..engine.store import StateStore
+from ..errors import ConfigError, NotFound, RunFinished, SparkmarkError
+from ..settings import Settings
+from .definition import LogicalKind, Project, TriggerDefinition, TriggerType
+from .launcher import Launcher, LaunchSpec, log_tail
+from .store import (
+    ActionRecord,
+    ActionState,
+    WorkflowRunRecord,
+    WorkflowRunStatus,
+    WorkflowStore,
+)
+
+log = logging.getLogger("sparkmark.scheduler")
+
+Clock = Callable[[], datetime]
+_JOB_STATES = {s.value: ActionState(s.value) for s in
+               (RunState.SUCCEEDED, RunState.FAILED, RunState.STOPPED, RunState.TIMEOUT)}
+_CRAWL_STATES = {"SUCCEEDED": ActionState.SUCCEEDED, "FAILED": ActionState.FAILED,
+                 "CANCELLED": ActionState.CANCELLED}
+
+
+class Scheduler:
+    def __init__(self, project: Project, store: StateStore, *, clock: Clock | None = None,
+                 launcher: Launcher | None = None, owner: str | None = None,
+                 lease_seconds: float = 30.0, leading: bool = True,
+                 settings: Settings | None = None):
+        self.project = project
+        self.state = store
+        self.store = WorkflowStore(store)
+        self.crawlers = CrawlerStore(store)
+        self.clock: Clock = clock or utcnow
+        self.launcher = launcher or Launcher()
+        self.owner = owner or this_process()
+        self.lease_seconds = lease_seconds
+        self.leading = leading  # False: only drive the runs this process supervises
+        self.settings = settings or Settings.from_env()
+        self.is_leader = False
+        self._synced = False
+
+    # ------------------------------------------------------------------ the pass
+
+    def tick(self) -> bool:
+        """One pass. Returns whether this scheduler led during it."""
+        now = self.clock()
+        self.is_leader = self.leading and self.store.lead(self.owner, now, self.lease_seconds)
+        if self.leading and not self.is_leader:
+            return False
+        self.sync(now)
+        if self.is_leader:
+            self._adopt()
+        self._watch(now)
+        if self.is_leader:
+            self._fire_schedules(now)
+            self._fire_standalone(now)
+        self._advance_workflow_runs(now)
+        self._launch(now)
+        return self.is_leader
+
+    def sync(self, now: datetime) -> None:
+        """Record declared triggers and crawlers in the state store (once per process)."""
+        if self._synced:
+            return
+        for trigger in self.project.triggers.values():
+            self.store.sync_trigger(trigger.Name, start_on_creation=trigger.StartOnCreation, now=now)
+        for crawler in self.project.crawlers.values():
+            self.crawlers.save(crawler)
+        self._synced = True
+
+    def run(self, *, until: Callable[[], bool] | None = None, max_seconds: float | None = None,
+            poll_seconds: float = 0.5) -> bool:
+        """Tick until ``until()`` is true (True) or ``max_seconds`` pass (False); between
+        passes, wait for a child process to end or ``poll_seconds``."""
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        try:
+            while True:
+                self.tick()
+                if until is not None and until():
+                    return True
+                if deadline is not None and time.monotonic() > deadline:
+                    return False
+                if self.launcher.has_children():
+                    self.launcher.wait_any(poll_seconds)
+                else:
+                    time.sleep(poll_seconds)
+        finally:
+            if self.is_leader:
+                self.store.resign(self.owner)
+
+    # ------------------------------------------------------------------ starting things
+
+    def start_workflow_run(self, workflow: str, *, trigger: TriggerDefinition | None = None,
+                           key: str | None = None, supervisor: str | None = None,
+                           properties: dict[str, str] | None = None) -> str | None:
+        """Start a run of ``workflow`` through its start trigger. With ``key`` (a
+        schedule's window) the start happens at most once per key."""
+        definition = self.project.workflow(workflow)
+        trigger = trigger or self.project.start_trigger(workflow)
+        now = self.clock()
+        with self.state.engine.begin() as conn:
+            run_id = self.store.start_workflow_run(
+                conn, workflow=workflow, properties={**definition.DefaultRunProperties, **(properties or {})},
+                graph=self.project.graph(workflow), start_trigger=trigger.Name,
+                supervisor=supervisor, now=now)
+            if not self.store.fire(conn, trigger.Name, key or run_id, now, workflow_run_id=run_id):
+                conn.rollback()
+                return None
+            self._queue_actions(conn, trigger, now, workflow_run_id=run_id, supervisor=supervisor)
+        log.info("workflow %s: run %s started by trigger %s", workflow, run_id, trigger.Name)
+        return run_id
+
+    def start_job_run(self, job: str, arguments: dict[str, str] | None = None, *,
+                      supervisor: str | None = None) -> str:
+        """Queue one run of a declared job, outside any workflow."""
+        definition = self.project.job(job)
+        now = self.clock()
+        with self.state.engine.begin() as conn:
+            return self.store.add_action(conn, kind="JOB", name=definition.Name, now=now,
+                                         arguments=definition.arguments(arguments),
+                                         timeout_minutes=definition.Timeout, supervisor=supervisor)
+
+    def _queue_actions(self, conn, trigger: TriggerDefinition, now: datetime, *,
+                       workflow_run_id: str | None, supervisor: str | None) -> list[str]:
+        ids = []
+        for action in trigger.Actions:
+            if action.JobName:
+                job = self.project.job(action.JobName)
+                ids.append(self.store.add_action(
+                    conn, kind="JOB", name=job.Name, now=now, arguments=job.arguments(action.Arguments),
+                    timeout_minutes=action.Timeout or job.Timeout, workflow_run_id=workflow_run_id,
+                    trigger=trigger.Name, supervisor=supervisor))
+            else:
+                ids.append(self.store.add_action(
+                    conn, kind="CRAWLER", name=action.CrawlerName or "", now=now,
+                    workflow_run_id=workflow_run_id, trigger=trigger.Name, supervisor=supervisor))
+        return ids
+
+    def _fire(self, trigger: TriggerDefinition, key: str, now: datetime) -> bool:
+        """Fire a trigger that is not inside a running workflow run."""
+        if trigger.WorkflowName and trigger.is_start:
+            return self.start_workflow_run(trigger.WorkflowName, trigger=trigger, key=key,
+                                           supervisor=self.owner) is not None
+        with self.state.engine.begin() as conn:
+            if not self.store.fire(conn, trigger.Name, key, now):
+                return False
+            self._queue_actions(conn, trigger, now, workflow_run_id=None, supervisor=self.owner)
+        log.info("trigger %s fired (%s)", trigger.Name, key)
+        return True
+
+    # ------------------------------------------------------------------ leader's work
+
+    def _adopt(self) -> None:
+        """Take over runs whose supervisor is gone (a scheduler or command that died)."""
+        for run in self.store.workflow_runs(statuses=(WorkflowRunStatus.RUNNING.value,
+                                                       WorkflowRunStatus.STOPPING.value)):
+            if run.supervisor != self.owner and is_dead(run.supervisor):
+                log.warning("workflow run %s: adopting it (its supervisor %s is gone)",
+                            run.run_id, run.supervisor or "was never set")
+                self.store.supervise(run.run_id, self.owner)
+        for action in self.store.active_actions():
+            if action.workflow_run_id is None and action.supervisor != self.owner \
+                    and is_dead(action.supervisor):
+                self.store.claim(action.action_id, self.owner)
+
+    def _fire_schedules(self, now: datetime) -> None:
+        rows = self.store.trigger_rows()
+        for trigger in self.project.triggers.values():
+            if trigger.Type is not TriggerType.SCHEDULED:
+                continue
+            state, watermark = rows.get(trigger.Name, ("CREATED", now))
+            if state != "ACTIVATED" or watermark is None or watermark >= now:
+                continue
+            schedule = trigger.schedule
+            assert schedule is not None
+            window = schedule.latest_in(watermark, now)
+            if window is not None:
+                missed = schedule.count_in(watermark, window)
+                if missed:
+                    log.warning("trigger %s: %d earlier window(s) passed while no scheduler ran; "
+                                "they are covered by this one firing", trigger.Name, missed)
+                self._fire(trigger, window.isoformat(), now)
+            with self.state.engine.begin() as conn:
+                self.store.advance_watermark(conn, trigger.Name, now)
+
+    def _fire_standalone(self, now: datetime) -> None:
+        """Conditional triggers outside workflows, on job and crawler completion events."""
+        watching = [t for t in self.project.triggers.values()
+                    if t.Type is TriggerType.CONDITIONAL and not t.WorkflowName]
+        rows = self.store.trigger_rows()
+        with self.state.engine.connect() as conn:
+            cursor = self.store.cursor(conn)
+            after = self.store.events_after(conn, cursor)
+        if not after:
+            return
+        new = [e for e in after if e.workflow_run_id is None]
+        for event in new:
+            for trigger in watching:
+                if rows.get(trigger.Name, ("CREATED", None))[0] != "ACTIVATED":
+                    continue
+                conditions = trigger.Predicate.Conditions if trigger.Predicate else []
+                if not any(c.node == (event.kind, event.name) for c in conditions):
+                    continue
+                if trigger.Predicate.Logical is LogicalKind.ANY:
+                    hit = any(c.node == (event.kind, event.name) and c.wanted == event.state
+                              for c in conditions)
+                else:
+                    with self.state.engine.connect() as conn:
+                        latest = self.store.latest_events(conn, standalone=True)
+                        since = self.store.last_firing_seq(conn, trigger.Name)
+                    hit = all((e := latest.get(c.node)) is not None and e.seq <= event.seq
+                              and e.seq > since and e.state == c.wanted for c in conditions)
+                if hit:
+                    self._fire(trigger, f"event-{event.seq}", now)
+        # Only now: a scheduler that dies above sees these events again, and the
+        # firings already made are refused by their keys.
+        with self.state.engine.begin() as conn:
+            self.store.set_cursor(conn, after[-1].seq)
+
+    # ------------------------------------------------------------------ supervising
+
+    def _mine(self, action: ActionRecord) -> bool:
+        return action.supervisor == self.owner
+
+    def _watch(self, now: datetime) -> None:
+        for action in self.store.active_actions():
+            if not self._mine(action) or action.state is not ActionState.RUNNING:
+                continue
+            status = self.launcher.exit_status(action.action_id, action.pid, action.log_path)
+            if status is None:
+                self._police(action, now)
+            else:
+                self._ended(action, None if status is False else status, now)
+
+    def _police(self, action: ActionRecord, now: datetime) -> None:
+        """A running action: stop it when its workflow run stops, or when it timed out."""
+        if action.workflow_run_id:
+            run = self.store.workflow_run(action.workflow_run_id)
+            if run.status is WorkflowRunStatus.STOPPING:
+                self._kill(action, ActionState.CANCELLED if action.kind == "CRAWLER" else ActionState.STOPPED,
+                           "stopped with its workflow run", now)
+                return
+        if action.timeout_minutes and action.started_at is not None:
+            elapsed = (now - action.started_at).total_seconds() / 60
+            if elapsed > action.timeout_minutes:
+                self._kill(action, ActionState.TIMEOUT if action.kind == "JOB" else ActionState.CANCELLED,
+                           f"timed out after {action.timeout_minutes:g} minutes", now)
+
+    def _kill(self, action: ActionRecord, state: ActionState, why: str, now: datetime) -> None:
+        log.warning("%s %s run %s: %s", action.kind.lower(), action.name, action.action_id, why)
+        self.launcher.kill(action.action_id, action.pid)
+        self._close_records(action, state, why)
+        self.store.finish_action(action, state, now, error=why)
+
+    def _close_records(self, action: ActionRecord, state: ActionState, why: str) -> None:
+        """End the job run or crawl the killed process left open in the state store."""
+        if action.kind == "JOB":
+            try:
+                run = self.state.get_run(action.action_id)
+            except NotFound:
+                return
+            if run.state is RunState.RUNNING:
+                try:
+                    self.state.finish_run(action.action_id, RunState(state.value), error=why)
+                except RunFinished:
+                    pass
+        else:
+            records = [c for c in self.crawlers.crawls(action.name) if c.crawl_id == action.action_id]
+            if records and records[0].state == "RUNNING":
+                self.crawlers.finish(action.name, action.action_id, state.value, {}, [
+                    {"path": "(crawl)", "error": why}])
+
+    def _ended(self, action: ActionRecord, code: int | None, now: datetime) -> None:
+        state, error = self._outcome(action, code)
+        retry = False
+        if state is ActionState.FAILED and action.kind == "JOB":
+            job = self.project.jobs.get(action.name)
+            stopping = bool(action.workflow_run_id) and \
+                self.store.workflow_run(action.workflow_run_id).status is not WorkflowRunStatus.RUNNING
+            retry = job is not None and action.attempt < job.MaxRetries and not stopping
+        next_id = self.store.finish_action(action, state, now, error=error, retry=retry)
+        log.info("%s %s run %s (attempt %d): %s%s", action.kind.lower(), action.name, action.action_id,
+                 action.attempt, state.value, f"; retrying as {next_id}" if next_id else "")
+
+    def _outcome(self, action: ActionRecord, code: int | None) -> tuple[ActionState, str | None]:
+        tail = log_tail(action.log_path)
+        if action.kind == "JOB":
+            try:
+                run = self.state.get_run(action.action_id)
+            except NotFound:
+                run = None
+            if run is not None and run.state is not RunState.RUNNING:
+                return _JOB_STATES[run.state.value], run.error
+            why = ("its process ended" + (f" with status {code}" if code is not None else
+                                          " and its exit status is unknown"))
+            if run is not None:  # the process died before the run could end itself
+                self._close_records(action, ActionState.FAILED, why)
+                return ActionState.FAILED, f"{why}: {tail}" if tail else why
+            if code == 0:
+                return ActionState.SUCCEEDED, None
+            return ActionState.FAILED, f"{why}: {tail}" if tail else why
+        records = [c for c in self.crawlers.crawls(action.name) if c.crawl_id == action.action_id]
+        if records and records[0].state in _CRAWL_STATES:
+            errors = records[0].errors
+            return _CRAWL_STATES[records[0].state], (errors[0]["error"] if errors and
+                                                     records[0].state != "SUCCEEDED" else None)
+        if records:
+            self._close_records(action, ActionState.FAILED, "its process died")
+        return (ActionState.SUCCEEDED, None) if code == 0 else \
+            (ActionState.FAILED, f"the crawl process ended with status {code}: {tail}")
+
+    def _launch(self, now: datetime) -> None:
+        stopping: dict[str, bool] = {}
+        for action in self.store.active_actions():
+            if not self._mine(action) or action.state is not ActionState.WAITING:
+                continue
+            if action.workflow_run_id:
+                if action.workflow_run_id not in stopping:
+                    run = self.store.workflow_run(action.workflow_run_id)
+                    stopping[action.workflow_run_id] = run.status is not WorkflowRunStatus.RUNNING
+                if stopping[action.workflow_run_id]:
+                    self.store.finish_action(action, ActionState.STOPPED, now,
+                                             error="its workflow run was stopped before it started")
+                    continue
+            try:
+                spec = self._spec(action)
+            except ConfigError as exc:
+                self.store.finish_action(action, ActionState.ERROR, now, error=str(exc))
+                continue
+            if action.kind == "JOB":
+                limit = self.project.jobs[action.name].MaxConcurrentRuns
+                if self.store.running_count("JOB", action.name) >= limit:
+                    continue  # waits for a running one to end
+            try:
+                pid = self.launcher.start(spec)
+            except OSError as exc:
+                self.store.finish_action(action, ActionState.ERROR, now, error=f"could not start: {exc}")
+                continue
+            self.store.mark_started(action.action_id, pid=pid, supervisor=self.owner,
+                                    log_path=str(spec.log_path), now=now)
+            log.info("%s %s: run %s started (attempt %d, pid %d, log %s)", action.kind.lower(),
+                     action.name, action.action_id, action.attempt, pid, spec.log_path)
+
+    def _spec(self, action: ActionRecord) -> LaunchSpec:
+        logs = self.settings.home / "logs" / ("jobs" if action.kind == "JOB" else "crawlers") / action.name
+        log_path = logs / f"{action.action_id}.log"
+        if action.kind == "CRAWLER":
+            if action.name not in self.project.crawlers:
+                raise ConfigError(f"crawler {action.name!r} is no longer declared in {self.project.path}")
+            return LaunchSpec(action.action_id, "CRAWLER", action.name, 0,
+                              ["crawler", "run", action.name, "--crawl-id", action.action_id],
+                              {"SPARKMARK_CONFIG": str(self.project.path)}, log_path)
+        job = self.project.job(action.name)
+        if not Path(job.Script).is_file():
+            raise ConfigError(f"job {job.Name!r}: script {str(job.Script)!r} does not exist")
+        arguments = self._arguments(action)
+        if action.workflow_run_id:
+            run = self.store.workflow_run(action.workflow_run_id)
+            arguments["--WORKFLOW_NAME"] = run.workflow
+            arguments["--WORKFLOW_RUN_ID"] = run.run_id
+        argv = ["run", str(job.Script)]
+        for key, value in arguments.items():
+            argv += [key, value]
+        env = {"SPARKMARK_RUN_ID": action.action_id, "SPARKMARK_ATTEMPT": str(action.attempt),
+               "SPARKMARK_CONFIG": str(self.project.path)}
+        if job.Spark.master:
+            env["SPARKMARK_SPARK_MASTER"] = job.Spark.master
+        if job.Spark.conf:
+            env["SPARKMARK_SPARK_CONF"] = json.dumps(job.Spark.conf)
+        return LaunchSpec(action.action_id, "JOB", job.Name, action.attempt, argv, env, log_path)
+
+    def _arguments(self, action: ActionRecord) -> dict[str, str]:
+        """The run's arguments. Values masked in the state store come back from the
+        definitions they were declared in; a masked value with no definition is left out."""
+        job = self.project.job(action.name)
+        declared = dict(job.DefaultArguments)
+        if action.trigger and action.trigger in self.project.triggers:
+            for a in self.project.triggers[action.trigger].Actions:
+                if a.JobName == action.name:
+                    declared.update(a.Arguments)
+        out = {}
+        for key, value in action.arguments.items():
+            if MASK in value:
+                if key in declared:
+                    out[key] = declared[key]
+                continue
+            out[key] = value
+        out["--JOB_NAME"] = job.Name
+        return out
+
+    # ------------------------------------------------------------------ workflow runs
+
+    def _advance_workflow_runs(self, now: datetime) -> None:
+        for run in self.store.workflow_runs(statuses=(WorkflowRunStatus.RUNNING.value,
+                                                       WorkflowRunStatus.STOPPING.value)):
+            if run.supervisor != self.owner:
+                continue
+            if run.status is WorkflowRunStatus.STOPPING:
+                for action in run.actions:
+                    if action.state is ActionState.WAITING:
+                        self.store.finish_action(action, ActionState.STOPPED, now,
+                                                 error="its workflow run was stopped before it started")
+                if not any(a.state is ActionState.RUNNING for a in run.actions):
+                    self.store.set_workflow_status(run.run_id, WorkflowRunStatus.STOPPED, now,
+                                                   only_from=(WorkflowRunStatus.STOPPING.value,))
+                    log.info("workflow %s: run %s STOPPED", run.workflow, run.run_id)
+                continue
+            if run.workflow not in self.project.workflows:
+                self.store.set_workflow_status(
+                    run.run_id, WorkflowRunStatus.ERROR, now, only_from=(WorkflowRunStatus.RUNNING.value,),
+                    error=f"workflow {run.workflow!r} is no longer declared in {self.project.path}")
+                continue
+            fired = self._fire_conditions(run, now)
+            if fired:
+                continue
+            if not any(a.state.value in ("WAITING", "RUNNING") for a in run.actions):
+                self.store.set_workflow_status(run.run_id, WorkflowRunStatus.COMPLETED, now,
+                                               only_from=(WorkflowRunStatus.RUNNING.value,))
+                log.info("workflow %s: run %s COMPLETED %s", run.workflow, run.run_id,
+                         json.dumps(self.store.workflow_run(run.run_id).statistics))
+
+    def _fire_conditions(self, run: WorkflowRunRecord, now: datetime) -> bool:
+        """Fire the run's conditional triggers whose predicate its finished actions meet."""
+        states: dict[tuple[str, str], str] = {}
+        for action in run.actions:  # in queue order: a later attempt or run wins
+            if action.final:
+                states[(action.kind, action.name)] = action.state.value
+        fired_any = False
+        with self.state.engine.connect() as conn:
+            fired = self.store.fired_in_run(conn, run.run_id)
+        for trigger in self.project.workflow_triggers(run.workflow):
+            if trigger.Type is not TriggerType.CONDITIONAL or trigger.Name in fired:
+                continue
+            conditions = trigger.Predicate.Conditions if trigger.Predicate else []
+            met = [states.get(c.node) == c.wanted for c in conditions]
+            if not (all(met) if trigger.Predicate.Logical is LogicalKind.AND else any(met)):
+                continue
+            with self.state.engine.begin() as conn:
+                if not self.store.fire(conn, trigger.Name, run.run_id, now, workflow_run_id=run.run_id):
+                    continue
+                self._queue_actions(conn, trigger, now, workflow_run_id=run.run_id,
+                                    supervisor=run.supervisor)
+            log.info("workflow %s: run %s: trigger %s fired", run.workflow, run.run_id, trigger.Name)
+            fired_any = True
+        return fired_any
+
+    def stop_workflow_run(self, workflow: str, run_id: str) -> WorkflowRunRecord:
+        """Ask a running workflow run to stop: no trigger fires in it any more, runs
+        not started are not started, and running ones are stopped by its supervisor."""
+        run = self.store.workflow_run(run_id, workflow)
+        if run.status is not WorkflowRunStatus.RUNNING:
+            raise SparkmarkError(f"workflow run {run_id} is {run.status.value}, not RUNNING; "
+                                 "only a running workflow run can be stopped")
+        self.store.set_workflow_status(run_id, WorkflowRunStatus.STOPPING, self.clock(),
+                                       only_from=(WorkflowRunStatus.RUNNING.value,))
+        return self.store.workflow_run(run_id)

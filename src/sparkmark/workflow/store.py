@@ -1,0 +1,519 @@
+"""What the scheduler keeps in the state store: triggers' states, firings, workflow
+runs, the job and crawler runs it starts (actions), their completion events, and
+who leads.
+
+Every decision the scheduler takes is one transaction here, so a scheduler that is
+killed and started again finds exactly what was decided: a firing is a row keyed by
+(trigger, key), inserted with the actions it starts, and a second insert of the
+same key is refused by the database.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from ..engine.masking import mask_arguments
+from ..engine.owner import is_dead
+from ..engine.schema import UTCDateTime
+from ..engine.store import StateStore
+from ..errors import NotFound, SparkmarkError
+
+SCHEMA_KEY = "workflow_schema_version"
+metadata = MetaData()
+
+triggers = Table(
+    "sm_wf_triggers", metadata,
+    Column("name", String(255), primary_key=True),
+    Column("state", String(16), nullable=False),  # CREATED, ACTIVATED, DEACTIVATED
+    Column("watermark", UTCDateTime),  # schedules are evaluated up to here
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+firings = Table(
+    "sm_wf_firings", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trigger", String(255), nullable=False),
+    Column("fire_key", String(255), nullable=False),
+    Column("status", String(16), nullable=False),  # FIRED, COALESCED
+    Column("fired_at", UTCDateTime, nullable=False),
+    Column("workflow_run_id", String(80)),
+    UniqueConstraint("trigger", "fire_key", name="sm_wf_firings_once"),
+)
+workflow_runs = Table(
+    "sm_wf_runs", metadata,
+    Column("run_id", String(80), primary_key=True),
+    Column("workflow", String(255), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("completed_at", UTCDateTime),
+    Column("properties", Text, nullable=False),  # JSON object of strings
+    Column("graph", Text, nullable=False),  # JSON: the workflow's nodes and edges at start
+    Column("start_trigger", String(255)),
+    Column("supervisor", String(255)),  # host:pid of the process driving the run
+    Column("error", Text),
+)
+actions = Table(
+    "sm_wf_actions", metadata,
+    Column("action_id", String(96), primary_key=True),  # the job run id, or the crawl id
+    Column("kind", String(8), nullable=False),  # JOB, CRAWLER
+    Column("name", String(255), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("first_id", String(96), nullable=False),  # attempt 0's id
+    Column("state", String(16), nullable=False),
+    Column("final", Boolean, nullable=False),  # the last attempt: its end is an event
+    Column("workflow_run_id", String(80)),
+    Column("trigger", String(255)),
+    Column("arguments", Text, nullable=False),  # JSON, masked
+    Column("timeout_minutes", Float),
+    Column("supervisor", String(255)),
+    Column("pid", Integer),
+    Column("queued_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime),
+    Column("ended_at", UTCDateTime),
+    Column("error", Text),
+    Column("log_path", Text),
+    Index("sm_wf_actions_by_run", "workflow_run_id"),
+    Index("sm_wf_actions_by_state", "state"),
+)
+events = Table(
+    "sm_wf_events", metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("action_id", String(96), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("workflow_run_id", String(80)),
+    Column("at", UTCDateTime, nullable=False),
+)
+meta = Table(
+    "sm_wf_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("owner", String(255)),
+    Column("expires_at", UTCDateTime),
+)
+
+
+class WorkflowRunStatus(StrEnum):
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+    ERROR = "ERROR"
+
+
+class ActionState(StrEnum):
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    STOPPED = "STOPPED"
+    CANCELLED = "CANCELLED"  # a crawl that was stopped
+    ERROR = "ERROR"  # could not be started at all
+
+
+ACTIVE = (ActionState.WAITING.value, ActionState.RUNNING.value)
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    action_id: str
+    kind: str
+    name: str
+    attempt: int
+    first_id: str
+    state: ActionState
+    final: bool
+    workflow_run_id: str | None
+    trigger: str | None
+    arguments: dict[str, str]
+    timeout_minutes: float | None
+    supervisor: str | None
+    pid: int | None
+    queued_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    error: str | None
+    log_path: str | None
+
+    @property
+    def previous_id(self) -> str | None:
+        if self.attempt == 0:
+            return None
+        return self.first_id if self.attempt == 1 else f"{self.first_id}_attempt_{self.attempt - 1}"
+
+
+@dataclass(frozen=True)
+class WorkflowRunRecord:
+    run_id: str
+    workflow: str
+    status: WorkflowRunStatus
+    started_at: datetime
+    completed_at: datetime | None
+    properties: dict[str, str]
+    graph: dict[str, Any]
+    start_trigger: str | None
+    supervisor: str | None
+    error: str | None
+    actions: list[ActionRecord] = field(default_factory=list)
+
+    @property
+    def statistics(self) -> dict[str, int]:
+        """Glue's WorkflowRunStatistics, counted over the run's actions (every attempt)."""
+        count = lambda *states: sum(1 for a in self.actions if a.state.value in states)  # noqa: E731
+        return {
+            "TotalActions": len(self.actions),
+            "TimeoutActions": count("TIMEOUT"),
+            "FailedActions": count("FAILED"),
+            "StoppedActions": count("STOPPED", "CANCELLED"),
+            "SucceededActions": count("SUCCEEDED"),
+            "RunningActions": count("RUNNING"),
+            "ErroredActions": count("ERROR"),
+            "WaitingActions": count("WAITING"),
+        }
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    seq: int
+    action_id: str
+    kind: str
+    name: str
+    state: str
+    workflow_run_id: str | None
+    at: datetime
+
+
+def new_workflow_run_id() -> str:
+    return "wr_" + secrets.token_hex(32)
+
+
+def new_action_id(kind: str) -> str:
+    return ("jr_" if kind == "JOB" else "cr_") + secrets.token_hex(32 if kind == "JOB" else 16)
+
+
+class WorkflowStore:
+    def __init__(self, state: StateStore):
+        self.state = state
+        self.engine = state.engine
+        state.ensure_tables(SCHEMA_KEY, metadata)
+
+    # ----------------------------------------------------------------- leading
+
+    def lead(self, owner: str, now: datetime, lease_seconds: float) -> bool:
+        """Take or keep the scheduler's lead. A lead whose owner died on this host, or
+        whose lease expired, is taken over."""
+        expires = now + timedelta(seconds=lease_seconds)
+        try:
+            with self.engine.begin() as conn:
+                row = conn.execute(select(meta).where(meta.c.key == "leader")).first()
+                if row is None:
+                    conn.execute(insert(meta).values(key="leader", value="", owner=owner, expires_at=expires))
+                    return True
+                if row.owner != owner and row.owner and row.expires_at > now and not is_dead(row.owner):
+                    return False
+                conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == row.owner)
+                             .values(owner=owner, expires_at=expires))
+                return True
+        except IntegrityError:
+            return False
+
+    def leader(self, now: datetime) -> str | None:
+        """The live leader's owner string, or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(meta).where(meta.c.key == "leader")).first()
+        if row is None or not row.owner or row.expires_at <= now or is_dead(row.owner):
+            return None
+        return row.owner
+
+    def resign(self, owner: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == owner)
+                         .values(owner=None))
+
+    def cursor(self, conn: Connection) -> int:
+        value = conn.execute(select(meta.c.value).where(meta.c.key == "event_cursor")).scalar()
+        return int(value) if value else 0
+
+    def set_cursor(self, conn: Connection, seq: int) -> None:
+        if conn.execute(update(meta).where(meta.c.key == "event_cursor").values(value=str(seq))).rowcount == 0:
+            conn.execute(insert(meta).values(key="event_cursor", value=str(seq)))
+
+    # ----------------------------------------------------------------- triggers
+
+    def sync_trigger(self, name: str, *, start_on_creation: bool, now: datetime) -> str:
+        """Record a declared trigger the first time it is seen; returns its state."""
+        with self.engine.begin() as conn:
+            state = conn.execute(select(triggers.c.state).where(triggers.c.name == name)).scalar()
+            if state is None:
+                state = "ACTIVATED" if start_on_creation else "CREATED"
+                conn.execute(insert(triggers).values(name=name, state=state, watermark=now, updated_at=now))
+            return state
+
+    def trigger_rows(self) -> dict[str, tuple[str, datetime | None]]:
+        with self.engine.connect() as conn:
+            return {r.name: (r.state, r.watermark) for r in conn.execute(select(triggers))}
+
+    def set_trigger_state(self, name: str, state: str, now: datetime) -> None:
+        """Activate or deactivate. Activation evaluates schedules from now on: windows
+        that passed while the trigger was off are not fired."""
+        with self.engine.begin() as conn:
+            values: dict[str, Any] = {"state": state, "updated_at": now}
+            if state == "ACTIVATED":
+                values["watermark"] = now
+            if conn.execute(update(triggers).where(triggers.c.name == name).values(**values)).rowcount == 0:
+                conn.execute(insert(triggers).values(name=name, updated_at=now, **values,
+                                                     **({} if "watermark" in values else {"watermark": now})))
+
+    def firings(self, trigger: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        query = select(firings).order_by(firings.c.id.desc()).limit(limit)
+        if trigger:
+            query = query.where(firings.c.trigger == trigger)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def fire(self, conn: Connection, trigger: str, key: str, now: datetime, *,
+             status: str = "FIRED", workflow_run_id: str | None = None) -> bool:
+        """Record a firing once; False when (trigger, key) already fired. Runs inside the
+        caller's transaction, in a savepoint, so a duplicate rolls back nothing else."""
+        exists = conn.execute(select(firings.c.id).where(
+            firings.c.trigger == trigger, firings.c.fire_key == key)).first()
+        if exists:
+            return False
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(firings).values(trigger=trigger, fire_key=key, status=status,
+                                                    fired_at=now, workflow_run_id=workflow_run_id))
+        except IntegrityError:
+            return False
+        return True
+
+    def advance_watermark(self, conn: Connection, name: str, watermark: datetime) -> None:
+        conn.execute(update(triggers).where(triggers.c.name == name).values(watermark=watermark))
+
+    # ----------------------------------------------------------------- actions
+
+    def add_action(self, conn: Connection, *, kind: str, name: str, now: datetime,
+                   arguments: dict[str, str] | None = None, timeout_minutes: float | None = None,
+                   workflow_run_id: str | None = None, trigger: str | None = None,
+                   supervisor: str | None = None, attempt: int = 0, first_id: str | None = None) -> str:
+        first = first_id or new_action_id(kind)
+        action_id = first if attempt == 0 else f"{first}_attempt_{attempt}"
+        conn.execute(insert(actions).values(
+            action_id=action_id, kind=kind, name=name, attempt=attempt, first_id=first,
+            state=ActionState.WAITING.value, final=False, workflow_run_id=workflow_run_id,
+            trigger=trigger, arguments=json.dumps(mask_arguments(arguments or {})),
+            timeout_minutes=timeout_minutes, supervisor=supervisor, queued_at=now))
+        return action_id
+
+    @staticmethod
+    def _action(row) -> ActionRecord:
+        return ActionRecord(row.action_id, row.kind, row.name, row.attempt, row.first_id,
+                            ActionState(row.state), bool(row.final), row.workflow_run_id, row.trigger,
+                            json.loads(row.arguments), row.timeout_minutes, row.supervisor, row.pid,
+                            row.queued_at, row.started_at, row.ended_at, row.error, row.log_path)
+
+    def action(self, action_id: str) -> ActionRecord:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(actions).where(actions.c.action_id == action_id)).first()
+        if row is None:
+            raise NotFound(f"unknown job or crawler run {action_id!r}")
+        return self._action(row)
+
+    def active_actions(self) -> list[ActionRecord]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(actions).where(actions.c.state.in_(ACTIVE))
+                                .order_by(actions.c.queued_at, actions.c.action_id)).all()
+        return [self._action(r) for r in rows]
+
+    def actions_of(self, *, workflow_run_id: str | None = None, kind: str | None = None,
+                   name: str | None = None, first_id: str | None = None,
+                   limit: int | None = None) -> list[ActionRecord]:
+        query = select(actions).order_by(actions.c.queued_at, actions.c.attempt)
+        if first_id:
+            query = query.where(actions.c.first_id == first_id)
+        if workflow_run_id:
+            query = query.where(actions.c.workflow_run_id == workflow_run_id)
+        if kind:
+            query = query.where(actions.c.kind == kind)
+        if name:
+            query = query.where(actions.c.name == name)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        records = [self._action(r) for r in rows]
+        return records[-limit:] if limit else records
+
+    def running_count(self, kind: str, name: str) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(actions).where(
+                actions.c.kind == kind, actions.c.name == name,
+                actions.c.state == ActionState.RUNNING.value)).scalar_one()
+
+    def mark_started(self, action_id: str, *, pid: int, supervisor: str, log_path: str,
+                     now: datetime) -> bool:
+        with self.engine.begin() as conn:
+            return conn.execute(update(actions).where(
+                actions.c.action_id == action_id, actions.c.state == ActionState.WAITING.value
+            ).values(state=ActionState.RUNNING.value, pid=pid, supervisor=supervisor,
+                     log_path=log_path, started_at=now)).rowcount == 1
+
+    def claim(self, action_id: str, supervisor: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(actions).where(actions.c.action_id == action_id)
+                         .values(supervisor=supervisor))
+
+    def finish_action(self, action: ActionRecord, state: ActionState, now: datetime, *,
+                      error: str | None = None, retry: bool = False) -> str | None:
+        """End an action. With ``retry`` the next attempt is queued in the same
+        transaction and no event is recorded; otherwise the end is an event that
+        conditional triggers see. Returns the retry's id."""
+        with self.engine.begin() as conn:
+            done = conn.execute(update(actions).where(
+                actions.c.action_id == action.action_id, actions.c.state.in_(ACTIVE)
+            ).values(state=state.value, ended_at=now, error=error, final=not retry)).rowcount
+            if not done:
+                return None
+            if retry:
+                return self.add_action(
+                    conn, kind=action.kind, name=action.name, now=now, arguments=action.arguments,
+                    timeout_minutes=action.timeout_minutes, workflow_run_id=action.workflow_run_id,
+                    trigger=action.trigger, supervisor=action.supervisor, attempt=action.attempt + 1,
+                    first_id=action.first_id)
+            conn.execute(insert(events).values(
+                action_id=action.action_id, kind=action.kind, name=action.name, state=state.value,
+                workflow_run_id=action.workflow_run_id, at=now))
+        return None
+
+    def events_after(self, conn: Connection, seq: int) -> list[EventRecord]:
+        rows = conn.execute(select(events).where(events.c.seq > seq).order_by(events.c.seq)).all()
+        return [EventRecord(r.seq, r.action_id, r.kind, r.name, r.state, r.workflow_run_id, r.at)
+                for r in rows]
+
+    def latest_events(self, conn: Connection, *, standalone: bool) -> dict[tuple[str, str], EventRecord]:
+        """The latest final state of each job and crawler, outside workflows or in any."""
+        query = select(events).order_by(events.c.seq)
+        if standalone:
+            query = query.where(events.c.workflow_run_id.is_(None))
+        latest: dict[tuple[str, str], EventRecord] = {}
+        for r in conn.execute(query):
+            latest[(r.kind, r.name)] = EventRecord(r.seq, r.action_id, r.kind, r.name, r.state,
+                                                   r.workflow_run_id, r.at)
+        return latest
+
+    def last_firing_seq(self, conn: Connection, trigger: str) -> int:
+        keys = conn.execute(select(firings.c.fire_key).where(
+            firings.c.trigger == trigger, firings.c.fire_key.like("event-%"))).scalars().all()
+        return max((int(k.removeprefix("event-")) for k in keys), default=0)
+
+    # ----------------------------------------------------------------- workflow runs
+
+    def start_workflow_run(self, conn: Connection, *, workflow: str, properties: dict[str, str],
+                           graph: dict[str, Any], start_trigger: str | None, supervisor: str | None,
+                           now: datetime) -> str:
+        run_id = new_workflow_run_id()
+        conn.execute(insert(workflow_runs).values(
+            run_id=run_id, workflow=workflow, status=WorkflowRunStatus.RUNNING.value, started_at=now,
+            properties=json.dumps(properties), graph=json.dumps(graph), start_trigger=start_trigger,
+            supervisor=supervisor))
+        return run_id
+
+    def _workflow_run(self, row, with_actions: bool) -> WorkflowRunRecord:
+        acts = self.actions_of(workflow_run_id=row.run_id) if with_actions else []
+        return WorkflowRunRecord(row.run_id, row.workflow, WorkflowRunStatus(row.status), row.started_at,
+                                 row.completed_at, json.loads(row.properties), json.loads(row.graph),
+                                 row.start_trigger, row.supervisor, row.error, acts)
+
+    def workflow_run(self, run_id: str, workflow: str | None = None) -> WorkflowRunRecord:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(workflow_runs).where(workflow_runs.c.run_id == run_id)).first()
+        if row is None or (workflow and row.workflow != workflow):
+            where = f" of workflow {workflow!r}" if workflow else ""
+            raise NotFound(f"unknown workflow run {run_id!r}{where}: list them with "
+                           "`sparkmark workflow runs NAME`")
+        return self._workflow_run(row, with_actions=True)
+
+    def workflow_runs(self, workflow: str | None = None, *, statuses: tuple[str, ...] | None = None,
+                      limit: int | None = None) -> list[WorkflowRunRecord]:
+        query = select(workflow_runs).order_by(workflow_runs.c.started_at.desc())
+        if workflow:
+            query = query.where(workflow_runs.c.workflow == workflow)
+        if statuses:
+            query = query.where(workflow_runs.c.status.in_(statuses))
+        if limit:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [self._workflow_run(r, with_actions=True) for r in rows]
+
+    def set_workflow_status(self, run_id: str, status: WorkflowRunStatus, now: datetime, *,
+                            only_from: tuple[str, ...], error: str | None = None) -> bool:
+        values: dict[str, Any] = {"status": status.value}
+        if status in (WorkflowRunStatus.COMPLETED, WorkflowRunStatus.STOPPED, WorkflowRunStatus.ERROR):
+            values["completed_at"] = now
+        if error:
+            values["error"] = error
+        with self.engine.begin() as conn:
+            return conn.execute(update(workflow_runs).where(
+                workflow_runs.c.run_id == run_id, workflow_runs.c.status.in_(only_from)
+            ).values(**values)).rowcount == 1
+
+    def supervise(self, run_id: str, supervisor: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(workflow_runs).where(workflow_runs.c.run_id == run_id)
+                         .values(supervisor=supervisor))
+            conn.execute(update(actions).where(actions.c.workflow_run_id == run_id,
+                                               actions.c.state.in_(ACTIVE))
+                         .values(supervisor=supervisor))
+
+    def run_firings(self, workflow_run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(select(firings).where(
+                firings.c.workflow_run_id == workflow_run_id).order_by(firings.c.id))]
+
+    def fired_in_run(self, conn: Connection, workflow_run_id: str) -> set[str]:
+        return set(conn.execute(select(firings.c.trigger).where(
+            firings.c.workflow_run_id == workflow_run_id)).scalars())
+
+    # ----------------------------------------------------------------- run properties
+
+    def run_properties(self, workflow: str, run_id: str) -> dict[str, str]:
+        return self.workflow_run(run_id, workflow).properties
+
+    def put_run_properties(self, workflow: str, run_id: str, values: dict[str, str]) -> dict[str, str]:
+        """Merge ``values`` into the run's properties (Glue's put_workflow_run_properties)."""
+        bad = [k for k, v in values.items() if not isinstance(v, str) or not isinstance(k, str)]
+        if bad:
+            raise SparkmarkError(f"run properties are strings; {bad[0]!r} is not")
+        with self.engine.begin() as conn:
+            row = conn.execute(select(workflow_runs.c.properties, workflow_runs.c.workflow).where(
+                workflow_runs.c.run_id == run_id)).first()
+            if row is None or row.workflow != workflow:
+                raise NotFound(f"unknown workflow run {run_id!r} of workflow {workflow!r}")
+            merged = {**json.loads(row.properties), **values}
+            conn.execute(update(workflow_runs).where(workflow_runs.c.run_id == run_id)
+                         .values(properties=json.dumps(merged)))
+        return merged
