@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import SparkmarkError
@@ -59,7 +60,7 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
 
 
 def fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
 
 

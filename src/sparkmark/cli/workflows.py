@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from .. import args as job_args
 from ..connections import config_path
@@ -46,12 +47,12 @@ def _print_run(run: WorkflowRunRecord, firings: list[dict], graph: bool) -> None
     stats = run.statistics
     console.print(f"workflow {run.workflow} run {run.run_id}: [bold]{run.status.value}[/] "
                   f"(started {when(run.started_at)}, completed {when(run.completed_at)})", highlight=False)
-    console.print("  " + ", ".join(f"{k} {v}" for k, v in stats.items()), highlight=False)
+    console.print("  " + ", ".join(f"{k} {v}" for k, v in stats.items()), highlight=False, markup=False)
     if run.properties:
         console.print("  run properties: " + ", ".join(f"{k}={v}" for k, v in run.properties.items()),
-                      highlight=False)
+                      highlight=False, markup=False)
     if run.error:
-        console.print(f"  error: {run.error}", highlight=False)
+        console.print(f"  error: {run.error}", highlight=False, markup=False)
     if not graph:
         return
     doc = report.workflow_run(run, graph=True, firings=firings)
@@ -62,7 +63,8 @@ def _print_run(run: WorkflowRunRecord, firings: list[dict], graph: bool) -> None
     console.print(table("Nodes", ["type", "name", "state", "started", "ended", "detail"], rows))
     names = {n["UniqueId"]: f"{n['Type'].lower()} {n['Name']}" for n in doc["Graph"]["Nodes"]}
     for edge in doc["Graph"]["Edges"]:
-        console.print(f"  {names[edge['SourceId']]} -> {names[edge['DestinationId']]}", highlight=False)
+        console.print(f"  {names[edge['SourceId']]} -> {names[edge['DestinationId']]}", highlight=False,
+                      markup=False)
 
 
 @workflow_app.command("run")
@@ -209,7 +211,7 @@ def job_run(ctx: typer.Context, name: str, config: Path = CONFIG,
         print_json(report.job_run(action))
     else:
         console.print(f"job {name} run {action.action_id} (attempt {action.attempt}): "
-                      f"[bold]{action.state.value}[/]" + (f" — {action.error}" if action.error else ""),
+                      f"[bold]{action.state.value}[/]" + (f" — {escape(action.error)}" if action.error else ""),
                       highlight=False)
     if action.final and action.state.value != "SUCCEEDED":
         raise typer.Exit(1)

@@ -53,10 +53,23 @@ class AwsGlueFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
 
 
+def _serve_boto3() -> bool:
+    """Whether ``import boto3`` should load sparkmark's stand-in: when boto3 is not
+    installed, or when SPARKMARK_BOTO3=shim asks for it."""
+    wanted = os.environ.get("SPARKMARK_BOTO3", "").lower()
+    if wanted == "shim":
+        return True
+    if wanted in ("off", "real"):
+        return False
+    return importlib.machinery.PathFinder.find_spec("boto3") is None
+
+
 def install() -> bool:
     """Install the hook (once). False when turned off with SPARKMARK_AWSGLUE=off."""
     if os.environ.get("SPARKMARK_AWSGLUE", "").lower() in ("off", "0", "false", "aws"):
         return False
+    if _serve_boto3():
+        ALIASES["boto3"] = "sparkmark.glue.boto3"
     if not any(isinstance(f, AwsGlueFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, AwsGlueFinder())
     for name in [n for n in sys.modules if any(n == a or n.startswith(a + ".") for a in ALIASES)]:

@@ -349,6 +349,7 @@ def _validate(model: type[BaseModel], section: str, name: str, body: Any):
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             message = f"unknown key {first['loc'][-1]!r}"
+            where = ".".join(str(p) for p in first["loc"][:-1])
         raise ConfigError(f"invalid [{section}.{name}]" + (f" at {where}" if where else "")
                           + f": {message}") from None
     except cron.CronError as exc:
