@@ -18,6 +18,8 @@ install: $(VENV)/.installed
 demo: install
 	rm -rf $(DEMO)
 	$(SM) bookmark reset demo_orders --missing-ok
+	$(SM) bookmark reset demo_transform --missing-ok
+	$(SM) bookmark reset demo_quality --missing-ok
 	$(PY) demo/generate.py $(DEMO)/orders --days 3 --files-per-day 4
 	@echo "== run 1: every file is new"
 	$(SM) run demo/orders_job.py $(JOBARGS)
@@ -31,6 +33,8 @@ demo: install
 	$(SM) crawler run demo_lake
 	$(SM) catalog partitions demo.orders
 	$(SM) run demo/catalog_job.py --JOB_NAME demo_catalog --predicate "dt >= '2026-11-03'"
+	@echo "== a workflow: crawl, then transform, then check quality; then its run graph"
+	$(SM) workflow run demo_nightly --config demo/sparkmark.toml --strict
 
 test: install
 	$(PY) -m pytest -q

@@ -74,9 +74,13 @@ def workflow_run(name: str, config: Path = CONFIG,
                                            help="With a scheduler running, wait for the run to end"),
                  prop: list[str] = typer.Option([], "--property", help="KEY=VALUE run property"),
                  graph: bool = typer.Option(True, "--graph/--no-graph"),
+                 strict: bool = typer.Option(False, "--strict",
+                                             help="Exit non-zero when any job or crawl of the run did "
+                                                  "not succeed (for CI)"),
                  as_json: bool = typer.Option(False, "--json")) -> None:
     """Start a run of workflow NAME. Without a scheduler running, this command runs it
-    to the end itself; exits non-zero unless the run COMPLETED."""
+    to the end itself; exits non-zero unless the run COMPLETED (with --strict: and every
+    job and crawl in it succeeded)."""
     scheduler = _scheduler(config)
     run = start_workflow(scheduler, name, wait=wait, properties=_properties(prop))
     if as_json:
@@ -84,6 +88,8 @@ def workflow_run(name: str, config: Path = CONFIG,
     else:
         _print_run(run, scheduler.store.run_firings(run.run_id), graph)
     if run.status.value not in ("COMPLETED", "RUNNING"):
+        raise typer.Exit(1)
+    if strict and any(a.final and a.state.value != "SUCCEEDED" for a in run.actions):
         raise typer.Exit(1)
 
 

@@ -12,15 +12,19 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def _seconds(action: ActionRecord) -> float | None:
+    if action.started_at and action.ended_at:
+        return round((action.ended_at - action.started_at).total_seconds(), 3)
+    return None
+
+
 def job_run(action: ActionRecord) -> dict[str, Any]:
-    seconds = (action.ended_at - action.started_at).total_seconds() \
-        if action.started_at and action.ended_at else None
     return {
         "Id": action.action_id, "Attempt": action.attempt, "PreviousRunId": action.previous_id,
         "JobName": action.name, "JobRunState": action.state.value, "TriggerName": action.trigger,
         "Arguments": action.arguments, "StartedOn": _iso(action.started_at),
         "CompletedOn": _iso(action.ended_at),
-        "ExecutionTime": None if seconds is None else round(seconds, 3),
+        "ExecutionTime": _seconds(action),
         "ErrorMessage": action.error, "LogPath": action.log_path,
     }
 
@@ -28,7 +32,7 @@ def job_run(action: ActionRecord) -> dict[str, Any]:
 def crawl(action: ActionRecord) -> dict[str, Any]:
     return {"CrawlId": action.action_id, "State": action.state.value,
             "StartedOn": _iso(action.started_at), "CompletedOn": _iso(action.ended_at),
-            "ErrorMessage": action.error, "LogPath": action.log_path}
+            "ExecutionTime": _seconds(action), "ErrorMessage": action.error, "LogPath": action.log_path}
 
 
 def workflow_run(run: WorkflowRunRecord, *, graph: bool = False,
