@@ -24,6 +24,8 @@ from sparkmark.workflow.definition import load_project
 from sparkmark.workflow.scheduler import Scheduler
 from sparkmark.workflow.store import WorkflowStore
 
+from .conftest import pg_url
+
 SPARKMARK = Path(sys.executable).with_name("sparkmark")
 UTC = timezone.utc
 
@@ -677,3 +679,90 @@ def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
     assert len(jobs) == len(runs)  # one job run per workflow run, none twice
     # Only the leader started anything.
     assert ["started by trigger" in log for log in logs].count(True) == 1
+
+
+def test_standalone_conditional_triggers_fire_on_job_ends(tmp_path, request, monkeypatch):
+    # On PostgreSQL this time: the scheduler and the job processes share that state store.
+
+    monkeypatch.setenv("SPARKMARK_STATE_URL", pg_url(request.getfixturevalue("pg_schemas")()))
+    path = write_project(tmp_path, """
+        [jobs.extract]
+        Script = "ok.py"
+        [jobs.load]
+        Script = "ok.py"
+        [jobs.report]
+        Script = "ok.py"
+        [jobs.unwatched]
+        Script = "ok.py"
+        [triggers.after_extract]
+        Type = "CONDITIONAL"
+        StartOnCreation = true
+        Predicate = { Logical = "ANY", Conditions = [{ JobName = "extract", State = "SUCCEEDED" }] }
+        Actions = [{ JobName = "load" }]
+        [triggers.after_both]
+        Type = "CONDITIONAL"
+        StartOnCreation = true
+        Predicate = { Logical = "AND", Conditions = [{ JobName = "extract", State = "SUCCEEDED" },
+                                                     { JobName = "load", State = "SUCCEEDED" }] }
+        Actions = [{ JobName = "report" }]
+        [triggers.inactive]
+        Type = "CONDITIONAL"
+        Predicate = { Conditions = [{ JobName = "extract", State = "SUCCEEDED" }] }
+        Actions = [{ JobName = "unwatched" }]
+    """, {"ok.py": OK_SCRIPT})
+    sched = scheduler_for(path)
+    first = sched.start_job_run("extract", supervisor=sched.owner)
+    ran = lambda name: [a for a in sched.store.actions_of(kind="JOB", name=name) if a.final]  # noqa: E731
+    drive(sched, lambda: ran("report"))
+    assert sched.store.action(first).state.value == "SUCCEEDED"
+    assert [a.state.value for a in ran("load")] == ["SUCCEEDED"]
+    assert [a.trigger for a in ran("report")] == ["after_both"]
+    # after_both fired when load ended (extract had ended before); it does not fire again
+    # until both have ended since.
+    sched.tick()
+    sched.tick()
+    assert len(sched.store.actions_of(kind="JOB", name="report")) == 1
+    assert sched.store.actions_of(kind="JOB", name="unwatched") == []  # never activated
+    assert [f["fire_key"].startswith("event-") for f in sched.store.firings("after_both")] == [True]
+
+
+def test_a_crawler_in_a_workflow(tmp_path):
+    data = tmp_path / "lake" / "orders"
+    (data / "dt=2026-11-01").mkdir(parents=True)
+    (data / "dt=2026-11-01" / "a.json").write_text('{"id": 1, "amount": 3.5}\n{"id": 2, "amount": 4}\n')
+    path = write_project(tmp_path, f"""
+        [crawlers.lake]
+        DatabaseName = "wf_lake"
+        Targets = {{ S3Targets = [{{ Path = "{data}" }}] }}
+        [jobs.use]
+        Script = "ok.py"
+        [jobs.on_fail]
+        Script = "ok.py"
+        [workflows.crawl_then_use]
+        [triggers.go]
+        Type = "ON_DEMAND"
+        WorkflowName = "crawl_then_use"
+        Actions = [{{ CrawlerName = "lake" }}]
+        [triggers.crawled]
+        Type = "CONDITIONAL"
+        WorkflowName = "crawl_then_use"
+        Predicate = {{ Conditions = [{{ LogicalOperator = "EQUALS", CrawlerName = "lake", CrawlState = "SUCCEEDED" }}] }}
+        Actions = [{{ JobName = "use" }}]
+        [triggers.crawl_failed]
+        Type = "CONDITIONAL"
+        WorkflowName = "crawl_then_use"
+        Predicate = {{ Conditions = [{{ CrawlerName = "lake", CrawlState = "FAILED" }}] }}
+        Actions = [{{ JobName = "on_fail" }}]
+    """, {"ok.py": OK_SCRIPT})
+    sched = scheduler_for(path)
+    run_id = sched.start_workflow_run("crawl_then_use", supervisor=sched.owner)
+    drive(sched, lambda: finished(sched, run_id), seconds=240)
+    assert node_states(sched, run_id) == {"lake": ["SUCCEEDED"], "use": ["SUCCEEDED"]}
+    crawl = sched.store.workflow_run(run_id).actions[0]
+    record = sched.crawlers.crawls("lake")[0]
+    assert (record.crawl_id, record.state) == (crawl.action_id, "SUCCEEDED")
+    assert record.summary["tables_created"] == ["wf_lake.orders"]
+    doc = report.workflow_run(sched.store.workflow_run(run_id), graph=True,
+                              firings=sched.store.run_firings(run_id))
+    crawler_node = [n for n in doc["Graph"]["Nodes"] if n["Type"] == "CRAWLER"][0]
+    assert crawler_node["CrawlerDetails"]["Crawls"][0]["State"] == "SUCCEEDED"
