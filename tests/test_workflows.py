@@ -766,3 +766,45 @@ def test_a_crawler_in_a_workflow(tmp_path):
                               firings=sched.store.run_firings(run_id))
     crawler_node = [n for n in doc["Graph"]["Nodes"] if n["Type"] == "CRAWLER"][0]
     assert crawler_node["CrawlerDetails"]["Crawls"][0]["State"] == "SUCCEEDED"
+
+
+def test_cli_workflow_run_get_run_runs_and_triggers(tmp_path):
+    path = write_project(tmp_path, PREDICATES + """
+[triggers.nightly]
+Type = "SCHEDULED"
+Schedule = "cron(0 2 * * ? *)"
+Actions = [{ JobName = "a" }]
+""", {"ok.py": OK_SCRIPT})
+
+    def sm(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([str(SPARKMARK), *args, "--config", str(path)], capture_output=True,
+                              text=True, timeout=180)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done
+
+    started = json.loads(sm("workflow", "run", "wf", "--property", "day=2026-11-23", "--json").stdout)
+    assert started["Status"] == "COMPLETED"
+    assert started["WorkflowRunProperties"] == {"env": "test", "day": "2026-11-23"}
+    run_id = started["WorkflowRunId"]
+    got = json.loads(sm("workflow", "get-run", "wf", run_id, "--graph", "--json").stdout)
+    jobs = {n["Name"]: n["JobDetails"]["JobRuns"] for n in got["Graph"]["Nodes"] if n["Type"] == "JOB"}
+    assert [r["JobRunState"] for r in jobs["both"]] == ["SUCCEEDED"] and jobs["never"] == []
+    assert jobs["both"][0]["TriggerName"] == "and_" and jobs["both"][0]["ExecutionTime"] > 0
+    assert got["Statistics"]["SucceededActions"] == 4
+    table = sm("workflow", "get-run", "wf", run_id, "--graph").stdout
+    assert "trigger and_ -> job both" in table and "NOT FIRED" in table
+    listed = json.loads(sm("workflow", "runs", "wf", "--json").stdout)
+    assert [r["WorkflowRunId"] for r in listed] == [run_id]
+
+    triggers = {t["Name"]: t for t in json.loads(sm("trigger", "list", "--json").stdout)}
+    assert triggers["nightly"]["State"] == "CREATED" and triggers["nightly"]["NextFiring"] is None
+    sm("trigger", "start", "nightly")
+    triggers = {t["Name"]: t for t in json.loads(sm("trigger", "list", "--json").stdout)}
+    assert triggers["nightly"]["State"] == "ACTIVATED"
+    assert triggers["nightly"]["NextFiring"].endswith("T02:00:00+00:00")
+    sm("trigger", "stop", "nightly")
+    assert {t["Name"]: t["State"] for t in json.loads(sm("trigger", "list", "--json").stdout)}["nightly"] \
+        == "DEACTIVATED"
+    refused = subprocess.run([str(SPARKMARK), "trigger", "start", "go", "--config", str(path)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "is ON_DEMAND" in refused.stderr

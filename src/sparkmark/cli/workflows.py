@@ -211,7 +211,6 @@ def job_run(ctx: typer.Context, name: str, config: Path = CONFIG,
     after NAME; with its timeout and retries. Exits non-zero unless it SUCCEEDED."""
     extra = {f"--{k}": v for k, v in job_args.split_pairs(list(ctx.args)).items()}
     scheduler = _scheduler(config)
-    scheduler.leading = False
     action = run_job(scheduler, name, extra, wait=wait)
     if as_json:
         print_json(report.job_run(action))

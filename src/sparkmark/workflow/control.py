@@ -30,6 +30,7 @@ def start_workflow(scheduler: Scheduler, name: str, *, wait: bool = True,
                    properties: dict[str, str] | None = None,
                    timeout: float | None = None) -> WorkflowRunRecord:
     store = scheduler.store
+    scheduler.leading = False  # drive this run only: schedules stay with `sparkmark scheduler`
     leader = store.leader(utcnow())
     supervisor = None if leader else scheduler.owner
     run_id = scheduler.start_workflow_run(name, supervisor=supervisor, properties=properties)
@@ -48,6 +49,7 @@ def run_job(scheduler: Scheduler, name: str, arguments: dict[str, str] | None = 
             wait: bool = True, timeout: float | None = None) -> ActionRecord:
     """Run a declared job (with its retries) and return its last attempt."""
     store = scheduler.store
+    scheduler.leading = False
     leader = store.leader(utcnow())
     first = scheduler.start_job_run(name, arguments, supervisor=None if leader else scheduler.owner)
 

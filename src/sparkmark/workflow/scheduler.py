@@ -43,6 +43,7 @@ from .store import (
     WorkflowRunRecord,
     WorkflowRunStatus,
     WorkflowStore,
+    new_workflow_run_id,
 )
 
 log = logging.getLogger("sparkmark.scheduler")
@@ -131,14 +132,15 @@ class Scheduler:
         definition = self.project.workflow(workflow)
         trigger = trigger or self.project.start_trigger(workflow)
         now = self.clock()
+        run_id = new_workflow_run_id()
         with self.state.engine.begin() as conn:
-            run_id = self.store.start_workflow_run(
-                conn, workflow=workflow, properties={**definition.DefaultRunProperties, **(properties or {})},
+            if not self.store.fire(conn, trigger.Name, key or run_id, now, workflow_run_id=run_id):
+                return None  # this window already started a run
+            self.store.start_workflow_run(
+                conn, run_id=run_id, workflow=workflow,
+                properties={**definition.DefaultRunProperties, **(properties or {})},
                 graph=self.project.graph(workflow), start_trigger=trigger.Name,
                 supervisor=supervisor, now=now)
-            if not self.store.fire(conn, trigger.Name, key or run_id, now, workflow_run_id=run_id):
-                conn.rollback()
-                return None
             self._queue_actions(conn, trigger, now, workflow_run_id=run_id, supervisor=supervisor)
         log.info("workflow %s: run %s started by trigger %s", workflow, run_id, trigger.Name)
         return run_id
@@ -229,8 +231,9 @@ class Scheduler:
         new = [e for e in after if e.workflow_run_id is None]
         for event in new:
             for trigger in watching:
-                if rows.get(trigger.Name, ("CREATED", None))[0] != "ACTIVATED":
-                    continue
+                state, active_since = rows.get(trigger.Name, ("CREATED", None))
+                if state != "ACTIVATED" or active_since is None or event.at < active_since:
+                    continue  # off, or the run ended before the trigger was switched on
                 conditions = trigger.Predicate.Conditions if trigger.Predicate else []
                 if not any(c.node == (event.kind, event.name) for c in conditions):
                     continue

@@ -431,10 +431,9 @@ class WorkflowStore:
 
     # ----------------------------------------------------------------- workflow runs
 
-    def start_workflow_run(self, conn: Connection, *, workflow: str, properties: dict[str, str],
-                           graph: dict[str, Any], start_trigger: str | None, supervisor: str | None,
-                           now: datetime) -> str:
-        run_id = new_workflow_run_id()
+    def start_workflow_run(self, conn: Connection, *, run_id: str, workflow: str,
+                           properties: dict[str, str], graph: dict[str, Any], start_trigger: str | None,
+                           supervisor: str | None, now: datetime) -> str:
         conn.execute(insert(workflow_runs).values(
             run_id=run_id, workflow=workflow, status=WorkflowRunStatus.RUNNING.value, started_at=now,
             properties=json.dumps(properties), graph=json.dumps(graph), start_trigger=start_trigger,
