@@ -808,3 +808,28 @@ Actions = [{ JobName = "a" }]
     refused = subprocess.run([str(SPARKMARK), "trigger", "start", "go", "--config", str(path)],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "is ON_DEMAND" in refused.stderr
+
+
+def test_declared_spark_settings_reach_the_job_session(tmp_path):
+    out = tmp_path / "conf.json"
+    path = write_project(tmp_path, f"""
+        [jobs.sparky]
+        Script = "sparky.py"
+        DefaultArguments = {{ "--out" = "{out}" }}
+        Spark = {{ master = "local[1]", conf = {{ "spark.sql.shuffle.partitions" = 3, "spark.sparkmark.test" = "yes" }} }}
+    """, {"sparky.py": """
+        import json
+        from sparkmark import Job
+        job = Job.from_args()
+        conf = job.spark.sparkContext.getConf()
+        with open(job.args["out"], "w") as f:
+            json.dump({"master": job.spark.sparkContext.master,
+                       "partitions": job.spark.conf.get("spark.sql.shuffle.partitions"),
+                       "custom": conf.get("spark.sparkmark.test")}, f)
+        job.commit()
+    """})
+    sched = scheduler_for(path)
+    first = sched.start_job_run("sparky", supervisor=sched.owner)
+    drive(sched, lambda: sched.store.action(first).final, seconds=240)
+    assert sched.store.action(first).state.value == "SUCCEEDED", sched.store.action(first).error
+    assert json.loads(out.read_text()) == {"master": "local[1]", "partitions": "3", "custom": "yes"}
