@@ -22,7 +22,7 @@ from sparkmark.settings import Settings
 from sparkmark.workflow import cron, report
 from sparkmark.workflow.definition import load_project
 from sparkmark.workflow.scheduler import Scheduler
-from sparkmark.workflow.store import WorkflowStore
+from sparkmark.workflow.store import WorkflowStore, actions
 
 from .conftest import pg_url
 
@@ -833,3 +833,31 @@ def test_declared_spark_settings_reach_the_job_session(tmp_path):
     drive(sched, lambda: sched.store.action(first).final, seconds=240)
     assert sched.store.action(first).state.value == "SUCCEEDED", sched.store.action(first).error
     assert json.loads(out.read_text()) == {"master": "local[1]", "partitions": "3", "custom": "yes"}
+
+
+def test_runs_of_a_scheduler_on_another_host_are_adopted_when_its_beat_stops(tmp_path):
+    gate = tmp_path / "gate"
+    path = write_project(tmp_path, GATED.format(gate=gate), {"ok.py": OK_SCRIPT, "gated.py": GATED_SCRIPT})
+    clock = Clock(datetime.now(UTC))
+    far = scheduler_for(path, clock, owner="far-host:4242")  # a process this host cannot see
+    run_id = far.start_workflow_run("wf", supervisor=far.owner)
+    first = lambda: next((a for a in far.store.workflow_run(run_id).actions  # noqa: E731
+                          if a.name == "first" and a.state.value == "RUNNING"), None)
+    drive(far, first)
+    running = first().action_id
+    with far.store.engine.begin() as conn:  # as if that job process ran on the far host
+        conn.execute(actions.update().where(actions.c.action_id == running).values(host="far-host"))
+
+    near = scheduler_for(path, clock)
+    assert near.tick()  # far gave up the lead, but it still beats: its run is left alone
+    assert far.store.workflow_run(run_id).supervisor == "far-host:4242"
+    clock.advance(seconds=61)  # far stopped beating a minute ago
+    assert near.tick()
+    assert near.store.workflow_run(run_id).supervisor == near.owner
+    near.tick()
+    assert first() is not None  # its process still runs: the job's own lease says so
+    gate.touch()
+    drive(near, lambda: finished(near, run_id))
+    assert node_states(near, run_id) == {"first": ["SUCCEEDED"], "second": ["SUCCEEDED"]}
+    far.launcher.exit_status(running, None, None)  # reap the process this test started
+    assert StateStore.from_settings().get_run(running).state.value == "SUCCEEDED"

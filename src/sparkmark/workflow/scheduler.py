@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -30,7 +31,7 @@ from pathlib import Path
 from ..crawler.store import CrawlerStore
 from ..engine.masking import MASK
 from ..engine.models import RunState
-from ..engine.owner import is_dead, this_process
+from ..engine.owner import this_process
 from ..engine.schema import utcnow
 from ..engine.store import StateStore
 from ..errors import ConfigError, NotFound, RunFinished, SparkmarkError
@@ -71,6 +72,7 @@ class Scheduler:
         self.leading = leading  # False: only drive the runs this process supervises
         self.settings = settings or Settings.from_env()
         self.is_leader = False
+        self.host = socket.gethostname()
         self._synced = False
 
     # ------------------------------------------------------------------ the pass
@@ -81,9 +83,10 @@ class Scheduler:
         self.is_leader = self.leading and self.store.lead(self.owner, now, self.lease_seconds)
         if self.leading and not self.is_leader:
             return False
+        self.store.beat(self.owner, now, self.lease_seconds)
         self.sync(now)
         if self.is_leader:
-            self._adopt()
+            self._adopt(now)
         self._watch(now)
         if self.is_leader:
             self._fire_schedules(now)
@@ -185,17 +188,17 @@ class Scheduler:
 
     # ------------------------------------------------------------------ leader's work
 
-    def _adopt(self) -> None:
+    def _adopt(self, now: datetime) -> None:
         """Take over runs whose supervisor is gone (a scheduler or command that died)."""
         for run in self.store.workflow_runs(statuses=(WorkflowRunStatus.RUNNING.value,
                                                        WorkflowRunStatus.STOPPING.value)):
-            if run.supervisor != self.owner and is_dead(run.supervisor):
+            if run.supervisor != self.owner and self.store.supervisor_gone(run.supervisor, now):
                 log.warning("workflow run %s: adopting it (its supervisor %s is gone)",
                             run.run_id, run.supervisor or "was never set")
                 self.store.supervise(run.run_id, self.owner)
         for action in self.store.active_actions():
             if action.workflow_run_id is None and action.supervisor != self.owner \
-                    and is_dead(action.supervisor):
+                    and self.store.supervisor_gone(action.supervisor, now):
                 self.store.claim(action.action_id, self.owner)
 
     def _fire_schedules(self, now: datetime) -> None:
@@ -262,11 +265,30 @@ class Scheduler:
         for action in self.store.active_actions():
             if not self._mine(action) or action.state is not ActionState.RUNNING:
                 continue
-            status = self.launcher.exit_status(action.action_id, action.pid, action.log_path)
+            if action.host in (None, self.host):
+                status = self.launcher.exit_status(action.action_id, action.pid, action.log_path)
+            else:
+                status = self._remote_status(action)
             if status is None:
                 self._police(action, now)
             else:
                 self._ended(action, None if status is False else status, now)
+
+    def _remote_status(self, action: ActionRecord) -> int | None | bool:
+        """How a process on another host is doing, from what it records in the state
+        store: None while it runs, False when it ended (its exit status unknown here)."""
+        if action.kind == "JOB":
+            try:
+                run = self.state.get_run(action.action_id)
+            except NotFound:
+                return None  # not started yet, or it died before recording its run
+            if run.state is not RunState.RUNNING:
+                return False
+            lease = self.state.get_lease(action.name)
+            alive = lease is not None and lease.run_id == action.action_id and lease.expires_at > utcnow()
+            return None if alive else False
+        records = [c for c in self.crawlers.crawls(action.name) if c.crawl_id == action.action_id]
+        return False if records and records[0].state != "RUNNING" else None
 
     def _police(self, action: ActionRecord, now: datetime) -> None:
         """A running action: stop it when its workflow run stops, or when it timed out."""
@@ -284,7 +306,10 @@ class Scheduler:
 
     def _kill(self, action: ActionRecord, state: ActionState, why: str, now: datetime) -> None:
         log.warning("%s %s run %s: %s", action.kind.lower(), action.name, action.action_id, why)
-        self.launcher.kill(action.action_id, action.pid)
+        if action.host in (None, self.host):
+            self.launcher.kill(action.action_id, action.pid)
+        # A process on another host cannot be signalled from here: closing its run below
+        # takes its lease away, so it cannot commit, and it fails at its next state change.
         self._close_records(action, state, why)
         self.store.finish_action(action, state, now, error=why)
 
@@ -372,7 +397,7 @@ class Scheduler:
             except OSError as exc:
                 self.store.finish_action(action, ActionState.ERROR, now, error=f"could not start: {exc}")
                 continue
-            self.store.mark_started(action.action_id, pid=pid, supervisor=self.owner,
+            self.store.mark_started(action.action_id, host=self.host, pid=pid, supervisor=self.owner,
                                     log_path=str(spec.log_path), now=now)
             log.info("%s %s: run %s started (attempt %d, pid %d, log %s)", action.kind.lower(),
                      action.name, action.action_id, action.attempt, pid, spec.log_path)

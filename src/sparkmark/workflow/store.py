@@ -89,6 +89,7 @@ actions = Table(
     Column("arguments", Text, nullable=False),  # JSON, masked
     Column("timeout_minutes", Float),
     Column("supervisor", String(255)),
+    Column("host", String(255)),  # where the process runs
     Column("pid", Integer),
     Column("queued_at", UTCDateTime, nullable=False),
     Column("started_at", UTCDateTime),
@@ -107,6 +108,11 @@ events = Table(
     Column("state", String(16), nullable=False),
     Column("workflow_run_id", String(80)),
     Column("at", UTCDateTime, nullable=False),
+)
+supervisors = Table(
+    "sm_wf_supervisors", metadata,
+    Column("owner", String(255), primary_key=True),  # host:pid
+    Column("expires_at", UTCDateTime, nullable=False),
 )
 meta = Table(
     "sm_wf_meta", metadata,
@@ -153,6 +159,7 @@ class ActionRecord:
     arguments: dict[str, str]
     timeout_minutes: float | None
     supervisor: str | None
+    host: str | None
     pid: int | None
     queued_at: datetime
     started_at: datetime | None
@@ -255,6 +262,24 @@ class WorkflowStore:
             conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == owner)
                          .values(owner=None))
 
+    def beat(self, owner: str, now: datetime, lease_seconds: float) -> None:
+        """Say that ``owner`` still supervises its runs, for the next ``lease_seconds``."""
+        expires = now + timedelta(seconds=lease_seconds)
+        with self.engine.begin() as conn:
+            if conn.execute(update(supervisors).where(supervisors.c.owner == owner)
+                            .values(expires_at=expires)).rowcount == 0:
+                conn.execute(insert(supervisors).values(owner=owner, expires_at=expires))
+
+    def supervisor_gone(self, owner: str | None, now: datetime) -> bool:
+        """True when nobody drives what ``owner`` supervised: no owner, a dead process on
+        this host, or (on any host) a supervisor that stopped renewing its beat."""
+        if owner is None or is_dead(owner):
+            return True
+        with self.engine.connect() as conn:
+            expires = conn.execute(select(supervisors.c.expires_at)
+                                   .where(supervisors.c.owner == owner)).scalar()
+        return expires is None or expires <= now
+
     def cursor(self, conn: Connection) -> int:
         value = conn.execute(select(meta.c.value).where(meta.c.key == "event_cursor")).scalar()
         return int(value) if value else 0
@@ -334,7 +359,7 @@ class WorkflowStore:
     def _action(row) -> ActionRecord:
         return ActionRecord(row.action_id, row.kind, row.name, row.attempt, row.first_id,
                             ActionState(row.state), bool(row.final), row.workflow_run_id, row.trigger,
-                            json.loads(row.arguments), row.timeout_minutes, row.supervisor, row.pid,
+                            json.loads(row.arguments), row.timeout_minutes, row.supervisor, row.host, row.pid,
                             row.queued_at, row.started_at, row.ended_at, row.error, row.log_path)
 
     def action(self, action_id: str) -> ActionRecord:
@@ -373,12 +398,12 @@ class WorkflowStore:
                 actions.c.kind == kind, actions.c.name == name,
                 actions.c.state == ActionState.RUNNING.value)).scalar_one()
 
-    def mark_started(self, action_id: str, *, pid: int, supervisor: str, log_path: str,
+    def mark_started(self, action_id: str, *, host: str, pid: int, supervisor: str, log_path: str,
                      now: datetime) -> bool:
         with self.engine.begin() as conn:
             return conn.execute(update(actions).where(
                 actions.c.action_id == action_id, actions.c.state == ActionState.WAITING.value
-            ).values(state=ActionState.RUNNING.value, pid=pid, supervisor=supervisor,
+            ).values(state=ActionState.RUNNING.value, host=host, pid=pid, supervisor=supervisor,
                      log_path=log_path, started_at=now)).rowcount == 1
 
     def claim(self, action_id: str, supervisor: str) -> None:
