@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,41 +70,47 @@ class Launcher:
         recorded = read_exit(log_path)
         return False if recorded is None else recorded
 
-    def kill(self, action_id: str, pid: int | None) -> None:
-        """End the run's whole process group: SIGTERM, then SIGKILL."""
+    def kill(self, action_id: str, pid: int | None, grace_seconds: float = 5.0) -> None:
+        """End the run's whole process group: SIGTERM, and SIGKILL if it is still there
+        after ``grace_seconds``."""
         if pid is None:
             return
+        child = self._children.pop(action_id, None)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(pid, sig)
             except (ProcessLookupError, PermissionError):
                 break
-            child = self._children.get(action_id)
-            if child is not None:
-                try:
-                    child.wait(timeout=5)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        child = self._children.pop(action_id, None)
+            if self._ended(child, pid, grace_seconds):
+                break
+
+    @staticmethod
+    def _ended(child: subprocess.Popen | None, pid: int, seconds: float) -> bool:
         if child is not None:
             try:
-                child.wait(timeout=5)
+                child.wait(timeout=seconds)
+                return True
             except subprocess.TimeoutExpired:
-                pass
+                return False
+        deadline = time.monotonic() + seconds  # a process this launcher did not start
+        while time.monotonic() < deadline:
+            if is_dead(f"{socket.gethostname()}:{pid}") or _is_zombie(pid):
+                return True
+            time.sleep(0.05)
+        return False
 
     def has_children(self) -> bool:
         return bool(self._children)
 
     def wait_any(self, seconds: float) -> None:
-        """Wait up to ``seconds`` for one of this launcher's children to end."""
+        """Wait up to ``seconds`` for this launcher's oldest child to end (the others'
+        ends are seen on the next pass)."""
         children = list(self._children.values())
-        if not children:
-            return
-        try:
-            children[0].wait(timeout=seconds / max(len(children), 1))
-        except subprocess.TimeoutExpired:
-            pass
+        if children:
+            try:
+                children[0].wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def _is_zombie(pid: int) -> bool:
