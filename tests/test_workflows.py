@@ -648,33 +648,35 @@ def test_scheduler_restart_mid_workflow(tmp_path):
 
 
 def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
-    path = write_project(tmp_path, """
+    # Hourly at the minute that just passed: one window is due now, the next in an hour.
+    minute = (datetime.now(UTC) - timedelta(minutes=1)).minute
+    path = write_project(tmp_path, f"""
         [jobs.a]
         Script = "ok.py"
-        [workflows.minutely]
-        [triggers.every_minute]
+        [workflows.hourly_wf]
+        [triggers.hourly_trigger]
         Type = "SCHEDULED"
-        Schedule = "cron(* * * * ? *)"
-        WorkflowName = "minutely"
+        Schedule = "cron({minute} * * * ? *)"
+        WorkflowName = "hourly_wf"
         StartOnCreation = true
-        Actions = [{ JobName = "a" }]
+        Actions = [{{ JobName = "a" }}]
     """, {"ok.py": OK_SCRIPT})
     store = WorkflowStore(StateStore.from_settings())
-    store.sync_trigger("every_minute", start_on_creation=True, now=datetime.now(UTC))
+    store.sync_trigger("hourly_trigger", start_on_creation=True, now=datetime.now(UTC))
     with store.engine.begin() as conn:  # as if the trigger had been active for two minutes
-        store.advance_watermark(conn, "every_minute", datetime.now(UTC) - timedelta(minutes=2))
+        store.advance_watermark(conn, "hourly_trigger", datetime.now(UTC) - timedelta(minutes=2))
     one, two = start_scheduler(path), start_scheduler(path)
     try:
-        eventually(lambda: store.workflow_runs("minutely") and all(
-            r.status.value == "COMPLETED" for r in store.workflow_runs("minutely")))
+        eventually(lambda: store.workflow_runs("hourly_wf") and all(
+            r.status.value == "COMPLETED" for r in store.workflow_runs("hourly_wf")))
         leader = store.leader(datetime.now(UTC))
     finally:
         logs = [stop(one), stop(two)]
     assert leader and leader.rsplit(":", 1)[1] in (str(one.pid), str(two.pid))
-    firings = store.firings("every_minute")
-    runs = store.workflow_runs("minutely")
+    firings = store.firings("hourly_trigger")
+    runs = store.workflow_runs("hourly_wf")
     keys = [f["fire_key"] for f in firings]
-    assert len(keys) == len(set(keys)) == len(runs) >= 1
+    assert len(keys) == len(set(keys)) == len(runs) == 1
     jobs = StateStore.from_settings().list_runs("a")
     assert len(jobs) == len(runs)  # one job run per workflow run, none twice
     # Only the leader started anything.
