@@ -423,8 +423,9 @@ def test_run_properties_pass_between_jobs(tmp_path):
             glue = boto3.client("glue")
             props = glue.get_workflow_run_properties(Name=args["WORKFLOW_NAME"],
                                                      RunId=args["WORKFLOW_RUN_ID"])["RunProperties"]
+            status = glue.get_workflow_run(Name=args["WORKFLOW_NAME"], RunId=args["WORKFLOW_RUN_ID"])["Run"]["Status"]
             with open(args["out"], "w") as f:
-                json.dump(props, f)
+                json.dump({**props, "status_seen": status}, f)
             glue.put_workflow_run_properties(Name=args["WORKFLOW_NAME"], RunId=args["WORKFLOW_RUN_ID"],
                                              RunProperties={"consumed": "yes"})
         """})
@@ -432,7 +433,8 @@ def test_run_properties_pass_between_jobs(tmp_path):
     run_id = sched.start_workflow_run("wf", supervisor=sched.owner, properties={"day": "2026-11-24"})
     drive(sched, lambda: finished(sched, run_id))
     assert node_states(sched, run_id) == {"producer": ["SUCCEEDED"], "consumer": ["SUCCEEDED"]}
-    assert json.loads(out.read_text()) == {"env": "dev", "day": "2026-11-24", "rows": "42", "from_env": "dev"}
+    assert json.loads(out.read_text()) == {"env": "dev", "day": "2026-11-24", "rows": "42", "from_env": "dev",
+                                           "status_seen": "RUNNING"}
     assert sched.store.workflow_run(run_id).properties == {
         "env": "dev", "day": "2026-11-24", "rows": "42", "from_env": "dev", "consumed": "yes"}
 
@@ -863,3 +865,31 @@ def test_runs_of_a_scheduler_on_another_host_are_adopted_when_its_beat_stops(tmp
     assert node_states(near, run_id) == {"first": ["SUCCEEDED"], "second": ["SUCCEEDED"]}
     far.launcher.exit_status(running, None, None)  # reap the process this test started
     assert StateStore.from_settings().get_run(running).state.value == "SUCCEEDED"
+
+
+def test_boto3_stand_in_names_what_it_cannot_do():
+    from sparkmark.errors import SparkmarkError
+    from sparkmark.glue import boto3 as stand_in
+
+    with pytest.raises(SparkmarkError, match=r"boto3.client\('s3'\) is not available under sparkmark"):
+        stand_in.client("s3")
+    with pytest.raises(SparkmarkError, match="call 'start_job_run' is not available"):
+        stand_in.client("glue").start_job_run(JobName="x")
+
+
+def test_workflow_run_strict_fails_on_a_failed_job(tmp_path):
+    path = write_project(tmp_path, """
+        [jobs.broken]
+        Script = "fail.py"
+        [workflows.wf]
+        [triggers.go]
+        Type = "ON_DEMAND"
+        WorkflowName = "wf"
+        Actions = [{ JobName = "broken" }]
+    """, {"fail.py": FAIL_SCRIPT})
+    plain = subprocess.run([str(SPARKMARK), "workflow", "run", "wf", "--config", str(path), "--no-graph"],
+                           capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "COMPLETED" in plain.stdout and "FailedActions 1" in plain.stdout
+    strict = subprocess.run([str(SPARKMARK), "workflow", "run", "wf", "--config", str(path), "--strict"],
+                            capture_output=True, text=True, timeout=120)
+    assert strict.returncode == 1 and "COMPLETED" in strict.stdout
