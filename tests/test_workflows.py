@@ -18,7 +18,6 @@ import pytest
 
 from sparkmark.engine.store import StateStore
 from sparkmark.errors import ConfigError
-from sparkmark.settings import Settings
 from sparkmark.workflow import cron, report
 from sparkmark.workflow.definition import load_project
 from sparkmark.workflow.scheduler import Scheduler
