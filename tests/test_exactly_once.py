@@ -15,7 +15,7 @@ from sparkmark.engine.models import OutputState, RunState
 from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
 from sparkmark.errors import SourceError
 
-from .conftest import PG_DSN, ids, write_json
+from .conftest import PG_DSN, write_json
 
 
 def data_files(root) -> list[str]:
