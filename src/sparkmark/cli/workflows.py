@@ -158,7 +158,6 @@ def _set_trigger(name: str, config: Path | None, state: str) -> None:
     if trigger.Type is TriggerType.ON_DEMAND:
         raise ConfigError(f"trigger {name!r} is ON_DEMAND: it fires only when started by hand "
                           "(`sparkmark workflow run` for a workflow's trigger) and cannot be activated")
-    scheduler.sync(utcnow())
     scheduler.store.set_trigger_state(name, state, utcnow())
     console.print(f"trigger {name}: {state}")
 

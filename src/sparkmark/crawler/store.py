@@ -106,5 +106,15 @@ class CrawlerStore:
         with self.state.engine.connect() as conn:
             rows = conn.execute(select(crawls).where(crawls.c.crawler == name)
                                 .order_by(crawls.c.started_at.desc()).limit(limit)).all()
-        return [CrawlRecord(r.crawl_id, r.crawler, r.state, r.started_at, r.ended_at,
-                            json.loads(r.summary), json.loads(r.errors)) for r in rows]
+        return [_record(r) for r in rows]
+
+    def crawl(self, crawl_id: str) -> CrawlRecord | None:
+        """One crawl by its id, or None when it was never recorded."""
+        with self.state.engine.connect() as conn:
+            row = conn.execute(select(crawls).where(crawls.c.crawl_id == crawl_id)).first()
+        return None if row is None else _record(row)
+
+
+def _record(row) -> CrawlRecord:
+    return CrawlRecord(row.crawl_id, row.crawler, row.state, row.started_at, row.ended_at,
+                       json.loads(row.summary), json.loads(row.errors))

@@ -232,6 +232,7 @@ class Scheduler:
         if not after:
             return
         new = [e for e in after if e.workflow_run_id is None]
+        latest = None  # each job's latest standalone end: read once, for AND triggers
         for event in new:
             for trigger in watching:
                 state, active_since = rows.get(trigger.Name, ("CREATED", None))
@@ -245,7 +246,8 @@ class Scheduler:
                               for c in conditions)
                 else:
                     with self.state.engine.connect() as conn:
-                        latest = self.store.latest_events(conn, standalone=True)
+                        if latest is None:
+                            latest = self.store.latest_events(conn, standalone=True)
                         since = self.store.last_firing_seq(conn, trigger.Name)
                     hit = all((e := latest.get(c.node)) is not None and e.seq <= event.seq
                               and e.seq > since and e.state == c.wanted for c in conditions)
@@ -287,8 +289,8 @@ class Scheduler:
             lease = self.state.get_lease(action.name)
             alive = lease is not None and lease.run_id == action.action_id and lease.expires_at > utcnow()
             return None if alive else False
-        records = [c for c in self.crawlers.crawls(action.name) if c.crawl_id == action.action_id]
-        return False if records and records[0].state != "RUNNING" else None
+        record = self.crawlers.crawl(action.action_id)
+        return False if record and record.state != "RUNNING" else None
 
     def _police(self, action: ActionRecord, now: datetime) -> None:
         """A running action: stop it when its workflow run stops, or when it timed out."""
@@ -326,8 +328,8 @@ class Scheduler:
                 except RunFinished:
                     pass
         else:
-            records = [c for c in self.crawlers.crawls(action.name) if c.crawl_id == action.action_id]
-            if records and records[0].state == "RUNNING":
+            record = self.crawlers.crawl(action.action_id)
+            if record and record.state == "RUNNING":
                 self.crawlers.finish(action.name, action.action_id, state.value, {}, [
                     {"path": "(crawl)", "error": why}])
 
@@ -360,12 +362,12 @@ class Scheduler:
             if code == 0:
                 return ActionState.SUCCEEDED, None
             return ActionState.FAILED, f"{why}: {tail}" if tail else why
-        records = [c for c in self.crawlers.crawls(action.name) if c.crawl_id == action.action_id]
-        if records and records[0].state in _CRAWL_STATES:
-            errors = records[0].errors
-            return _CRAWL_STATES[records[0].state], (errors[0]["error"] if errors and
-                                                     records[0].state != "SUCCEEDED" else None)
-        if records:
+        record = self.crawlers.crawl(action.action_id)
+        if record and record.state in _CRAWL_STATES:
+            errors = record.errors
+            return _CRAWL_STATES[record.state], (errors[0]["error"] if errors and
+                                                 record.state != "SUCCEEDED" else None)
+        if record:
             self._close_records(action, ActionState.FAILED, "its process died")
         return (ActionState.SUCCEEDED, None) if code == 0 else \
             (ActionState.FAILED, f"the crawl process ended with status {code}: {tail}")
@@ -380,8 +382,7 @@ class Scheduler:
                     run = self.store.workflow_run(action.workflow_run_id)
                     stopping[action.workflow_run_id] = run.status is not WorkflowRunStatus.RUNNING
                 if stopping[action.workflow_run_id]:
-                    self.store.finish_action(action, ActionState.STOPPED, now,
-                                             error="its workflow run was stopped before it started")
+                    self._stop_unstarted(action, now)
                     continue
             try:
                 spec = self._spec(action)
@@ -401,6 +402,10 @@ class Scheduler:
                                     log_path=str(spec.log_path), now=now)
             log.info("%s %s: run %s started (attempt %d, pid %d, log %s)", action.kind.lower(),
                      action.name, action.action_id, action.attempt, pid, spec.log_path)
+
+    def _stop_unstarted(self, action: ActionRecord, now: datetime) -> None:
+        self.store.finish_action(action, ActionState.STOPPED, now,
+                                 error="its workflow run was stopped before it started")
 
     def _spec(self, action: ActionRecord) -> LaunchSpec:
         logs = self.settings.home / "logs" / ("jobs" if action.kind == "JOB" else "crawlers") / action.name
@@ -459,8 +464,7 @@ class Scheduler:
             if run.status is WorkflowRunStatus.STOPPING:
                 for action in run.actions:
                     if action.state is ActionState.WAITING:
-                        self.store.finish_action(action, ActionState.STOPPED, now,
-                                                 error="its workflow run was stopped before it started")
+                        self._stop_unstarted(action, now)
                 if not any(a.state is ActionState.RUNNING for a in run.actions):
                     self.store.set_workflow_status(run.run_id, WorkflowRunStatus.STOPPED, now,
                                                    only_from=(WorkflowRunStatus.STOPPING.value,))

@@ -311,8 +311,7 @@ class WorkflowStore:
             if state == "ACTIVATED":
                 values["watermark"] = now
             if conn.execute(update(triggers).where(triggers.c.name == name).values(**values)).rowcount == 0:
-                conn.execute(insert(triggers).values(name=name, updated_at=now, **values,
-                                                     **({} if "watermark" in values else {"watermark": now})))
+                conn.execute(insert(triggers).values(name=name, **{"watermark": now, **values}))
 
     def firings(self, trigger: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         query = select(firings).order_by(firings.c.id.desc()).limit(limit)
