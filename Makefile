@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install demo test soak bench bench-quick clean
+.PHONY: install services jars kafka s3 demo test soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -14,6 +14,23 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# PostgreSQL and MariaDB on 127.0.0.1 from Debian's packages, with database `test`
+# (installed and started when missing; a no-op when both answer). Needs root.
+services:
+	@bash scripts/services.sh
+
+# Connector jars (S3A, Kafka, Avro, JDBC drivers) and the Kafka broker, from Maven
+# Central through jars/pom.xml; a no-op when already resolved.
+jars:
+	@bash scripts/jars.sh
+
+# Development servers in the foreground, on 127.0.0.1 (Ctrl-C stops them).
+kafka: install jars
+	$(PY) -m sparkmark.devservices kafka
+
+s3: install
+	$(PY) -m sparkmark.devservices s3
 
 demo: install
 	rm -rf $(DEMO)
@@ -36,22 +53,22 @@ demo: install
 	@echo "== a workflow: crawl, then transform, then check quality; then its run graph"
 	$(SM) workflow run demo_nightly --config demo/sparkmark.toml --strict
 
-test: install
+test: install services jars
 	$(PY) -m pytest -q
 
 # Crash every crash point 20 times (SQLite and PostgreSQL state alternating) and run the
 # heavy bad inputs (a 1 GiB file, 100,000 tiny files); ends with "N passed, N failed".
-soak: install
+soak: install services jars
 	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
 
-bench: install
+bench: install services jars
 	$(PY) bench/files_incremental.py
 	$(PY) bench/commit_cost.py
 	$(PY) bench/jdbc_read.py
 	$(PY) bench/quality.py
 	@cat bench/results/latest.json
 
-bench-quick: install
+bench-quick: install services jars
 	$(PY) bench/files_incremental.py --quick --repeats 3
 	$(PY) bench/commit_cost.py --quick
 	$(PY) bench/jdbc_read.py --quick --repeats 3

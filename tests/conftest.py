@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from sparkmark import Job
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
-from sparkmark.spark import hive_confs, jdbc_jars
+from sparkmark.spark import hive_confs, session_jars
 
 PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -34,12 +34,33 @@ def spark(tmp_path_factory):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.jars", ",".join(jdbc_jars()))
+        .config("spark.driver.extraClassPath", ":".join(session_jars(Settings.from_env())))
+        .config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real single-node Kafka broker (KRaft) on 127.0.0.1, from `make jars`."""
+    from sparkmark.devservices.kafka import start_kafka
+
+    broker = start_kafka(tmp_path_factory.mktemp("kafka"), Settings.from_env().jars_dir)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 API server (moto's server mode) on 127.0.0.1, reached over HTTP."""
+    from sparkmark.devservices.s3 import start_s3
+
+    server = start_s3(tmp_path_factory.mktemp("s3"))
+    yield server
+    server.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -53,6 +53,7 @@ from .sinks import files as file_sink
 from .sinks import jdbc as jdbc_sink
 from . import outputs as run_outputs
 from .sources import jdbc as jdbc_source
+from .connectors import missing_connector
 from .spark import create_session
 from .sources import files as file_source
 
@@ -91,6 +92,9 @@ def describe_error(exc: BaseException) -> str:
     lines = [ln.strip() for ln in text.splitlines()
              if ln.strip() and not ln.lstrip().startswith(("at ", "..."))]
     summary = " | ".join(dict.fromkeys(lines[:6]))[:3000]
+    missing = missing_connector(text)
+    if missing:
+        return f"{type(exc).__name__}: {missing}"
     unreadable = _UNREADABLE.search(text)
     if unreadable:
         path = unreadable.group(1) or unreadable.group(2)
@@ -255,7 +259,7 @@ class Job:
     def spark(self) -> SparkSession:
         if self._spark is None:
             self._spark = SparkSession.getActiveSession() or create_session(
-                self.name, self.settings.spark_master
+                self.name, self.settings.spark_master, self.settings
             )
         return self._spark
 

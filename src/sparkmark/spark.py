@@ -1,19 +1,22 @@
-"""The Spark session sparkmark creates when a job has none, with JDBC drivers on it.
+"""The Spark session sparkmark creates when a job has none, with its connectors on it.
 
-Drivers come from Debian's packages (``libpostgresql-jdbc-java``,
-``libmariadb-java``, ``libxerial-sqlite-jdbc-java`` put jars in /usr/share/java)
-or from whatever the user configured: ``spark.jars``, ``spark.jars.packages``
-(``--packages``), or a cluster's own classpath.
+Connector jars (S3, Kafka, Avro, JDBC drivers) come from ``make jars`` (Maven Central,
+see ``connectors.py``). JDBC drivers may also come from Debian's packages
+(``libpostgresql-jdbc-java``, ``libmariadb-java``, ``libxerial-sqlite-jdbc-java`` put
+jars in /usr/share/java), or from whatever the user configured: ``spark.jars``,
+``spark.jars.packages`` (``--packages``), or a cluster's own classpath.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import connectors
 from .errors import SourceError
 from .settings import Settings
 
@@ -22,14 +25,19 @@ if TYPE_CHECKING:  # PySpark is imported when a session is made
 
 JAR_DIRS = ("/usr/share/java",)
 JAR_NAMES = ("postgresql.jar", "mariadb-java-client.jar", "sqlite-jdbc.jar")
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
-def jdbc_jars() -> list[str]:
-    """Debian's JDBC driver jars that exist on this machine (``SPARKMARK_JDBC_JARS``
-    overrides: a comma-separated list, or empty for none)."""
+def jdbc_jars(settings: Settings | None = None) -> list[str]:
+    """JDBC driver jars: ``SPARKMARK_JDBC_JARS`` when set (a comma-separated list, or
+    empty for none), else those ``make jars`` resolved, else Debian's in /usr/share/java."""
     override = os.environ.get("SPARKMARK_JDBC_JARS")
     if override is not None:
         return [j for j in override.split(",") if j]
+    settings = settings or Settings.from_env()
+    resolved = connectors.classpath(settings.jars_dir, settings.connectors, include=("jdbc",))
+    if resolved:
+        return resolved
     found = []
     for folder in JAR_DIRS:
         for name in JAR_NAMES:
@@ -37,6 +45,46 @@ def jdbc_jars() -> list[str]:
             if path.exists():
                 found.append(str(path.resolve()))
     return found
+
+
+def session_jars(settings: Settings) -> list[str]:
+    """Every jar a session sparkmark starts gets: the selected, resolved connectors and
+    the JDBC drivers."""
+    others = tuple(c.name for c in connectors.CONNECTORS if c.name != "jdbc")
+    jars = connectors.classpath(settings.jars_dir, settings.connectors, include=others)
+    return list(dict.fromkeys(jars + jdbc_jars(settings)))
+
+
+def session_confs(settings: Settings, master: str | None = None) -> dict[str, str]:
+    """The Spark settings of a session sparkmark starts (or of a bare ``SparkContext()``
+    in a script run by ``sparkmark run``)."""
+    master = master or settings.spark_master
+    confs = {"spark.ui.showConsoleProgress": "false"}
+    jars = session_jars(settings)
+    if jars:
+        # On the driver's own class path, so that DriverManager (used by the Hive
+        # metastore's connection pool) and Hadoop's FileSystem loader find them. A local
+        # master's executors share that JVM; others get them through spark.jars (a local
+        # session does not, as Spark would copy every jar, the AWS SDK's 600 MB too).
+        confs["spark.driver.extraClassPath"] = ":".join(jars)
+        if not master.startswith("local"):
+            confs["spark.jars"] = ",".join(jars)
+    if any(Path(j).name.startswith("hadoop-aws-") for j in jars):
+        # Glue's paths are s3://; S3A serves them (and the old s3n://) as it does s3a://.
+        confs["spark.hadoop.fs.s3.impl"] = S3A
+        confs["spark.hadoop.fs.s3n.impl"] = S3A
+    if hive_enabled():
+        confs.update(hive_confs(settings))
+    confs.update(extra_confs())
+    return confs
+
+
+def submit_args(settings: Settings) -> str:
+    """``PYSPARK_SUBMIT_ARGS`` for a script that makes its own ``SparkContext()``."""
+    args = ["--master", settings.spark_master]
+    for key, value in session_confs(settings).items():
+        args += ["--conf", f"{key}={value}"]
+    return " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
 
 
 def extra_confs() -> dict[str, str]:
@@ -106,25 +154,12 @@ def use_this_python() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-def create_session(app_name: str, master: str) -> SparkSession:
+def create_session(app_name: str, master: str, settings: Settings | None = None) -> SparkSession:
     from pyspark.sql import SparkSession
 
     use_this_python()
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    jars = jdbc_jars()
-    if jars:
-        # On spark.jars for tasks, and on the driver's own class path so that
-        # DriverManager (used by the Hive metastore's connection pool) finds them too.
-        builder = builder.config("spark.jars", ",".join(jars))
-        builder = builder.config("spark.driver.extraClassPath", ":".join(jars))
-    if hive_enabled():
-        for key, value in hive_confs().items():
-            builder = builder.config(key, value)
-    for key, value in extra_confs().items():
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in session_confs(settings or Settings.from_env(), master).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -38,7 +38,8 @@ def run(name: str, as_json: bool = typer.Option(False, "--json"),
     state = StateStore.from_settings()
     crawlers = CrawlerStore(state)
     definition, _ = crawlers.get(name)
-    spark = create_session(f"crawler-{name}", Settings.from_env().spark_master)
+    settings = Settings.from_env()
+    spark = create_session(f"crawler-{name}", settings.spark_master, settings)
     spark.sparkContext.setLogLevel("ERROR")
     record = run_crawl(spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition,
                        crawl_id=crawl_id)

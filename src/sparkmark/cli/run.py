@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
-import shlex
-import logging
 import sys
 import traceback
 from pathlib import Path
 
+from rich.markup import escape
 
 from .. import args as job_args
+from ..connectors import missing_connector
 from ..engine.models import RunState
 from ..errors import SparkmarkError
 from .output import console, err_console, fail
@@ -21,27 +22,17 @@ log = logging.getLogger("sparkmark.run")
 
 def _prepare_spark_and_glue() -> None:
     """Let Glue-style scripts run unchanged: ``import awsglue`` resolves to sparkmark's
-    façade, and a bare ``SparkContext()`` gets a master and the JDBC driver jars."""
+    façade, and a bare ``SparkContext()`` gets a master, the connectors and the catalog."""
     from pyspark.sql import SparkSession
 
     from ..glue import shim
     from ..settings import Settings
-    from ..spark import extra_confs, hive_confs, hive_enabled, jdbc_jars, use_this_python
+    from ..spark import submit_args, use_this_python
 
     shim.install()
     use_this_python()
     if SparkSession.getActiveSession() is None and "PYSPARK_SUBMIT_ARGS" not in os.environ:
-        args = ["--master", Settings.from_env().spark_master,
-                "--conf", "spark.ui.showConsoleProgress=false"]
-        jars = jdbc_jars()
-        if jars:
-            args += ["--jars", ",".join(jars), "--driver-class-path", ":".join(jars)]
-        if hive_enabled():
-            for key, value in hive_confs().items():
-                args += ["--conf", f"{key}={value}"]
-        for key, value in extra_confs().items():
-            args += ["--conf", f"{key}={value}"]
-        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
+        os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(Settings.from_env())
 
 
 def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:
@@ -120,8 +111,11 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         )
         failed = failed or run.state is not RunState.SUCCEEDED
     if error is not None and not isinstance(error, SystemExit):
+        missing = missing_connector(str(error))
         if isinstance(error, SparkmarkError):
             err_console.print(f"[bold red]error:[/] {error}", highlight=False)
+        elif missing:
+            err_console.print(f"[bold red]error:[/] {escape(missing)}", highlight=False)
         else:
             err_console.print("".join(traceback.format_exception(error)).rstrip(), highlight=False,
                               markup=False)

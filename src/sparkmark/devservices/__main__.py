@@ -1,0 +1,48 @@
+"""``python -m sparkmark.devservices kafka|s3 [--port N]``: run one development server
+in the foreground until Ctrl-C (``make kafka``, ``make s3``)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import SparkmarkError
+from ..settings import Settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparkmark.devservices")
+    parser.add_argument("server", choices=["kafka", "s3"])
+    parser.add_argument("--port", type=int, default=None)
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix=f"sparkmark-{args.server}-"))
+    try:
+        if args.server == "kafka":
+            from .kafka import start_kafka
+
+            server = start_kafka(workdir, Settings.from_env().jars_dir, args.port or 9092)
+            print(f"Kafka (KRaft) on {server.bootstrap_servers}, pid {server.pid}, data in {workdir}")
+        else:
+            from .s3 import start_s3
+
+            server = start_s3(workdir, args.port or 9000)
+            print(f"S3 API (moto) at {server.endpoint_url}, pid {server.pid}; "
+                  f"export AWS_ENDPOINT_URL_S3={server.endpoint_url}")
+    except SparkmarkError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
