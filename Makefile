@@ -66,6 +66,7 @@ bench: install services jars
 	$(PY) bench/commit_cost.py
 	$(PY) bench/jdbc_read.py
 	$(PY) bench/quality.py
+	$(PY) bench/session_start.py
 	@cat bench/results/latest.json
 
 bench-quick: install services jars
@@ -73,6 +74,7 @@ bench-quick: install services jars
 	$(PY) bench/commit_cost.py --quick
 	$(PY) bench/jdbc_read.py --quick --repeats 3
 	$(PY) bench/quality.py --quick --repeats 2
+	$(PY) bench/session_start.py --repeats 3
 	@cat bench/results/latest.json
 
 clean:
