@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install services jars kafka s3 demo test soak bench bench-quick clean
+.PHONY: install services jars kafka s3 demo test lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -55,6 +55,12 @@ demo: install
 
 test: install services jars
 	$(PY) -m pytest -q
+
+# ruff (lint and format) and mypy, as configured in pyproject.toml.
+lint: install
+	$(VENV)/bin/ruff check src tests bench demo examples
+	$(VENV)/bin/ruff format --check src tests bench demo examples
+	$(VENV)/bin/mypy
 
 # Crash every crash point 20 times (SQLite and PostgreSQL state alternating) and run the
 # heavy bad inputs (a 1 GiB file, 100,000 tiny files); ends with "N passed, N failed".

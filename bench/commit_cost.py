@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
-
-import sys
 from pathlib import Path
 
 import psycopg
@@ -25,8 +24,7 @@ from sqlalchemy import BigInteger, Column, MetaData, Table, Text, insert, text
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, record  # noqa: E402
-
+from harness import arguments, record
 from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry
 from sparkmark.engine.store import StateStore
 
@@ -34,27 +32,45 @@ PG = os.environ.get("SPARKMARK_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/
 
 
 def entries(prefix: str, n: int) -> list[FileEntry]:
-    return [FileEntry(f"file:///lake/events/dt=2026-01-{i % 28 + 1:02d}/{prefix}-{i:08d}.json",
-                      1_700_000_000_000 + i, 4096 + i % 100) for i in range(n)]
+    return [
+        FileEntry(
+            f"file:///lake/events/dt=2026-01-{i % 28 + 1:02d}/{prefix}-{i:08d}.json",
+            1_700_000_000_000 + i,
+            4096 + i % 100,
+        )
+        for i in range(n)
+    ]
 
 
 def commit(store: StateStore, job: str, files: list[FileEntry]) -> float:
-    run = store.start_run(job_name=job, run_id="jr_" + uuid.uuid4().hex, attempt=0,
-                          option=BookmarkOption.ENABLE, arguments={}, owner="bench",
-                          lease_seconds=600)
+    run = store.start_run(
+        job_name=job,
+        run_id="jr_" + uuid.uuid4().hex,
+        attempt=0,
+        option=BookmarkOption.ENABLE,
+        arguments={},
+        owner="bench",
+        lease_seconds=600,
+    )
     began = time.perf_counter()
     store.commit(run, [CtxCommit("src", {"type": "files"}, files)], metrics={})
     return time.perf_counter() - began
 
 
 def floor(store: StateStore, files: list[FileEntry]) -> float:
-    scratch = Table(f"bench_floor_{uuid.uuid4().hex[:8]}", MetaData(),
-                    Column("path", Text), Column("mtime_ms", BigInteger), Column("size", BigInteger))
+    scratch = Table(
+        f"bench_floor_{uuid.uuid4().hex[:8]}",
+        MetaData(),
+        Column("path", Text),
+        Column("mtime_ms", BigInteger),
+        Column("size", BigInteger),
+    )
     scratch.create(store.engine)
     began = time.perf_counter()
     with store.engine.begin() as conn:
-        conn.execute(insert(scratch), [{"path": f.path, "mtime_ms": f.mtime_ms, "size": f.size}
-                                      for f in files])
+        conn.execute(
+            insert(scratch), [{"path": f.path, "mtime_ms": f.mtime_ms, "size": f.size} for f in files]
+        )
     took = time.perf_counter() - began
     scratch.drop(store.engine)
     return took
@@ -84,9 +100,14 @@ def scenario(name: str, store: StateStore, tracked: int, added: int, repeats: in
     loaded = store.processed_files(job, "src", latest.lineage)
     load = time.perf_counter() - began
     result = {
-        "backend": name, "tracked": tracked, "added": added,
-        "commit_s": statistics.median(commits), "floor_s": statistics.median(floors),
-        "bytes_per_file": size / tracked, "load_state_s": load, "loaded": len(loaded),
+        "backend": name,
+        "tracked": tracked,
+        "added": added,
+        "commit_s": statistics.median(commits),
+        "floor_s": statistics.median(floors),
+        "bytes_per_file": size / tracked,
+        "load_state_s": load,
+        "loaded": len(loaded),
     }
     result["ratio"] = result["commit_s"] / result["floor_s"]
     return result
@@ -104,24 +125,35 @@ def main() -> None:
     with psycopg.connect(PG, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     try:
-        pg = StateStore(PG.replace("postgresql://", "postgresql+psycopg://")
-                        + f"?options=-csearch_path%3D{schema}")
+        pg = StateStore(
+            PG.replace("postgresql://", "postgresql+psycopg://") + f"?options=-csearch_path%3D{schema}"
+        )
         rows.append(scenario("postgresql", pg, tracked, 1000, 5))
         pg.close()
     finally:
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-    print(f"{'backend':<11}{'tracked':>10}{'added':>7}{'commit s':>10}{'floor s':>9}"
-          f"{'ratio':>7}{'B/file':>8}{'load state s':>14}")
-    record({"P4": {
-        "value": round(max(r["commit_s"] for r in rows), 4), "goal": "<= 1 s",
-        "met": all(r["commit_s"] <= 1.0 for r in rows),
-        **{f"{r['backend']}_commit_s": round(r["commit_s"], 4) for r in rows},
-        **{f"{r['backend']}_bytes_per_file": round(r["bytes_per_file"]) for r in rows},
-    }}, {"P4_files_tracked": tracked, "P4_files_added": 1000})
+    print(
+        f"{'backend':<11}{'tracked':>10}{'added':>7}{'commit s':>10}{'floor s':>9}"
+        f"{'ratio':>7}{'B/file':>8}{'load state s':>14}"
+    )
+    record(
+        {
+            "P4": {
+                "value": round(max(r["commit_s"] for r in rows), 4),
+                "goal": "<= 1 s",
+                "met": all(r["commit_s"] <= 1.0 for r in rows),
+                **{f"{r['backend']}_commit_s": round(r["commit_s"], 4) for r in rows},
+                **{f"{r['backend']}_bytes_per_file": round(r["bytes_per_file"]) for r in rows},
+            }
+        },
+        {"P4_files_tracked": tracked, "P4_files_added": 1000},
+    )
     for r in rows:
-        print(f"{r['backend']:<11}{r['tracked']:>10}{r['added']:>7}{r['commit_s']:>10.3f}"
-              f"{r['floor_s']:>9.3f}{r['ratio']:>7.2f}{r['bytes_per_file']:>8.0f}{r['load_state_s']:>14.2f}")
+        print(
+            f"{r['backend']:<11}{r['tracked']:>10}{r['added']:>7}{r['commit_s']:>10.3f}"
+            f"{r['floor_s']:>9.3f}{r['ratio']:>7.2f}{r['bytes_per_file']:>8.0f}{r['load_state_s']:>14.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -34,15 +34,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, record, timed  # noqa: E402
-
-from sparkmark import Job  # noqa: E402
-from sparkmark.engine.increment import FileSourceOptions, plan_increment  # noqa: E402
-from sparkmark.engine.listing import FileLister  # noqa: E402
-from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry  # noqa: E402
-from sparkmark.engine.store import StateStore  # noqa: E402
-from sparkmark.settings import Settings  # noqa: E402
-from sparkmark.spark import create_session  # noqa: E402
+from harness import arguments, record, timed
+from sparkmark import Job
+from sparkmark.engine.increment import FileSourceOptions, plan_increment
+from sparkmark.engine.listing import FileLister
+from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry
+from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
+from sparkmark.spark import create_session
 
 
 def make_tree(root: Path, partitions: int, per_partition: int) -> None:
@@ -55,13 +54,36 @@ def make_tree(root: Path, partitions: int, per_partition: int) -> None:
 
 def seed(store: StateStore, job: str, root: Path) -> None:
     listing = FileLister().list([str(root)])
-    inc = plan_increment(listing, {}, options=FileSourceOptions(max_band_ms=0), now_ms=int(time.time() * 1000))
-    run = store.start_run(job_name=job, run_id="jr_" + uuid.uuid4().hex * 2, attempt=0,
-                          option=BookmarkOption.ENABLE, arguments={}, owner="bench", lease_seconds=600)
+    inc = plan_increment(
+        listing, {}, options=FileSourceOptions(max_band_ms=0), now_ms=int(time.time() * 1000)
+    )
+    run = store.start_run(
+        job_name=job,
+        run_id="jr_" + uuid.uuid4().hex * 2,
+        attempt=0,
+        option=BookmarkOption.ENABLE,
+        arguments={},
+        owner="bench",
+        lease_seconds=600,
+    )
     opts = FileSourceOptions()
-    state = {"type": "files", "paths": [str(root)], "listing_fingerprint": opts.listing_fingerprint([str(root)])}
-    store.commit(run, [CtxCommit("src", state, [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
-                                 dict(inc.dir_marks))], metrics={})
+    state = {
+        "type": "files",
+        "paths": [str(root)],
+        "listing_fingerprint": opts.listing_fingerprint([str(root)]),
+    }
+    store.commit(
+        run,
+        [
+            CtxCommit(
+                "src",
+                state,
+                [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
+                dict(inc.dir_marks),
+            )
+        ],
+        metrics={},
+    )
 
 
 def main() -> None:
@@ -81,9 +103,15 @@ def main() -> None:
         checkpoint = work / "checkpoint"
 
         def stream_once(cp: Path, target: Path):
-            query = (spark.readStream.schema(schema).option("basePath", str(root)).json(str(root))
-                     .writeStream.foreachBatch(lambda df, _id: df.write.mode("append").parquet(str(target)))
-                     .option("checkpointLocation", str(cp)).trigger(availableNow=True).start())
+            query = (
+                spark.readStream.schema(schema)
+                .option("basePath", str(root))
+                .json(str(root))
+                .writeStream.foreachBatch(lambda df, _id: df.write.mode("append").parquet(str(target)))
+                .option("checkpointLocation", str(cp))
+                .trigger(availableNow=True)
+                .start()
+            )
             query.awaitTermination()
 
         stream_once(checkpoint, out / "stream_seed")  # the checkpoint now holds every file
@@ -96,12 +124,17 @@ def main() -> None:
 
         def sparkmark_run(skip: bool):
             def go():
-                job = Job.from_args(["b", "--JOB_NAME", "bench_files", "--job-bookmark-option", "job-bookmark-pause"],
-                                    spark=spark, store=store, settings=settings)
+                job = Job.from_args(
+                    ["b", "--JOB_NAME", "bench_files", "--job-bookmark-option", "job-bookmark-pause"],
+                    spark=spark,
+                    store=store,
+                    settings=settings,
+                )
                 df = job.read_files(str(root), format="json", ctx="src", skipUnchangedPartitions=skip)
                 df.write.mode("overwrite").parquet(str(out / "sm"))
                 job.commit()
                 assert job.metrics["sources"]["src"]["files_read"] == len(new)
+
             return go
 
         def floor():
@@ -117,7 +150,7 @@ def main() -> None:
         a, b, c, d = [], [], [], []
         for i in range(opts.repeats):
             order = [(a, sparkmark_run(True)), (b, sparkmark_run(False)), (c, floor), (d, streaming())]
-            for bucket, action in (order if i % 2 == 0 else order[::-1]):
+            for bucket, action in order if i % 2 == 0 else order[::-1]:
                 bucket.append(timed(action))
         med = {k: statistics.median(v) for k, v in (("skip", a), ("noskip", b), ("floor", c), ("stream", d))}
         p1 = med["skip"] / med["floor"]
@@ -127,19 +160,24 @@ def main() -> None:
         # without --skip-if-no-new-data, against a process that only starts Spark and runs
         # one tiny Spark job (what the script would spend on Spark start-up).
         script = work / "job.py"
-        script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
-                          f"job.read_files({str(root)!r}, format='json', ctx='src', skipUnchangedPartitions=True)"
-                          ".write.mode('overwrite').parquet(" + repr(str(out / "p3")) + ")\njob.commit()\n")
+        script.write_text(
+            "from sparkmark import Job\njob = Job.from_args()\n"
+            f"job.read_files({str(root)!r}, format='json', ctx='src', skipUnchangedPartitions=True)"
+            ".write.mode('overwrite').parquet(" + repr(str(out / "p3")) + ")\njob.commit()\n"
+        )
         startup = work / "startup.py"
-        startup.write_text("from sparkmark.spark import create_session\n"
-                           "create_session('s', 'local[2]').range(1).count()\n")
+        startup.write_text(
+            "from sparkmark.spark import create_session\ncreate_session('s', 'local[2]').range(1).count()\n"
+        )
         # The same Spark work as the job with nothing new, without sparkmark: start Spark
         # and write an empty frame of the source's schema to the same kind of output.
         plain = work / "plain.py"
-        plain.write_text("from sparkmark.spark import create_session\n"
-                         "s = create_session('s', 'local[2]')\n"
-                         "s.createDataFrame([], 'id long, v string, dt string').write.mode('overwrite')"
-                         ".parquet(" + repr(str(out / "p3plain")) + ")\n")
+        plain.write_text(
+            "from sparkmark.spark import create_session\n"
+            "s = create_session('s', 'local[2]')\n"
+            "s.createDataFrame([], 'id long, v string, dt string').write.mode('overwrite')"
+            ".parquet(" + repr(str(out / "p3plain")) + ")\n"
+        )
         exe = str(Path(sys.executable).with_name("sparkmark"))
         env = dict(os.environ, SPARKMARK_SPARK_MASTER="local[2]", SPARKMARK_LOG_LEVEL="WARNING")
         job_args = [str(script), "--JOB_NAME", "bench_files", "--job-bookmark-option", "job-bookmark-enable"]
@@ -147,10 +185,16 @@ def main() -> None:
         subprocess.run([exe, "run", *job_args], check=True, env=env, capture_output=True)
         runs, skips, starts, plains = [], [], [], []
         for i in range(2 if opts.quick else max(3, opts.repeats)):  # each process starts Spark
-            group = [(runs, [exe, "run", *job_args]), (skips, [exe, "run", "--skip-if-no-new-data", *job_args]),
-                     (starts, [sys.executable, str(startup)]), (plains, [sys.executable, str(plain)])]
-            for bucket, cmd in (group if i % 2 == 0 else group[::-1]):
-                bucket.append(timed(lambda cmd=cmd: subprocess.run(cmd, check=True, env=env, capture_output=True)))
+            group = [
+                (runs, [exe, "run", *job_args]),
+                (skips, [exe, "run", "--skip-if-no-new-data", *job_args]),
+                (starts, [sys.executable, str(startup)]),
+                (plains, [sys.executable, str(plain)]),
+            ]
+            for bucket, cmd in group if i % 2 == 0 else group[::-1]:
+                bucket.append(
+                    timed(lambda cmd=cmd: subprocess.run(cmd, check=True, env=env, capture_output=True))
+                )
         skipped = [r for r in store.list_runs("bench_files") if r.metrics.get("skipped")]
         assert len(skipped) == len(skips), "every --skip-if-no-new-data run must have been skipped"
         run_s, skip_s, start_s, plain_s = (statistics.median(b) for b in (runs, skips, starts, plains))
@@ -161,25 +205,56 @@ def main() -> None:
         total = partitions * per
         print(f"files tracked: {total:,} in {partitions:,} partitions; new: {len(new)}")
         print(f"{'scenario':<58}{'median s':>10}{'ratio':>8}{'goal':>8}")
-        print(f"{'P1 sparkmark, skipUnchangedPartitions=true':<58}{med['skip']:>10.3f}{p1:>8.2f}{'<= 1.2':>8}")
-        print(f"{'   sparkmark, every partition listed':<58}{med['noskip']:>10.3f}{med['noskip'] / med['floor']:>8.2f}")
+        print(
+            f"{'P1 sparkmark, skipUnchangedPartitions=true':<58}{med['skip']:>10.3f}{p1:>8.2f}{'<= 1.2':>8}"
+        )
+        print(
+            f"{'   sparkmark, every partition listed':<58}{med['noskip']:>10.3f}{med['noskip'] / med['floor']:>8.2f}"
+        )
         print(f"{'   floor: Spark on the 100 explicit paths':<58}{med['floor']:>10.3f}")
-        print(f"{'P2 Structured Streaming AvailableNow ÷ sparkmark':<58}{med['stream']:>10.3f}{p2:>8.2f}{'>= 5':>8}")
-        print(f"{'P3 sparkmark run --skip-if-no-new-data, nothing new':<58}{skip_s:>10.3f}{p3:>8.2f}{'<= 1 s':>8}")
+        print(
+            f"{'P2 Structured Streaming AvailableNow ÷ sparkmark':<58}{med['stream']:>10.3f}{p2:>8.2f}{'>= 5':>8}"
+        )
+        print(
+            f"{'P3 sparkmark run --skip-if-no-new-data, nothing new':<58}{skip_s:>10.3f}{p3:>8.2f}{'<= 1 s':>8}"
+        )
         print(f"{'   sparkmark run, nothing new (Spark started)':<58}{run_s:>10.3f}{p3_full:>8.2f}")
         print(f"{'   Spark start-up and one tiny job (process)':<58}{start_s:>10.3f}")
-        print(f"{'   plain script: Spark start-up + the same empty write':<58}{plain_s:>10.3f}{overhead:>8.2f}")
-        record({
-            "P1": {"value": round(p1, 3), "goal": "<= 1.2", "met": p1 <= 1.2,
-                   "sparkmark_s": round(med["skip"], 3), "sparkmark_no_skipping_s": round(med["noskip"], 3),
-                   "floor_s": round(med["floor"], 3)},
-            "P2": {"value": round(p2, 3), "goal": ">= 5", "met": p2 >= 5,
-                   "streaming_s": round(med["stream"], 3), "sparkmark_s": round(med["skip"], 3)},
-            "P3": {"value": round(p3, 3), "goal": "<= 1 s", "met": p3 <= 1.0,
-                   "skipping_run_s": round(skip_s, 3), "run_s": round(run_s, 3), "startup_s": round(start_s, 3),
-                   "value_spark_started": round(p3_full, 3), "met_spark_started": p3_full <= 1.0,
-                   "plain_script_s": round(plain_s, 3), "sparkmark_overhead_s": round(overhead, 3)},
-        }, {"P1_files": total, "P1_partitions": partitions, "P1_new_files": len(new)})
+        print(
+            f"{'   plain script: Spark start-up + the same empty write':<58}{plain_s:>10.3f}{overhead:>8.2f}"
+        )
+        record(
+            {
+                "P1": {
+                    "value": round(p1, 3),
+                    "goal": "<= 1.2",
+                    "met": p1 <= 1.2,
+                    "sparkmark_s": round(med["skip"], 3),
+                    "sparkmark_no_skipping_s": round(med["noskip"], 3),
+                    "floor_s": round(med["floor"], 3),
+                },
+                "P2": {
+                    "value": round(p2, 3),
+                    "goal": ">= 5",
+                    "met": p2 >= 5,
+                    "streaming_s": round(med["stream"], 3),
+                    "sparkmark_s": round(med["skip"], 3),
+                },
+                "P3": {
+                    "value": round(p3, 3),
+                    "goal": "<= 1 s",
+                    "met": p3 <= 1.0,
+                    "skipping_run_s": round(skip_s, 3),
+                    "run_s": round(run_s, 3),
+                    "startup_s": round(start_s, 3),
+                    "value_spark_started": round(p3_full, 3),
+                    "met_spark_started": p3_full <= 1.0,
+                    "plain_script_s": round(plain_s, 3),
+                    "sparkmark_overhead_s": round(overhead, 3),
+                },
+            },
+            {"P1_files": total, "P1_partitions": partitions, "P1_new_files": len(new)},
+        )
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

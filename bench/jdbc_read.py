@@ -17,8 +17,8 @@ pulled through Spark once before measuring.
 from __future__ import annotations
 
 import os
-import sys
 import statistics
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -27,8 +27,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, cores_busy, record, timed  # noqa: E402
-
+from harness import arguments, cores_busy, record, timed
 from sparkmark import Job
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
@@ -63,8 +62,12 @@ def main() -> None:
         name = f"bench_{table}"
 
         def job(option: str) -> Job:
-            return Job.from_args(["bench", "--JOB_NAME", name, "--job-bookmark-option", option],
-                                 spark=spark, store=store, settings=settings)
+            return Job.from_args(
+                ["bench", "--JOB_NAME", name, "--job-bookmark-option", option],
+                spark=spark,
+                store=store,
+                settings=settings,
+            )
 
         seed = job("job-bookmark-enable")
         seed.read_jdbc(PG_JDBC, table=table, ctx="orders", user="postgres")
@@ -84,8 +87,12 @@ def main() -> None:
 
         def plain_range():
             df = spark.read.jdbc(
-                PG_JDBC, f"(SELECT * FROM {table} WHERE id > {rows} AND id <= {rows + 1000}) q",
-                column="id", lowerBound=rows, upperBound=rows + 1001, numPartitions=7,
+                PG_JDBC,
+                f"(SELECT * FROM {table} WHERE id > {rows} AND id <= {rows + 1000}) q",
+                column="id",
+                lowerBound=rows,
+                upperBound=rows + 1001,
+                numPartitions=7,
                 properties={"user": "postgres", "driver": "org.postgresql.Driver"},
             )
             df.write.format("noop").mode("overwrite").save()
@@ -93,21 +100,23 @@ def main() -> None:
         def full(partitions: int):
             def read():
                 run = job("job-bookmark-disable")
-                df = run.read_jdbc(PG_JDBC, table=table, ctx="full", user="postgres",
-                                   hashpartitions=partitions)
+                df = run.read_jdbc(
+                    PG_JDBC, table=table, ctx="full", user="postgres", hashpartitions=partitions
+                )
                 df.write.format("noop").mode("overwrite").save()
                 run.commit()
+
             return read
 
         sparkmark_increment(), plain_range()  # warm up JVM code paths and connections
         p5_a, p5_b, p6_a, p6_b = [], [], [], []
         for i in range(opts.repeats):
             pair = [(p5_a, sparkmark_increment), (p5_b, plain_range)]
-            for bucket, action in (pair if i % 2 == 0 else pair[::-1]):
+            for bucket, action in pair if i % 2 == 0 else pair[::-1]:
                 bucket.append(timed(action))
         for i in range(max(2, opts.repeats // 2)):
             pair = [(p6_a, full(7)), (p6_b, full(1))]
-            for bucket, action in (pair if i % 2 == 0 else pair[::-1]):
+            for bucket, action in pair if i % 2 == 0 else pair[::-1]:
                 bucket.append(timed(action))
         # Where the time goes: how many of the machine's cores each read keeps busy
         # (Spark decoding rows and PostgreSQL sending them share the same cores).
@@ -117,26 +126,41 @@ def main() -> None:
         p6 = statistics.median(p6_b) / statistics.median(p6_a)
         results = {
             "rows": rows,
-            "P5": {"value": round(p5, 3), "goal": "<= 1.2", "met": p5 <= 1.2,
-                   "sparkmark_s": round(statistics.median(p5_a), 3),
-                   "plain_range_s": round(statistics.median(p5_b), 3)},
-            "P6": {"value": round(p6, 3), "goal": ">= 1.7", "met": p6 >= 1.7,
-                   "hashpartitions_7_s": round(statistics.median(p6_a), 3),
-                   "single_partition_s": round(statistics.median(p6_b), 3),
-                   "cores_busy_single": round(busy_1, 2), "cores_busy_hash7": round(busy_7, 2),
-                   "cores": os.cpu_count()},
+            "P5": {
+                "value": round(p5, 3),
+                "goal": "<= 1.2",
+                "met": p5 <= 1.2,
+                "sparkmark_s": round(statistics.median(p5_a), 3),
+                "plain_range_s": round(statistics.median(p5_b), 3),
+            },
+            "P6": {
+                "value": round(p6, 3),
+                "goal": ">= 1.7",
+                "met": p6 >= 1.7,
+                "hashpartitions_7_s": round(statistics.median(p6_a), 3),
+                "single_partition_s": round(statistics.median(p6_b), 3),
+                "cores_busy_single": round(busy_1, 2),
+                "cores_busy_hash7": round(busy_7, 2),
+                "cores": os.cpu_count(),
+            },
         }
         print(f"rows in table: {rows:,} (+1,000 new)")
         print(f"{'scenario':<44}{'median s':>10}{'ratio':>8}{'goal':>9}")
         print(f"{'P5 sparkmark incremental read':<44}{results['P5']['sparkmark_s']:>10}")
-        print(f"{'   plain spark.read.jdbc of the key range':<44}{results['P5']['plain_range_s']:>10}"
-              f"{results['P5']['value']:>8}{'<= 1.2':>9}")
+        print(
+            f"{'   plain spark.read.jdbc of the key range':<44}{results['P5']['plain_range_s']:>10}"
+            f"{results['P5']['value']:>8}{'<= 1.2':>9}"
+        )
         print(f"{'P6 full read, hashpartitions=7':<44}{results['P6']['hashpartitions_7_s']:>10}")
-        print(f"{'   full read, 1 partition':<44}{results['P6']['single_partition_s']:>10}"
-              f"{results['P6']['value']:>8}{'>= 1.7':>9}")
-        print(f"cores kept busy (Spark and PostgreSQL together): {busy_1:.2f} with 1 partition, "
-              f"{busy_7:.2f} with 7, of {os.cpu_count()}; the most 7 partitions could gain on "
-              f"this machine is about {os.cpu_count() / busy_1:.2f}x")
+        print(
+            f"{'   full read, 1 partition':<44}{results['P6']['single_partition_s']:>10}"
+            f"{results['P6']['value']:>8}{'>= 1.7':>9}"
+        )
+        print(
+            f"cores kept busy (Spark and PostgreSQL together): {busy_1:.2f} with 1 partition, "
+            f"{busy_7:.2f} with 7, of {os.cpu_count()}; the most 7 partitions could gain on "
+            f"this machine is about {os.cpu_count() / busy_1:.2f}x"
+        )
         record({"P5": results["P5"], "P6": results["P6"]}, {"P5_rows": rows, "P5_new_rows": 1000})
     finally:
         with engine.begin() as conn:

@@ -20,17 +20,16 @@ import shutil
 import statistics
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, record, timed  # noqa: E402
+from pyspark.sql import functions as F
 
-from pyspark.sql import functions as F  # noqa: E402
-
-from sparkmark.quality import evaluate  # noqa: E402
-from sparkmark.spark import create_session  # noqa: E402
+from harness import arguments, record, timed
+from sparkmark.quality import evaluate
+from sparkmark.spark import create_session
 
 RULES = [
     "RowCount > 0",
@@ -65,18 +64,26 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     path = str(work / "data")
     try:
-        (spark.range(rows)
-         .select(F.col("id"),
-                 F.concat(F.lit("n"), (F.col("id") % 100000).cast("string")).alias("name"),
-                 (F.col("id") % 1000).cast("double").alias("amount"),
-                 (F.col("id") % 50).alias("qty"),
-                 F.element_at(F.array(*[F.lit(c) for c in ("US", "CA", "UK", "DE", "FR")]),
-                              (F.col("id") % 5 + 1).cast("int")).alias("country"),
-                 (F.col("id") % 997).cast("string").alias("code"),
-                 (F.lit(datetime(2026, 1, 1)).cast("timestamp")
-                  + F.make_interval(secs=(F.col("id") % 86400).cast("int"))).alias("ts"))
-         .write.parquet(path))
-        now = datetime(2026, 11, 23, tzinfo=timezone.utc)
+        (
+            spark.range(rows)
+            .select(
+                F.col("id"),
+                F.concat(F.lit("n"), (F.col("id") % 100000).cast("string")).alias("name"),
+                (F.col("id") % 1000).cast("double").alias("amount"),
+                (F.col("id") % 50).alias("qty"),
+                F.element_at(
+                    F.array(*[F.lit(c) for c in ("US", "CA", "UK", "DE", "FR")]),
+                    (F.col("id") % 5 + 1).cast("int"),
+                ).alias("country"),
+                (F.col("id") % 997).cast("string").alias("code"),
+                (
+                    F.lit(datetime(2026, 1, 1)).cast("timestamp")
+                    + F.make_interval(secs=(F.col("id") % 86400).cast("int"))
+                ).alias("ts"),
+            )
+            .write.parquet(path)
+        )
+        now = datetime(2026, 11, 23, tzinfo=UTC)
 
         def scan():
             # Every value is read and hashed: count(struct(...)) would be simplified to
@@ -88,8 +95,9 @@ def main() -> None:
             spark.read.parquet(path).agg(F.count(F.lit(1))).collect()
 
         def sparkmark_pass():
-            result = evaluate(spark.read.parquet(path), "Rules = [ " + ", ".join(RULES) + " ]",
-                              row_level=False, now=now)
+            result = evaluate(
+                spark.read.parquet(path), "Rules = [ " + ", ".join(RULES) + " ]", row_level=False, now=now
+            )
             assert len(result.outcomes) == len(RULES)
 
         def one_query_each():
@@ -100,7 +108,7 @@ def main() -> None:
         a, b, c, d = [], [], [], []
         for i in range(opts.repeats):
             group = [(a, scan), (b, sparkmark_pass), (c, one_query_each), (d, bare_count)]
-            for bucket, action in (group if i % 2 == 0 else group[::-1]):
+            for bucket, action in group if i % 2 == 0 else group[::-1]:
                 bucket.append(timed(action))
         scan_s, pass_s, each_s, bare_s = (statistics.median(x) for x in (a, b, c, d))
         q1, q2 = pass_s / scan_s, each_s / pass_s
@@ -110,12 +118,26 @@ def main() -> None:
         print(f"{'   one count scan reading every value':<52}{scan_s:>10.3f}")
         print(f"{'   bare count(*) (Parquet footers only)':<52}{bare_s:>10.3f}")
         print(f"{'Q2 the 20 rules one query each ÷ sparkmark':<52}{each_s:>10.3f}{q2:>8.2f}")
-        record({"Q1": {"value": round(q1, 3), "goal": "<= 1.3", "met": q1 <= 1.3,
-                       "sparkmark_s": round(pass_s, 3), "count_scan_s": round(scan_s, 3),
-                       "bare_count_s": round(bare_s, 3)},
-                "Q2": {"value": round(q2, 3), "goal": "report", "met": None,
-                       "one_query_each_s": round(each_s, 3), "sparkmark_s": round(pass_s, 3)}},
-               {"Q_rows": rows, "Q_rules": len(RULES)})
+        record(
+            {
+                "Q1": {
+                    "value": round(q1, 3),
+                    "goal": "<= 1.3",
+                    "met": q1 <= 1.3,
+                    "sparkmark_s": round(pass_s, 3),
+                    "count_scan_s": round(scan_s, 3),
+                    "bare_count_s": round(bare_s, 3),
+                },
+                "Q2": {
+                    "value": round(q2, 3),
+                    "goal": "report",
+                    "met": None,
+                    "one_query_each_s": round(each_s, 3),
+                    "sparkmark_s": round(pass_s, 3),
+                },
+            },
+            {"Q_rows": rows, "Q_rules": len(RULES)},
+        )
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

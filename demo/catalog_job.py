@@ -1,6 +1,6 @@
 """Demo job: read catalog table demo.orders, pruned to the days the predicate keeps.
 
-    sparkmark run demo/catalog_job.py --JOB_NAME demo_catalog --predicate "dt >= '2026-11-03'"
+sparkmark run demo/catalog_job.py --JOB_NAME demo_catalog --predicate "dt >= '2026-11-03'"
 """
 
 from sparkmark import Job

@@ -1,7 +1,7 @@
 """Write a small partitioned JSON data set of orders for the demo.
 
-    python demo/generate.py DIR --days 3 --files-per-day 4      # the first batch
-    python demo/generate.py DIR --append 2                       # two more files later
+python demo/generate.py DIR --days 3 --files-per-day 4      # the first batch
+python demo/generate.py DIR --append 2                       # two more files later
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def main() -> None:
     rng = random.Random(7)
     start = date(2026, 11, 1)
     existing = sorted(opts.root.glob("dt=*/*.json"))
-    next_id = 1 + sum(sum(1 for _ in open(p, encoding="utf-8")) for p in existing)
+    next_id = 1 + sum(len(p.read_text(encoding="utf-8").splitlines()) for p in existing)
     if opts.append:
         day = start + timedelta(days=len({p.parent.name for p in existing}))
         for n in range(opts.append):

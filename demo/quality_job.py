@@ -24,7 +24,11 @@ for outcome in result.outcomes:
     print(f"quality: {outcome.outcome:6} {outcome.rule}")
 good, bad = result.split()
 job.write_files(good, job.args["checked"], ctx="checked")
-job.write_files(bad.withColumn(FAIL_COLUMN, F.to_json(F.col(FAIL_COLUMN))), job.args["review"],
-                format="json", ctx="review")
+job.write_files(
+    bad.withColumn(FAIL_COLUMN, F.to_json(F.col(FAIL_COLUMN))),
+    job.args["review"],
+    format="json",
+    ctx="review",
+)
 properties.put(job.args, {"quality_passed": str(result.passed).lower()})
 job.commit()

@@ -15,7 +15,8 @@ count = orders.count()
 print(f"transform: {count} new orders")
 if count:
     totals = orders.groupBy("dt", "customer").agg(
-        F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("amount"))
+        F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("amount")
+    )
     job.write_files(totals, job.args["output"], partition_by=["dt"], ctx="daily_totals")
 properties.put(job.args, {"orders_read": str(count)})
 job.commit()

@@ -28,8 +28,7 @@ def spark(tmp_path_factory):
     for key, value in hive_confs(Settings.from_env({"SPARKMARK_HOME": str(hive_home)})).items():
         builder = builder.config(key, value)
     session = (
-        builder
-        .appName("sparkmark-tests")
+        builder.appName("sparkmark-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -131,12 +130,27 @@ class Runner:
         self.temp_dir = str(tmp_path / "tempdir")
 
     def start(self, option: str = "job-bookmark-enable", *extra: str) -> Job:
-        argv = ["job.py", "--JOB_NAME", self.name, "--job-bookmark-option", option,
-                "--TempDir", self.temp_dir, *extra]
+        argv = [
+            "job.py",
+            "--JOB_NAME",
+            self.name,
+            "--job-bookmark-option",
+            option,
+            "--TempDir",
+            self.temp_dir,
+            *extra,
+        ]
         return Job.from_args(argv, spark=self.spark, store=self.store, settings=self.settings)
 
-    def run(self, path, option: str = "job-bookmark-enable", *extra: str, ctx: str = "src",
-            fmt: str = "json", **options) -> tuple[list, Job]:
+    def run(
+        self,
+        path,
+        option: str = "job-bookmark-enable",
+        *extra: str,
+        ctx: str = "src",
+        fmt: str = "json",
+        **options,
+    ) -> tuple[list, Job]:
         """One whole run: read, collect the ids, commit."""
         job = self.start(option, *extra)
         df = job.read_files(str(path), format=fmt, ctx=ctx, **options)

@@ -33,30 +33,62 @@ def test_invalid_bookmark_option():
         resolve(["--JOB_NAME", "j", "--job-bookmark-option", "job-bookmark-on"])
 
 
-@pytest.mark.parametrize("legacy,expected", [
-    ("continuation-enabled", BookmarkOption.ENABLE),
-    ("continuation-readonly", BookmarkOption.PAUSE),
-    ("continuation-ignore", BookmarkOption.DISABLE),
-])
+@pytest.mark.parametrize(
+    "legacy,expected",
+    [
+        ("continuation-enabled", BookmarkOption.ENABLE),
+        ("continuation-readonly", BookmarkOption.PAUSE),
+        ("continuation-ignore", BookmarkOption.DISABLE),
+    ],
+)
 def test_legacy_continuation_option(legacy, expected):
     assert resolve(["--JOB_NAME", "j", "--continuation-option", legacy]).bookmark_option is expected
 
 
 def test_job_bookmark_option_wins_over_continuation():
-    got = resolve(["--JOB_NAME", "j", "--continuation-option", "continuation-ignore",
-                   "--job-bookmark-option", "job-bookmark-enable"])
+    got = resolve(
+        [
+            "--JOB_NAME",
+            "j",
+            "--continuation-option",
+            "continuation-ignore",
+            "--job-bookmark-option",
+            "job-bookmark-enable",
+        ]
+    )
     assert got.bookmark_option is BookmarkOption.ENABLE
 
 
 def test_range_needs_both_and_pause():
     with pytest.raises(ArgumentError, match="Missing option or value for --job-bookmark-to"):
-        resolve(["--JOB_NAME", "j", "--job-bookmark-option", "job-bookmark-pause",
-                 "--job-bookmark-from", "jr_1"])
+        resolve(
+            ["--JOB_NAME", "j", "--job-bookmark-option", "job-bookmark-pause", "--job-bookmark-from", "jr_1"]
+        )
     with pytest.raises(ArgumentError, match="Invalid option"):
-        resolve(["--JOB_NAME", "j", "--job-bookmark-option", "job-bookmark-enable",
-                 "--job-bookmark-from", "jr_1", "--job-bookmark-to", "jr_2"])
-    got = resolve(["--JOB_NAME", "j", "--job-bookmark-option", "job-bookmark-pause",
-                   "--job-bookmark-from", "jr_1", "--job-bookmark-to", "jr_2"])
+        resolve(
+            [
+                "--JOB_NAME",
+                "j",
+                "--job-bookmark-option",
+                "job-bookmark-enable",
+                "--job-bookmark-from",
+                "jr_1",
+                "--job-bookmark-to",
+                "jr_2",
+            ]
+        )
+    got = resolve(
+        [
+            "--JOB_NAME",
+            "j",
+            "--job-bookmark-option",
+            "job-bookmark-pause",
+            "--job-bookmark-from",
+            "jr_1",
+            "--job-bookmark-to",
+            "jr_2",
+        ]
+    )
     assert (got.bookmark_from, got.bookmark_to) == ("jr_1", "jr_2")
     assert got.values["job_bookmark_from"] == "jr_1"
 
@@ -73,13 +105,15 @@ def test_job_name_required_without_script():
 
 
 def test_masking_hides_secrets():
-    masked = mask_arguments({
-        "db_password": "hunter2",
-        "api-key": "k",
-        "url": "postgresql://bob:s3cret@db/x",
-        "conn": "jdbc:x://h/db?user=a&password=p2&x=1",
-        "input": "/data",
-    })
+    masked = mask_arguments(
+        {
+            "db_password": "hunter2",
+            "api-key": "k",
+            "url": "postgresql://bob:s3cret@db/x",
+            "conn": "jdbc:x://h/db?user=a&password=p2&x=1",
+            "input": "/data",
+        }
+    )
     assert masked["db_password"] == MASK and masked["api-key"] == MASK
     assert masked["url"] == f"postgresql://bob:{MASK}@db/x"
     assert "p2" not in masked["conn"] and masked["conn"].endswith("&x=1")

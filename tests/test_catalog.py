@@ -56,7 +56,11 @@ def test_crawl_partitioned_csv_and_json_then_only_new_partitions(spark, tmp_path
     assert sorted(record.summary["tables_created"]) == [f"{db}.events", f"{db}.sales"]
     table = store.table(db, "sales")
     assert table.classification == "csv" and [c.name for c in table.partition_keys] == ["dt"]
-    assert [(c.name, c.type) for c in table.columns] == [("id", "int"), ("amount", "double"), ("region", "string")]
+    assert [(c.name, c.type) for c in table.columns] == [
+        ("id", "int"),
+        ("amount", "double"),
+        ("region", "string"),
+    ]
     events_table = store.table(db, "events")
     assert [c.name for c in events_table.partition_keys] == ["partition_0", "partition_1"]
     assert spark.sql(f"SELECT count(*) FROM {db}.sales").first()[0] == 3  # Spark SQL sees the table
@@ -66,7 +70,11 @@ def test_crawl_partitioned_csv_and_json_then_only_new_partitions(spark, tmp_path
     (sales / "dt=2026-01-03" / "c.csv").write_text("id,amount,region\n4,2.0,us\n")
     again, store = crawl(spark, definition(db, sales, events))
     assert again.summary["partitions_added"] == 1 and again.summary["tables_created"] == []
-    assert [p.values for p in store.partitions(db, "sales")] == [("2026-01-01",), ("2026-01-02",), ("2026-01-03",)]
+    assert [p.values for p in store.partitions(db, "sales")] == [
+        ("2026-01-01",),
+        ("2026-01-02",),
+        ("2026-01-03",),
+    ]
 
 
 @pytest.mark.parametrize("behavior", ["UPDATE_IN_DATABASE", "LOG"])
@@ -76,7 +84,12 @@ def test_schema_change_under_each_update_behavior(spark, tmp_path, db, behavior)
     policy = {"SchemaChangePolicy": {"UpdateBehavior": behavior, "DeleteBehavior": "LOG"}}
     crawl(spark, definition(db, sales, **policy))
     for f in sales.glob("*/*.csv"):  # a new column in every file
-        f.write_text(f.read_text().replace("region\n", "region,channel\n").replace("eu\n", "eu,web\n").replace("us\n", "us,shop\n"))
+        f.write_text(
+            f.read_text()
+            .replace("region\n", "region,channel\n")
+            .replace("eu\n", "eu,web\n")
+            .replace("us\n", "us,shop\n")
+        )
     record, store = crawl(spark, definition(db, sales, **policy))
     columns = [c.name for c in store.table(db, "sales").columns]
     versions = store.versions(db, "sales")
@@ -96,8 +109,10 @@ def test_deleted_folders_under_each_delete_behavior(spark, tmp_path, db, behavio
     lake = tmp_path / "lake"
     sales_tree(lake / "sales")
     write_json(lake / "events" / "e.json", [1])
-    policy = {"SchemaChangePolicy": {"UpdateBehavior": "UPDATE_IN_DATABASE", "DeleteBehavior": behavior},
-              "Configuration": {"Grouping": {"TableLevelConfiguration": 2}}}
+    policy = {
+        "SchemaChangePolicy": {"UpdateBehavior": "UPDATE_IN_DATABASE", "DeleteBehavior": behavior},
+        "Configuration": {"Grouping": {"TableLevelConfiguration": 2}},
+    }
     crawl(spark, definition(db, lake, **policy))
     shutil.rmtree(lake / "events")
     shutil.rmtree(lake / "sales" / "dt=2026-01-02")
@@ -121,8 +136,12 @@ def test_exclusions_and_table_level(spark, tmp_path, db):
     write_json(lake / "orders" / "a.json", [1])
     write_json(lake / "orders" / "tmp" / "junk.json", [9])
     write_json(lake / "users" / "u.json", [2], name="x")
-    record, store = crawl(spark, definition(db, lake, exclusions=["orders/tmp/**"],
-                                            Configuration={"Grouping": {"TableLevelConfiguration": 2}}))
+    record, store = crawl(
+        spark,
+        definition(
+            db, lake, exclusions=["orders/tmp/**"], Configuration={"Grouping": {"TableLevelConfiguration": 2}}
+        ),
+    )
     assert [t.name for t in store.tables(db)] == ["orders", "users"]
     assert store.table(db, "orders").partition_keys == ()  # the excluded folder did not make a partition
     assert record.summary["files_listed"] == 2
@@ -166,8 +185,9 @@ def test_from_catalog_prunes_partitions_and_bookmarks(spark, tmp_path, db):
         ctx = GlueContext(spark)
         job = GlueJob(ctx)
         job.init(args["JOB_NAME"], args)
-        frame = ctx.create_dynamic_frame.from_catalog(database=db, table_name="sales",
-                                                      push_down_predicate=predicate, transformation_ctx="src")
+        frame = ctx.create_dynamic_frame.from_catalog(
+            database=db, table_name="sales", push_down_predicate=predicate, transformation_ctx="src"
+        )
         rows = sorted((r["id"], r["dt"]) for r in frame.toDF().collect())
         job.commit()
         metrics = StateStore.from_settings().get_run(job.run_id).metrics["sources"]["src"]
@@ -196,19 +216,29 @@ def test_write_with_enable_update_catalog(spark, tmp_path, db):
     glue = GlueContext(spark)
     out = tmp_path / "out"
     frame = glue.create_dynamic_frame.from_rdd(
-        spark.sparkContext.parallelize([(1, "a", "x"), (2, "b", "y")]), "w", schema="id long, v string, part string")
-    sink = glue.getSink(connection_type="s3", path=str(out), enableUpdateCatalog=True,
-                        updateBehavior="UPDATE_IN_DATABASE", partitionKeys=["part"])
+        spark.sparkContext.parallelize([(1, "a", "x"), (2, "b", "y")]),
+        "w",
+        schema="id long, v string, part string",
+    )
+    sink = glue.getSink(
+        connection_type="s3",
+        path=str(out),
+        enableUpdateCatalog=True,
+        updateBehavior="UPDATE_IN_DATABASE",
+        partitionKeys=["part"],
+    )
     sink.setFormat("glueparquet")
     sink.setCatalogInfo(catalogDatabase=db, catalogTableName="written")
     sink.writeFrame(frame)
     store = CatalogStore(StateStore.from_settings())
     assert [p.values for p in store.partitions(db, "written")] == [("x",), ("y",)]
     assert spark.sql(f"SELECT count(*) FROM {db}.written WHERE part = 'y'").first()[0] == 1
-    more = glue.create_dynamic_frame.from_rdd(spark.sparkContext.parallelize([(3, "c", "z")]), "m",
-                                              schema="id long, v string, part string")
-    glue.write_dynamic_frame.from_catalog(frame=more, database=db, table_name="written",
-                                          additional_options={"enableUpdateCatalog": True})
+    more = glue.create_dynamic_frame.from_rdd(
+        spark.sparkContext.parallelize([(3, "c", "z")]), "m", schema="id long, v string, part string"
+    )
+    glue.write_dynamic_frame.from_catalog(
+        frame=more, database=db, table_name="written", additional_options={"enableUpdateCatalog": True}
+    )
     assert [p.values for p in store.partitions(db, "written")] == [("x",), ("y",), ("z",)]
 
 
@@ -221,8 +251,10 @@ def test_catalog_and_crawler_commands(spark, tmp_path, db):
     sales = tmp_path / "sales"
     sales_tree(sales)
     spec = tmp_path / "crawler.toml"
-    spec.write_text(f'[crawler]\nName = "cli_{db}"\nDatabaseName = "{db}"\n'
-                    f'[crawler.Targets]\nS3Targets = [{{ Path = "{sales}" }}]\n')
+    spec.write_text(
+        f'[crawler]\nName = "cli_{db}"\nDatabaseName = "{db}"\n'
+        f'[crawler.Targets]\nS3Targets = [{{ Path = "{sales}" }}]\n'
+    )
     assert cli.invoke(app, ["crawler", "create", "--file", str(spec)]).exit_code == 0
     ran = cli.invoke(app, ["crawler", "run", f"cli_{db}", "--json"])
     assert ran.exit_code == 0, ran.output
@@ -263,19 +295,34 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
     schema = f"s_{db}"
     with engine.begin() as conn:
         conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
-        conn.exec_driver_sql(f"CREATE TABLE {schema}.orders (id bigint primary key, amount numeric(10,2), at timestamp)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {schema}.orders (id bigint primary key, amount numeric(10,2), at timestamp)"
+        )
         conn.exec_driver_sql(f"CREATE TABLE {schema}.skipme (id int)")
         conn.exec_driver_sql(f"INSERT INTO {schema}.orders VALUES (1, 2.50, now()), (2, 3.75, now())")
     config = tmp_path / "sparkmark.toml"
-    config.write_text('[connections.shop]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n')
+    config.write_text(
+        '[connections.shop]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n'
+    )
     monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
     try:
-        spec = {"Name": f"j_{db}", "DatabaseName": db, "Targets": {"JdbcTargets": [
-            {"ConnectionName": "shop", "Path": f"test/{schema}/%", "Exclusions": [f"{schema}.skip*"]}]}}
+        spec = {
+            "Name": f"j_{db}",
+            "DatabaseName": db,
+            "Targets": {
+                "JdbcTargets": [
+                    {"ConnectionName": "shop", "Path": f"test/{schema}/%", "Exclusions": [f"{schema}.skip*"]}
+                ]
+            },
+        }
         record, store = crawl(spark, spec)
         assert record.summary["tables_created"] == [f"{db}.{schema}_orders"]
         table = store.table(db, f"{schema}_orders")
-        assert [(c.name, c.type) for c in table.columns] == [("id", "bigint"), ("amount", "decimal(10,2)"), ("at", "timestamp")]
+        assert [(c.name, c.type) for c in table.columns] == [
+            ("id", "bigint"),
+            ("amount", "decimal(10,2)"),
+            ("at", "timestamp"),
+        ]
         assert table.classification == "postgresql" and "password" not in json.dumps(table.parameters)
         job = Job(f"jt_{db}", bookmark_option="job-bookmark-enable", spark=spark)
         assert sorted(r["id"] for r in job.read_table(f"{db}.{schema}_orders", ctx="o").collect()) == [1, 2]
@@ -285,7 +332,9 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
         glue = GlueContext(spark)
         gjob = GlueJob(glue)
         gjob.init(f"jt_{db}", {"job_bookmark_option": "job-bookmark-enable"})
-        frame = glue.create_dynamic_frame.from_catalog(database=db, table_name=f"{schema}_orders", transformation_ctx="o")
+        frame = glue.create_dynamic_frame.from_catalog(
+            database=db, table_name=f"{schema}_orders", transformation_ctx="o"
+        )
         assert [r["id"] for r in frame.toDF().collect()] == [3]
         gjob.commit()
     finally:
@@ -312,22 +361,35 @@ def test_postgresql_backed_metastore(tmp_path, db):
         sales = tmp_path / "sales"
         sales_tree(sales)
         spec = tmp_path / "crawler.toml"
-        spec.write_text(f'[crawler]\nName = "pgmeta"\nDatabaseName = "{db}"\n'
-                        f'[crawler.Targets]\nS3Targets = [{{ Path = "{sales}" }}]\n')
+        spec.write_text(
+            f'[crawler]\nName = "pgmeta"\nDatabaseName = "{db}"\n'
+            f'[crawler.Targets]\nS3Targets = [{{ Path = "{sales}" }}]\n'
+        )
         script = tmp_path / "count.py"
-        script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
-                          f"print('COUNT', job.spark.sql('SELECT count(*) FROM {db}.sales').first()[0])\n"
-                          "job.commit()\n")
-        env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"), SPARKMARK_SPARK_MASTER="local[1]",
-                   SPARKMARK_METASTORE_URL=f"jdbc:postgresql://127.0.0.1:5432/{meta}",
-                   SPARKMARK_METASTORE_USER="postgres")
+        script.write_text(
+            "from sparkmark import Job\njob = Job.from_args()\n"
+            f"print('COUNT', job.spark.sql('SELECT count(*) FROM {db}.sales').first()[0])\n"
+            "job.commit()\n"
+        )
+        env = dict(
+            os.environ,
+            SPARKMARK_HOME=str(tmp_path / "home"),
+            SPARKMARK_SPARK_MASTER="local[1]",
+            SPARKMARK_METASTORE_URL=f"jdbc:postgresql://127.0.0.1:5432/{meta}",
+            SPARKMARK_METASTORE_USER="postgres",
+        )
         env.pop("PYSPARK_SUBMIT_ARGS", None)
         exe = str(Path(sys.executable).with_name("sparkmark"))
         for args in (["crawler", "create", "--file", str(spec)], ["crawler", "run", "pgmeta"]):
             done = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=300)
             assert done.returncode == 0, done.stderr[-2000:]
-        counted = subprocess.run([exe, "run", str(script), "--JOB_NAME", "pgmeta_count"],
-                                 capture_output=True, text=True, env=env, timeout=300)
+        counted = subprocess.run(
+            [exe, "run", str(script), "--JOB_NAME", "pgmeta_count"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert "COUNT 3" in counted.stdout, counted.stderr[-2000:]
         with psycopg.connect(PG_DSN.replace("/test", f"/{meta}")) as conn:
             names = sorted(r[0] for r in conn.execute('SELECT "TBL_NAME" FROM "TBLS"'))
@@ -340,7 +402,9 @@ def test_postgresql_backed_metastore(tmp_path, db):
 def test_avro_tables_live_in_the_state_store_catalog(spark, tmp_path, db):
     import fastavro
 
-    schema = fastavro.parse_schema({"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]})
+    schema = fastavro.parse_schema(
+        {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}
+    )
     folder = tmp_path / "av" / "dt=1"
     folder.mkdir(parents=True)
     with open(folder / "a.avro", "wb") as out:

@@ -47,8 +47,17 @@ def sm(*args: str):
 def test_run_bookmark_and_runs_commands(spark, script, tmp_path):
     data = tmp_path / "in"
     write_json(data / "a.json", [1, 2])
-    common = [str(script), "--JOB_NAME", "cli_job", "--job-bookmark-option",
-              "job-bookmark-enable", "--input", str(data), "--db_password", "hunter2"]
+    common = [
+        str(script),
+        "--JOB_NAME",
+        "cli_job",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(data),
+        "--db_password",
+        "hunter2",
+    ]
     first = sm("run", *common)
     assert first.exit_code == 0, first.output
     assert "ROWS 2" in first.output and "SUCCEEDED" in first.output
@@ -91,8 +100,18 @@ def test_run_bookmark_and_runs_commands(spark, script, tmp_path):
 def test_failing_script_exits_non_zero_and_commits_nothing(spark, script, tmp_path):
     data = tmp_path / "in"
     write_json(data / "a.json", [1])
-    result = sm("run", str(script), "--JOB_NAME", "cli_fail", "--job-bookmark-option",
-                "job-bookmark-enable", "--input", str(data), "--explode", "yes")
+    result = sm(
+        "run",
+        str(script),
+        "--JOB_NAME",
+        "cli_fail",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(data),
+        "--explode",
+        "yes",
+    )
     assert result.exit_code == 1
     assert "FAILED" in result.output
     store = StateStore.from_settings()
@@ -105,23 +124,27 @@ def test_script_without_commit_succeeds_without_advancing(spark, tmp_path):
     data = tmp_path / "in"
     write_json(data / "a.json", [1])
     script = tmp_path / "no_commit.py"
-    script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
-                      "job.read_files(job.args['input'], ctx='s').count()\n")
-    result = sm("run", str(script), "--job-bookmark-option", "job-bookmark-enable",
-                "--input", str(data))
+    script.write_text(
+        "from sparkmark import Job\njob = Job.from_args()\n"
+        "job.read_files(job.args['input'], ctx='s').count()\n"
+    )
+    result = sm("run", str(script), "--job-bookmark-option", "job-bookmark-enable", "--input", str(data))
     assert result.exit_code == 0, result.output
     store = StateStore.from_settings()
     (run,) = store.list_runs("no_commit")  # the job name defaults to the script's name
     assert run.state.value == "SUCCEEDED" and run.committed_version is None
 
 
-@pytest.mark.parametrize("args,message", [
-    (["bookmark", "get", "ghost"], "unknown job 'ghost'"),
-    (["bookmark", "history", "ghost"], "unknown job 'ghost'"),
-    (["bookmark", "reset", "ghost"], "unknown job 'ghost'"),
-    (["runs", "list", "ghost"], "unknown job 'ghost'"),
-    (["runs", "show", "jr_nope"], "unknown run id 'jr_nope'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["bookmark", "get", "ghost"], "unknown job 'ghost'"),
+        (["bookmark", "history", "ghost"], "unknown job 'ghost'"),
+        (["bookmark", "reset", "ghost"], "unknown job 'ghost'"),
+        (["runs", "list", "ghost"], "unknown job 'ghost'"),
+        (["runs", "show", "jr_nope"], "unknown run id 'jr_nope'"),
+    ],
+)
 def test_unknown_names_get_a_one_line_error(args, message):
     result = sm(*args)
     assert result.exit_code == 1
@@ -143,12 +166,22 @@ def test_real_process_exit_codes(tmp_path):
     script.write_text("from sparkmark import Job\nJob.from_args()\nraise SystemExit(3)\n")
     env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
     exe = Path(sys.executable).with_name("sparkmark")
-    done = subprocess.run([str(exe), "run", str(script), "--JOB_NAME", "proc"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [str(exe), "run", str(script), "--JOB_NAME", "proc"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 3, done.stderr
     assert "FAILED" in done.stdout
-    bad = subprocess.run([str(exe), "run", str(script), "--job-bookmark-from", "jr_x"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [str(exe), "run", str(script), "--job-bookmark-from", "jr_x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 1
     assert "Invalid option" in bad.stderr and "Traceback" not in bad.stderr
     store = StateStore(f"sqlite:///{tmp_path / 'home' / 'state.db'}")
@@ -160,8 +193,15 @@ def test_compact_drop_missing_then_runs_continue(spark, script, tmp_path):
     data = tmp_path / "in"
     write_json(data / "a.json", [1])
     old = write_json(data / "old.json", [2])
-    common = [str(script), "--JOB_NAME", "cli_compact", "--job-bookmark-option",
-              "job-bookmark-enable", "--input", str(data)]
+    common = [
+        str(script),
+        "--JOB_NAME",
+        "cli_compact",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(data),
+    ]
     assert "ROWS 2" in sm("run", *common).output
     old.unlink()
     result = sm("bookmark", "compact", "cli_compact", "--drop-missing", "--json")
@@ -175,17 +215,42 @@ def test_compact_drop_missing_then_runs_continue(spark, script, tmp_path):
 def test_bookmark_rows_describe_jdbc_sources():
     from sparkmark.cli.bookmark import _source_rows
 
-    (row,) = _source_rows({"orders_db": {
-        "type": "jdbc", "database": "postgresql+psycopg://etl:***@db/shop", "table": "orders",
-        "keys": ["id"], "keys_sort_order": "asc", "last_value": [1042], "lag": 60,
-        "last_run": {"rows": 12}}})
-    assert row == ["orders_db", "jdbc", "postgresql+psycopg://etl:***@db/shop orders",
-                   "keys id asc, last [1042], lag 60", "12 rows"]
+    (row,) = _source_rows(
+        {
+            "orders_db": {
+                "type": "jdbc",
+                "database": "postgresql+psycopg://etl:***@db/shop",
+                "table": "orders",
+                "keys": ["id"],
+                "keys_sort_order": "asc",
+                "last_value": [1042],
+                "lag": 60,
+                "last_run": {"rows": 12},
+            }
+        }
+    )
+    assert row == [
+        "orders_db",
+        "jdbc",
+        "postgresql+psycopg://etl:***@db/shop orders",
+        "keys id asc, last [1042], lag 60",
+        "12 rows",
+    ]
 
 
 def _skippable(script, data, *extra):
-    return ["run", "--skip-if-no-new-data", str(script), "--JOB_NAME", "cli_skip",
-            "--job-bookmark-option", "job-bookmark-enable", "--input", str(data), *extra]
+    return [
+        "run",
+        "--skip-if-no-new-data",
+        str(script),
+        "--JOB_NAME",
+        "cli_skip",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(data),
+        *extra,
+    ]
 
 
 def test_skip_if_no_new_data_runs_only_when_a_source_has_new_files(spark, script, tmp_path):
@@ -230,11 +295,22 @@ def test_skip_never_applies_to_sources_read_in_full(spark, tmp_path):
     data = tmp_path / "in"
     write_json(data / "a.json", [1])
     script = tmp_path / "two_sources.py"
-    script.write_text("from sparkmark import Job\njob = Job.from_args()\n"
-                      "print('ROWS', job.read_files(job.args['input'], ctx='orders').count()"
-                      " + job.read_files(job.args['input']).count())\njob.commit()\n")
-    args = ["run", "--skip-if-no-new-data", str(script), "--JOB_NAME", "cli_full",
-            "--job-bookmark-option", "job-bookmark-enable", "--input", str(data)]
+    script.write_text(
+        "from sparkmark import Job\njob = Job.from_args()\n"
+        "print('ROWS', job.read_files(job.args['input'], ctx='orders').count()"
+        " + job.read_files(job.args['input']).count())\njob.commit()\n"
+    )
+    args = [
+        "run",
+        "--skip-if-no-new-data",
+        str(script),
+        "--JOB_NAME",
+        "cli_full",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(data),
+    ]
     assert "ROWS 2" in sm(*args).output
     again = sm(*args)
     assert "ROWS 1" in again.output  # the unbookmarked source is read in full each run

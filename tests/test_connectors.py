@@ -58,11 +58,16 @@ def test_classpath_has_resolved_connectors_once_and_skips_stale_ones(tmp_path):
     )
     jars = connectors.classpath(jars_dir, "auto")
     assert [Path(j).name for j in jars] == [
-        "hadoop-aws-3.4.2.jar", "bundle.jar", "spark-sql-kafka.jar", "commons-pool2.jar",
+        "hadoop-aws-3.4.2.jar",
+        "bundle.jar",
+        "spark-sql-kafka.jar",
+        "commons-pool2.jar",
         "spark-avro.jar",
     ]
     assert [Path(j).name for j in connectors.classpath(jars_dir, "avro")] == [
-        "spark-avro.jar", "commons-pool2.jar"]
+        "spark-avro.jar",
+        "commons-pool2.jar",
+    ]
     # Maven's repository lost a jar since `make jars`: the whole connector is left out.
     (tmp_path / "m2" / "bundle.jar").unlink()
     assert [Path(j).name for j in connectors.classpath(jars_dir, "s3")] == []
@@ -70,11 +75,18 @@ def test_classpath_has_resolved_connectors_once_and_skips_stale_ones(tmp_path):
 
 def test_session_confs_local_and_cluster(tmp_path):
     jars_dir = _fake_cache(tmp_path, spark_s3=["hadoop-aws-3.4.2.jar"], jdbc=["postgresql.jar"])
-    settings = Settings.from_env({"SPARKMARK_HOME": str(tmp_path / "h"), "SPARKMARK_CATALOG": "none",
-                                  "SPARKMARK_JARS_DIR": str(jars_dir)})
+    settings = Settings.from_env(
+        {
+            "SPARKMARK_HOME": str(tmp_path / "h"),
+            "SPARKMARK_CATALOG": "none",
+            "SPARKMARK_JARS_DIR": str(jars_dir),
+        }
+    )
     local = session_confs(settings, "local[2]")
     assert [Path(j).name for j in local["spark.driver.extraClassPath"].split(":")] == [
-        "hadoop-aws-3.4.2.jar", "postgresql.jar"]
+        "hadoop-aws-3.4.2.jar",
+        "postgresql.jar",
+    ]
     assert "spark.jars" not in local  # a local session would copy every jar for nothing
     assert local["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
     cluster = session_confs(settings, "spark://10.0.0.1:7077")
@@ -87,8 +99,7 @@ def test_jdbc_jars_prefer_the_resolved_drivers(tmp_path, monkeypatch):
     monkeypatch.delenv("SPARKMARK_JDBC_JARS", raising=False)
     jars_dir = _fake_cache(tmp_path, jdbc=["postgresql-42.7.8.jar", "mariadb-java-client.jar"])
     settings = Settings.from_env({"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_JARS_DIR": str(jars_dir)})
-    assert [Path(j).name for j in jdbc_jars(settings)] == ["postgresql-42.7.8.jar",
-                                                           "mariadb-java-client.jar"]
+    assert [Path(j).name for j in jdbc_jars(settings)] == ["postgresql-42.7.8.jar", "mariadb-java-client.jar"]
     monkeypatch.setenv("SPARKMARK_JDBC_JARS", "/opt/x.jar")
     assert jdbc_jars(settings) == ["/opt/x.jar"]
 
@@ -111,16 +122,31 @@ def test_the_real_cache_is_resolved():
     assert not pyspark_jars & set(kafka)  # nothing PySpark ships twice
 
 
-@pytest.mark.parametrize("text, name, target", [
-    ('org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme "s3a"',
-     "s3", "org.apache.hadoop:hadoop-aws:"),
-    ("java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found",
-     "s3", "org.apache.hadoop:hadoop-aws:3."),
-    ("[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka. Make sure the provider",
-     "kafka", "org.apache.spark:spark-sql-kafka-0-10_2.13:4."),
-    ("Failed to find data source: avro. Avro is built-in but external data source module",
-     "avro", "org.apache.spark:spark-avro_2.13:4."),
-])
+@pytest.mark.parametrize(
+    "text, name, target",
+    [
+        (
+            'org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme "s3a"',
+            "s3",
+            "org.apache.hadoop:hadoop-aws:",
+        ),
+        (
+            "java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found",
+            "s3",
+            "org.apache.hadoop:hadoop-aws:3.",
+        ),
+        (
+            "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka. Make sure the provider",
+            "kafka",
+            "org.apache.spark:spark-sql-kafka-0-10_2.13:4.",
+        ),
+        (
+            "Failed to find data source: avro. Avro is built-in but external data source module",
+            "avro",
+            "org.apache.spark:spark-avro_2.13:4.",
+        ),
+    ],
+)
 def test_missing_connector_says_what_provides_it(text, name, target):
     line = connectors.missing_connector(text)
     assert line is not None and "\n" not in line
@@ -140,14 +166,22 @@ def test_kafka_broker_round_trip_through_spark(spark, kafka_broker):
     """Spark's Kafka sink writes to the KRaft broker and its source reads the records back."""
     topic = f"orders_{uuid.uuid4().hex[:8]}"
     rows = [(str(i), json.dumps({"id": i})) for i in range(5)]
-    (spark.createDataFrame(rows, "key string, value string").write.format("kafka")
-     .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
-     .option("topic", topic).save())
-    back = (spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
-            .option("subscribe", topic).option("startingOffsets", "earliest")
-            .option("endingOffsets", "latest").load()
-            .selectExpr("CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v", "offset"))
+    (
+        spark.createDataFrame(rows, "key string, value string")
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+        .option("topic", topic)
+        .save()
+    )
+    back = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+        .selectExpr("CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v", "offset")
+    )
     got = sorted((r.k, r.v) for r in back.collect())
     assert got == sorted(rows)
     assert sorted(r.offset for r in back.collect()) == [0, 1, 2, 3, 4]
@@ -157,8 +191,11 @@ def _bucket_for_spark(spark, server, bucket: str) -> None:
     """Points S3A at the local server for one bucket, as a user's fs.s3a.* settings would."""
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     for key, value in {
-        "endpoint": server.endpoint_url, "path.style.access": "true",
-        "access.key": "testing", "secret.key": "testing", "endpoint.region": "us-east-1",
+        "endpoint": server.endpoint_url,
+        "path.style.access": "true",
+        "access.key": "testing",
+        "secret.key": "testing",
+        "endpoint.region": "us-east-1",
         "connection.ssl.enabled": "false",
     }.items():
         conf.set(f"fs.s3a.bucket.{bucket}.{key}", value)
@@ -169,8 +206,13 @@ def test_s3_server_serves_spark_through_s3a(spark, s3_server):
     put by boto3 are read by Spark from s3a://, and what Spark writes to s3:// is listed
     by boto3."""
     bucket = f"sm-{uuid.uuid4().hex[:10]}"
-    client = boto3.client("s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     client.create_bucket(Bucket=bucket)
     client.put_object(Bucket=bucket, Key="in/dt=2026-11-01/a.csv", Body=b"id,amount\n1,2.5\n2,4.0\n")
     client.put_object(Bucket=bucket, Key="in/dt=2026-11-02/b.csv", Body=b"id,amount\n3,1.0\n")
@@ -178,7 +220,10 @@ def test_s3_server_serves_spark_through_s3a(spark, s3_server):
 
     df = spark.read.option("header", "true").csv(f"s3a://{bucket}/in/")
     assert sorted((int(r.id), str(r.dt)) for r in df.collect()) == [
-        (1, "2026-11-01"), (2, "2026-11-01"), (3, "2026-11-02")]
+        (1, "2026-11-01"),
+        (2, "2026-11-01"),
+        (3, "2026-11-02"),
+    ]
     df.write.mode("overwrite").parquet(f"s3://{bucket}/out/")
     keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="out/")["Contents"]]
     assert "out/_SUCCESS" in keys and any(k.endswith(".parquet") for k in keys)
@@ -191,20 +236,36 @@ def test_avro_round_trip(spark, tmp_path):
     assert sorted(tuple(r) for r in spark.read.format("avro").load(out).collect()) == [(1, "a"), (2, "b")]
 
 
-@pytest.mark.parametrize("read, name", [
-    ('spark.read.json("s3a://some-bucket/orders/").count()', "s3"),
-    ('spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1")'
-     '.option("subscribe", "t").load().count()', "kafka"),
-])
+@pytest.mark.parametrize(
+    "read, name",
+    [
+        ('spark.read.json("s3a://some-bucket/orders/").count()', "s3"),
+        (
+            'spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1")'
+            '.option("subscribe", "t").load().count()',
+            "kafka",
+        ),
+    ],
+)
 def test_a_job_without_its_connector_fails_with_one_line(tmp_path, read, name):
     script = tmp_path / "job.py"
-    script.write_text("from pyspark.sql import SparkSession\n"
-                      "spark = SparkSession.builder.getOrCreate()\n" + read + "\n")
-    env = {**os.environ, "SPARKMARK_CONNECTORS": "none", "SPARKMARK_CATALOG": "none",
-           "SPARKMARK_HOME": str(tmp_path / "home")}
+    script.write_text(
+        "from pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\n" + read + "\n"
+    )
+    env = {
+        **os.environ,
+        "SPARKMARK_CONNECTORS": "none",
+        "SPARKMARK_CATALOG": "none",
+        "SPARKMARK_HOME": str(tmp_path / "home"),
+    }
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    done = subprocess.run([sys.executable, "-m", "sparkmark", "run", str(script)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "run", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
@@ -215,8 +276,9 @@ def test_a_job_without_its_connector_fails_with_one_line(tmp_path, read, name):
 
 def test_services_script_is_idempotent():
     """`make test` started the databases; a second call finds them and does nothing."""
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "services.sh")], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "services.sh")], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
     assert port_answers(5432) and port_answers(3306)
@@ -224,8 +286,11 @@ def test_services_script_is_idempotent():
 
 def test_server_process_stops_by_pid(tmp_path):
     port = free_port()
-    server = ServerProcess("a test server", [sys.executable, "-m", "http.server", "-b", "127.0.0.1",
-                                             str(port)], tmp_path / "http.log")
+    server = ServerProcess(
+        "a test server",
+        [sys.executable, "-m", "http.server", "-b", "127.0.0.1", str(port)],
+        tmp_path / "http.log",
+    )
     server.wait_until(lambda: port_answers(port), 30, f"answering on {port}")
     server.stop()
     assert server.process.poll() is not None
@@ -234,8 +299,9 @@ def test_server_process_stops_by_pid(tmp_path):
 
 
 def test_server_that_dies_names_its_log(tmp_path):
-    server = ServerProcess("a broken server", [sys.executable, "-c", "raise SystemExit(3)"],
-                           tmp_path / "broken.log")
+    server = ServerProcess(
+        "a broken server", [sys.executable, "-c", "raise SystemExit(3)"], tmp_path / "broken.log"
+    )
     with pytest.raises(ConfigError, match=r"a broken server exited with status 3 .*broken\.log"):
         server.wait_until(lambda: False, 30, "answering")
 

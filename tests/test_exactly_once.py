@@ -23,8 +23,9 @@ def data_files(root) -> list[str]:
     found = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
-        found += [os.path.relpath(os.path.join(folder, f), root) for f in files
-                  if not f.startswith(("_", "."))]
+        found += [
+            os.path.relpath(os.path.join(folder, f), root) for f in files if not f.startswith(("_", "."))
+        ]
     return sorted(found)
 
 
@@ -165,15 +166,25 @@ def test_overwrite_replaces_only_at_publish(runner, spark, tmp_path):
     job.commit()
     write_json(src / "b.json", [3], day="d2")
     job = runner.start()
-    job.write_files(job.read_files(str(src), ctx="src"), str(out), partition_by="day",
-                    mode="overwrite_partitions", ctx="out")
+    job.write_files(
+        job.read_files(str(src), ctx="src"),
+        str(out),
+        partition_by="day",
+        mode="overwrite_partitions",
+        ctx="out",
+    )
     assert plain_ids(spark, out) == [1, 2]  # still the old output until the commit
     job.commit()
     assert plain_ids(spark, out) == [1, 2, 3]  # d1 untouched, d2 written
     write_json(src / "c.json", [4], day="d1")
     job = runner.start()
-    job.write_files(job.read_files(str(src), ctx="src"), str(out), partition_by="day",
-                    mode="overwrite_partitions", ctx="out")
+    job.write_files(
+        job.read_files(str(src), ctx="src"),
+        str(out),
+        partition_by="day",
+        mode="overwrite_partitions",
+        ctx="out",
+    )
     job.commit()
     assert plain_ids(spark, out) == [3, 4]  # d1 replaced
     job = runner.start("job-bookmark-disable")
@@ -248,8 +259,7 @@ def test_jdbc_write_of_a_failed_run_is_dropped(runner, tmp_path, pg_table):
     src = tmp_path / "in"
     write_json(src / "a.json", [1], v="x")
     job = runner.start()
-    job.write_jdbc(job.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table,
-                   mode="upsert", ctx="db")
+    job.write_jdbc(job.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table, mode="upsert", ctx="db")
     [record] = job._outputs
     stage = record.plan["stage"]
     assert pg_rows(f"SELECT count(*) FROM {stage}") == [(1,)]

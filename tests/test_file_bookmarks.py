@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import operator
 import os
 import shutil
 import time
@@ -22,7 +24,7 @@ def test_first_run_reads_all_and_next_reads_nothing(any_runner, tmp_path):
     data = tmp_path / "data"
     write_json(data / "a.json", [1, 2])
     write_json(data / "b.json", [3])
-    first, job1 = any_runner.run(data)
+    first, _job1 = any_runner.run(data)
     assert first == [1, 2, 3]
     second, job2 = any_runner.run(data)
     assert second == []
@@ -82,7 +84,7 @@ def test_equal_mtime_boundary_is_split_without_loss_or_repeat(runner, tmp_path):
         rows, _ = runner.run(data, boundedFiles="2")
         seen.append(rows)
     assert [len(r) for r in seen] == [2, 2, 1]
-    assert sorted(sum(seen, [])) == [0, 1, 2, 3, 4]
+    assert sorted(functools.reduce(operator.iadd, seen, [])) == [0, 1, 2, 3, 4]
     write_json(data / "f5.json", [5], mtime=T0)  # one more file at that same mtime
     assert runner.run(data)[0] == [5]
 
@@ -103,11 +105,10 @@ def test_failure_commits_nothing_and_next_run_reads_again(any_runner, tmp_path):
     data = tmp_path / "data"
     write_json(data / "a.json", [1, 2])
     job = any_runner.start()
-    with pytest.raises(RuntimeError):
-        with job:
-            df = job.read_files(str(data), ctx="src")
-            assert ids(df) == [1, 2]
-            raise RuntimeError("the transform broke")
+    with pytest.raises(RuntimeError), job:
+        df = job.read_files(str(data), ctx="src")
+        assert ids(df) == [1, 2]
+        raise RuntimeError("the transform broke")
     run = any_runner.store.get_run(job.run_id)
     assert run.state is RunState.FAILED
     assert "the transform broke" in run.error
@@ -138,9 +139,15 @@ def test_concurrent_run_is_refused(any_runner, tmp_path):
 def test_expired_lease_is_taken_over(any_runner, tmp_path, caplog):
     store = any_runner.store
     # A run that crashed: RUNNING, holding a lease that has already expired.
-    crashed = store.start_run(job_name=any_runner.name, run_id="jr_crashed", attempt=0,
-                              option=BookmarkOption.ENABLE,
-                              arguments={}, owner="gone:1", lease_seconds=-1)
+    crashed = store.start_run(
+        job_name=any_runner.name,
+        run_id="jr_crashed",
+        attempt=0,
+        option=BookmarkOption.ENABLE,
+        arguments={},
+        owner="gone:1",
+        lease_seconds=-1,
+    )
     assert crashed.state is RunState.RUNNING
     with caplog.at_level(logging.WARNING, logger="sparkmark.state"):
         job = any_runner.start()
@@ -188,11 +195,13 @@ def test_pause_with_from_and_to_reads_exactly_that_range(runner, tmp_path):
     write_json(data / "c.json", [3])
     _, run3 = runner.run(data)
     write_json(data / "d.json", [4])  # not processed by any run yet
-    rows, job = runner.run(data, "job-bookmark-pause", "--job-bookmark-from", run1.run_id,
-                           "--job-bookmark-to", run3.run_id)
+    rows, _job = runner.run(
+        data, "job-bookmark-pause", "--job-bookmark-from", run1.run_id, "--job-bookmark-to", run3.run_id
+    )
     assert rows == [2, 3]
-    rows, _ = runner.run(data, "job-bookmark-pause", "--job-bookmark-from", run2.run_id,
-                         "--job-bookmark-to", run2.run_id)
+    rows, _ = runner.run(
+        data, "job-bookmark-pause", "--job-bookmark-from", run2.run_id, "--job-bookmark-to", run2.run_id
+    )
     assert rows == []
     assert runner.store.latest_version(runner.name).run_id == run3.run_id
     assert runner.run(data)[0] == [4]
@@ -282,9 +291,7 @@ def test_exclusions(runner, tmp_path):
     write_json(data / "skip.tmp.json", [2])
     write_json(data / "dt=1" / "x.json", [3])
     write_json(data / "dt=1" / "deep" / "y.json", [4])
-    rows, job = runner.run(
-        data, recurse=True, exclusions=json.dumps(["**.tmp.json", "dt=1/deep/**"])
-    )
+    rows, job = runner.run(data, recurse=True, exclusions=json.dumps(["**.tmp.json", "dt=1/deep/**"]))
     assert rows == [1, 3]
     assert runner.store.get_run(job.run_id).metrics["sources"]["src"]["files_excluded"] == 2
 
@@ -297,9 +304,7 @@ def test_hive_partitions_kept_and_hidden_files_ignored(runner, tmp_path):
     (data / "dt=2026-01-01" / ".a.json.crc").write_text("junk")
     job = runner.start()
     df = job.read_files(str(data), ctx="src")
-    assert sorted((r["id"], str(r["dt"])) for r in df.collect()) == [
-        (1, "2026-01-01"), (2, "2026-01-02")
-    ]
+    assert sorted((r["id"], str(r["dt"])) for r in df.collect()) == [(1, "2026-01-01"), (2, "2026-01-02")]
     job.commit()
     assert runner.store.get_run(job.run_id).metrics["sources"]["src"]["files_hidden"] == 2
 
@@ -376,9 +381,8 @@ def test_malformed_rows_failfast_commits_nothing(runner, tmp_path):
     data.mkdir()
     (data / "mixed.json").write_text('{"id": 1}\nnot json at all\n')
     job = runner.start()
-    with pytest.raises(Exception, match="(?i)malformed"):
-        with job:
-            job.read_files(str(data), ctx="src", schema="id BIGINT", mode="FAILFAST").collect()
+    with pytest.raises(Exception, match="(?i)malformed"), job:
+        job.read_files(str(data), ctx="src", schema="id BIGINT", mode="FAILFAST").collect()
     assert runner.store.get_run(job.run_id).state is RunState.FAILED
     assert runner.store.latest_version(runner.name) is None
 
@@ -387,7 +391,7 @@ def test_zero_byte_file_is_processed(runner, tmp_path):
     data = tmp_path / "data"
     write_json(data / "a.json", [1])
     (data / "empty.json").write_bytes(b"")
-    rows, job = runner.run(data)
+    rows, _job = runner.run(data)
     assert rows == [1]
     files = runner.store.committed_files(runner.name, "src", runner.store.latest_version(runner.name))
     sizes = {f.path.rsplit("/", 1)[1]: f.size for f in files}
@@ -403,9 +407,8 @@ def test_file_deleted_between_listing_and_reading_fails_the_run(runner, tmp_path
     # listed, not yet read (bad_records="keep": no up-front pass for malformed records)
     df = job.read_files(str(data), ctx="src", schema="id BIGINT", bad_records="keep")
     victim.unlink()
-    with pytest.raises(Exception, match="(?i)(not exist|FileNotFound)"):
-        with job:
-            df.collect()
+    with pytest.raises(Exception, match="(?i)(not exist|FileNotFound)"), job:
+        df.collect()
     run = runner.store.get_run(job.run_id)
     assert run.state is RunState.FAILED
     assert "b.json was deleted or replaced before Spark read it" in run.error
@@ -419,11 +422,13 @@ def test_names_with_spaces_non_ascii_and_glob_characters(runner, tmp_path):
     write_json(data / "dt=2026 01" / "ordres été.json", [1])
     write_json(data / "dt=2026 01" / "b[1] {x}.json", [2])
     write_json(data / "日本.json", [3])
-    rows, job = runner.run(data)
+    rows, _job = runner.run(data)
     assert rows == [1, 2, 3]
     assert runner.run(data)[0] == []
-    paths = [f.path for f in runner.store.committed_files(
-        runner.name, "src", runner.store.latest_version(runner.name))]
+    paths = [
+        f.path
+        for f in runner.store.committed_files(runner.name, "src", runner.store.latest_version(runner.name))
+    ]
     assert any(p.endswith("ordres été.json") for p in paths)
 
 
@@ -472,10 +477,13 @@ def test_missing_input_path_is_a_clear_error(runner, tmp_path):
     job.fail("missing input")
 
 
-@pytest.mark.parametrize("fmt,writer", [
-    ("csv", lambda p: p.write_text("id,name\n1,a\n2,b\n")),
-    ("text", lambda p: p.write_text("1\n2\n")),
-])
+@pytest.mark.parametrize(
+    "fmt,writer",
+    [
+        ("csv", lambda p: p.write_text("id,name\n1,a\n2,b\n")),
+        ("text", lambda p: p.write_text("1\n2\n")),
+    ],
+)
 def test_csv_and_text_formats(runner, tmp_path, fmt, writer):
     data = tmp_path / "data"
     data.mkdir()
@@ -507,16 +515,21 @@ def test_avro_through_the_python_data_source(runner, tmp_path):
 
     import fastavro
 
-    schema = fastavro.parse_schema({
-        "type": "record", "name": "Order",
-        "fields": [
-            {"name": "id", "type": "long"},
-            {"name": "note", "type": ["null", "string"]},
-            {"name": "day", "type": {"type": "int", "logicalType": "date"}},
-            {"name": "item", "type": {"type": "record", "name": "Item",
-                                      "fields": [{"name": "sku", "type": "string"}]}},
-        ],
-    })
+    schema = fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "Order",
+            "fields": [
+                {"name": "id", "type": "long"},
+                {"name": "note", "type": ["null", "string"]},
+                {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+                {
+                    "name": "item",
+                    "type": {"type": "record", "name": "Item", "fields": [{"name": "sku", "type": "string"}]},
+                },
+            ],
+        }
+    )
     data = tmp_path / "avro"
 
     def write(name, rows):
@@ -525,8 +538,13 @@ def test_avro_through_the_python_data_source(runner, tmp_path):
         with open(path, "wb") as out:
             fastavro.writer(out, schema, rows)
 
-    write("a.avro", [{"id": 1, "note": None, "day": dt.date(2026, 11, 1), "item": {"sku": "x"}},
-                     {"id": 2, "note": "hi", "day": dt.date(2026, 11, 2), "item": {"sku": "y"}}])
+    write(
+        "a.avro",
+        [
+            {"id": 1, "note": None, "day": dt.date(2026, 11, 1), "item": {"sku": "x"}},
+            {"id": 2, "note": "hi", "day": dt.date(2026, 11, 2), "item": {"sku": "y"}},
+        ],
+    )
     job = runner.start()
     df = job.read_files(str(data), format="avro", ctx="avro")
     rows = sorted(df.collect(), key=lambda r: r["id"])

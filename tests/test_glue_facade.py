@@ -10,27 +10,43 @@ import uuid
 import pytest
 from pyspark.sql.types import VariantType
 
+from sparkmark.engine.store import StateStore
+from sparkmark.errors import SparkmarkError
 from sparkmark.glue import shim
 from sparkmark.glue.context import GlueContext
 from sparkmark.glue.dynamicframe import DynamicFrame, GlueError
 from sparkmark.glue.job import Job
 from sparkmark.glue.transforms import (
-    ApplyMapping, DropFields, DropNullFields, Filter, Join, Map, Relationalize, RenameField,
-    ResolveChoice, SelectFields, SelectFromCollection, Spigot, SplitFields, SplitRows, Unbox,
-    Union, UnnestFrame,
+    ApplyMapping,
+    DropFields,
+    DropNullFields,
+    Filter,
+    Join,
+    Map,
+    Relationalize,
+    RenameField,
+    ResolveChoice,
+    SelectFields,
+    SelectFromCollection,
+    Spigot,
+    SplitFields,
+    SplitRows,
+    Unbox,
+    Union,
+    UnnestFrame,
 )
 from sparkmark.glue.utils import GlueArgumentError, getResolvedOptions
-from sparkmark.errors import SparkmarkError
-from sparkmark.engine.store import StateStore
 
 from .conftest import write_json
 
-
 # ------------------------------------------------------------------ getResolvedOptions
 
+
 def test_get_resolved_options_defaults_and_aliases():
-    got = getResolvedOptions(["s.py", "--JOB_NAME", "j", "--src", "/d", "--RedshiftTempDir", "/t",
-                              "--extra", "x"], ["JOB_NAME", "src"])
+    got = getResolvedOptions(
+        ["s.py", "--JOB_NAME", "j", "--src", "/d", "--RedshiftTempDir", "/t", "--extra", "x"],
+        ["JOB_NAME", "src"],
+    )
     assert got["JOB_NAME"] == "j" and got["src"] == "/d"
     assert got["job_bookmark_option"] == "job-bookmark-disable"
     assert got["TempDir"] == got["RedshiftTempDir"] == "/t"
@@ -47,8 +63,9 @@ def test_get_resolved_options_errors():
     with pytest.raises(RuntimeError, match="Using reserved arguments --JOB_ID"):
         getResolvedOptions(["s.py"], ["JOB_ID"])
     with pytest.raises(RuntimeError, match="Missing option or value for --job-bookmark-to"):
-        getResolvedOptions(["s.py", "--job-bookmark-option", "job-bookmark-pause",
-                            "--job-bookmark-from", "jr_1"], [])
+        getResolvedOptions(
+            ["s.py", "--job-bookmark-option", "job-bookmark-pause", "--job-bookmark-from", "jr_1"], []
+        )
     with pytest.raises(RuntimeError, match="Invalid option"):
         getResolvedOptions(["s.py", "--job-bookmark-from", "a", "--job-bookmark-to", "b"], [])
 
@@ -71,6 +88,7 @@ def test_shim_resolves_awsglue_names():
 
 # ------------------------------------------------------------------ Job and GlueContext
 
+
 @pytest.fixture
 def glue(spark):
     return GlueContext(spark)
@@ -79,16 +97,18 @@ def glue(spark):
 def test_job_bookmarks_by_transformation_ctx(glue, tmp_path):
     data = tmp_path / "in"
     write_json(data / "a.json", [1, 2])
-    args = getResolvedOptions(["s.py", "--JOB_NAME", "gj", "--job-bookmark-option", "job-bookmark-enable"],
-                              ["JOB_NAME"])
+    args = getResolvedOptions(
+        ["s.py", "--JOB_NAME", "gj", "--job-bookmark-option", "job-bookmark-enable"], ["JOB_NAME"]
+    )
 
     def one_run():
         ctx = GlueContext(glue.spark_session)
         job = Job(ctx)
         job.init(args["JOB_NAME"], args)
         assert job.isInitialized()
-        frame = ctx.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, format="json",
-                                                      transformation_ctx="src")
+        frame = ctx.create_dynamic_frame.from_options(
+            "s3", {"paths": [str(data)]}, format="json", transformation_ctx="src"
+        )
         ids = sorted(r["id"] for r in frame.toDF().collect())
         job.commit()
         return ids
@@ -106,8 +126,9 @@ def test_commit_without_init_commits_nothing(glue, tmp_path, caplog):
     job = Job(glue)
     assert not job.isInitialized()
     with caplog.at_level(logging.WARNING):
-        frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(tmp_path / "in")]},
-                                                       format="json", transformation_ctx="src")
+        frame = glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [str(tmp_path / "in")]}, format="json", transformation_ctx="src"
+        )
         assert frame.count() == 1
         job.commit()
     assert "before Job.init()" in caplog.text and "not bookmarked" in caplog.text
@@ -124,17 +145,26 @@ def test_csv_options_and_glueparquet_write(glue, tmp_path):
     src.mkdir()
     (src / "a.csv").write_text("id;name\n1;'a;b'\n")
     frame = glue.create_dynamic_frame.from_options(
-        "s3", {"paths": [str(src)]}, format="csv",
-        format_options={"withHeader": True, "separator": ";", "quoteChar": "'"})
+        "s3",
+        {"paths": [str(src)]},
+        format="csv",
+        format_options={"withHeader": True, "separator": ";", "quoteChar": "'"},
+    )
     assert [tuple(r) for r in frame.toDF().collect()] == [("1", "a;b")]
     out = tmp_path / "out"
-    glue.write_dynamic_frame.from_options(frame, "s3", {"path": str(out), "partitionKeys": ["id"]},
-                                          format="glueparquet", format_options={"compression": "gzip"})
+    glue.write_dynamic_frame.from_options(
+        frame,
+        "s3",
+        {"path": str(out), "partitionKeys": ["id"]},
+        format="glueparquet",
+        format_options={"compression": "gzip"},
+    )
     files = list(out.glob("id=1/*.parquet"))
     assert files and ".gz." in files[0].name
 
 
 # ------------------------------------------------------------------ choice types
+
 
 @pytest.fixture
 def choice_frame(glue, tmp_path):
@@ -170,14 +200,20 @@ def test_resolve_choice_cast_and_project(choice_frame):
     assert sorted((r["id"], r["price"]) for r in projected.collect()) == [(1, 10), (2, None), (3, None)]
     nested = choice_frame.resolveChoice(specs=[("addr.zip", "project:string")]).toDF()
     assert sorted((r["id"], r["addr"]["zip"] if r["addr"] else None) for r in nested.collect()) == [
-        (1, None), (2, "X1"), (3, None)]
+        (1, None),
+        (2, "X1"),
+        (3, None),
+    ]
 
 
 def test_resolve_choice_make_struct_and_make_cols(choice_frame):
     cols = choice_frame.resolveChoice(specs=[("price", "make_cols")]).toDF()
     assert {"price_int", "price_string"} <= set(cols.columns) and "price" not in cols.columns
     assert sorted((r["id"], r["price_int"], r["price_string"]) for r in cols.collect()) == [
-        (1, 10, None), (2, None, "12.5"), (3, None, None)]
+        (1, 10, None),
+        (2, None, "12.5"),
+        (3, None, None),
+    ]
     struct = choice_frame.resolveChoice(specs=[("price", "make_struct")]).toDF()
     assert struct.schema["price"].dataType.fieldNames() == ["int", "string"]
     every = ResolveChoice.apply(choice_frame, choice="cast:string").toDF()
@@ -188,29 +224,36 @@ def test_resolve_choice_make_struct_and_make_cols(choice_frame):
 
 # ------------------------------------------------------------------ field transforms
 
+
 @pytest.fixture
 def people(glue, spark):
     df = spark.createDataFrame(
         [(1, "Ann", ("Paris", "75001"), [1, 2], None), (2, "Bob", ("Oslo", None), [], None)],
-        "id long, name string, addr struct<city: string, zip: string>, tags array<int>, empty string")
+        "id long, name string, addr struct<city: string, zip: string>, tags array<int>, empty string",
+    )
     return DynamicFrame.fromDF(df, glue, "people")
 
 
 def test_apply_mapping_nested_paths_and_casts(people):
-    out = ApplyMapping.apply(frame=people, mappings=[
-        ("id", "long", "person.id", "string"),
-        ("addr.city", "string", "person.city", "string"),
-        ("name", "string", "name", "string"),
-        ("missing", "string", "gone", "int"),
-    ]).toDF()
+    out = ApplyMapping.apply(
+        frame=people,
+        mappings=[
+            ("id", "long", "person.id", "string"),
+            ("addr.city", "string", "person.city", "string"),
+            ("name", "string", "name", "string"),
+            ("missing", "string", "gone", "int"),
+        ],
+    ).toDF()
     assert out.columns == ["person", "name", "gone"]
     first = sorted(out.collect(), key=lambda r: r["name"])[0]
     assert first["person"]["id"] == "1" and first["person"]["city"] == "Paris" and first["gone"] is None
 
 
 def test_select_drop_rename_nested(people):
-    assert SelectFields.apply(people, ["id", "addr.city"]).toDF().schema.simpleString() == \
-        "struct<id:bigint,addr:struct<city:string>>"
+    assert (
+        SelectFields.apply(people, ["id", "addr.city"]).toDF().schema.simpleString()
+        == "struct<id:bigint,addr:struct<city:string>>"
+    )
     dropped = DropFields.apply(people, ["addr.zip", "tags"]).toDF()
     assert dropped.schema["addr"].dataType.fieldNames() == ["city"] and "tags" not in dropped.columns
     renamed = RenameField.apply(people, "addr.city", "addr.town").toDF()
@@ -223,7 +266,9 @@ def test_drop_null_fields_unnest_and_unbox(people, glue, spark):
     assert "empty" not in DropNullFields.apply(people).toDF().columns
     flat = UnnestFrame.apply(people).toDF()
     assert "addr.city" in flat.columns
-    raw = DynamicFrame.fromDF(spark.createDataFrame([(1, '{"a": 1, "b": {"c": "x"}}')], "id int, js string"), glue, "r")
+    raw = DynamicFrame.fromDF(
+        spark.createDataFrame([(1, '{"a": 1, "b": {"c": "x"}}')], "id int, js string"), glue, "r"
+    )
     unboxed = Unbox.apply(raw, "js", "json").toDF()
     assert unboxed.first()["js"]["b"]["c"] == "x"
 
@@ -250,7 +295,9 @@ def test_filter_and_map_with_error_records(people):
 
 
 def test_join_split_union_and_spigot(people, glue, spark, tmp_path):
-    orders = DynamicFrame.fromDF(spark.createDataFrame([(10, 1), (11, 1), (12, 2)], "oid long, pid long"), glue, "o")
+    orders = DynamicFrame.fromDF(
+        spark.createDataFrame([(10, 1), (11, 1), (12, 2)], "oid long, pid long"), glue, "o"
+    )
     joined = Join.apply(orders, people, "pid", "id").toDF()
     assert sorted((r["oid"], r["name"]) for r in joined.collect()) == [(10, "Ann"), (11, "Ann"), (12, "Bob")]
     split = SplitFields.apply(people, ["id", "name"], "ids", "rest")
@@ -263,14 +310,17 @@ def test_join_split_union_and_spigot(people, glue, spark, tmp_path):
     merged = Union.apply(people.select_fields(["id"]), other).toDF()
     assert isinstance(merged.schema["id"].dataType, VariantType) and merged.count() == 3
     Spigot.apply(people, str(tmp_path / "sample"), {"topk": 1})
-    sample = [json.loads(line) for p in (tmp_path / "sample").glob("part-*") for line in p.read_text().splitlines()]
+    sample = [
+        json.loads(line) for p in (tmp_path / "sample").glob("part-*") for line in p.read_text().splitlines()
+    ]
     assert len(sample) == 1
 
 
 def test_relationalize_root_and_child_tables(glue, spark):
     df = spark.createDataFrame(
         [(1, ("x", [("a", 1), ("b", 2)])), (2, ("y", []))],
-        "id long, info struct<name: string, items: array<struct<k: string, v: int>>>")
+        "id long, info struct<name: string, items: array<struct<k: string, v: int>>>",
+    )
     tables = Relationalize.apply(DynamicFrame.fromDF(df, glue, "t"), "/tmp/unused", "root")
     assert sorted(tables.keys()) == ["root", "root_info.items"]
     root = {r["id"]: r for r in tables["root"].toDF().collect()}
@@ -284,6 +334,7 @@ def test_relationalize_root_and_child_tables(glue, spark):
 
 # ------------------------------------------------------------------ more GlueContext surface
 
+
 def test_jdbc_from_options_with_bookmark_keys_and_jdbc_writes(glue, tmp_path, monkeypatch):
     import sqlalchemy as sa
 
@@ -293,8 +344,14 @@ def test_jdbc_from_options_with_bookmark_keys_and_jdbc_writes(glue, tmp_path, mo
         conn.exec_driver_sql(f"CREATE TABLE {name} (id int primary key, v text)")
         conn.exec_driver_sql(f"CREATE TABLE {name}_out (id int primary key, v text)")
         conn.exec_driver_sql(f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b')")
-    options = {"url": "jdbc:postgresql://127.0.0.1:5432/test", "user": "postgres", "dbtable": name,
-               "jobBookmarkKeys": ["id"], "jobBookmarkKeysSortOrder": "asc", "hashpartitions": "2"}
+    options = {
+        "url": "jdbc:postgresql://127.0.0.1:5432/test",
+        "user": "postgres",
+        "dbtable": name,
+        "jobBookmarkKeys": ["id"],
+        "jobBookmarkKeysSortOrder": "asc",
+        "hashpartitions": "2",
+    }
     args = {"JOB_NAME": f"gjdbc_{name}", "job_bookmark_option": "job-bookmark-enable"}
     try:
         ids = []
@@ -304,14 +361,17 @@ def test_jdbc_from_options_with_bookmark_keys_and_jdbc_writes(glue, tmp_path, mo
             job.init(args["JOB_NAME"], args)
             frame = ctx.create_dynamic_frame.from_options("postgresql", options, transformation_ctx="db")
             ids.append(sorted(r["id"] for r in frame.toDF().collect()))
-            ctx.write_dynamic_frame.from_options(frame, "postgresql",
-                                                 {**options, "dbtable": f"{name}_out"})
+            ctx.write_dynamic_frame.from_options(frame, "postgresql", {**options, "dbtable": f"{name}_out"})
             job.commit()
         assert ids == [[1, 2], []]
         config = tmp_path / "sparkmark.toml"
-        config.write_text('[connections.pg]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n')
+        config.write_text(
+            '[connections.pg]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n'
+        )
         monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
-        extra = DynamicFrame.fromDF(glue.spark_session.createDataFrame([(3, "c")], "id int, v string"), glue, "x")
+        extra = DynamicFrame.fromDF(
+            glue.spark_session.createDataFrame([(3, "c")], "id int, v string"), glue, "x"
+        )
         glue.write_dynamic_frame.from_jdbc_conf(extra, "pg", {"dbtable": f"{name}_out", "database": "test"})
         with engine.connect() as conn:
             assert [r[0] for r in conn.exec_driver_sql(f"SELECT id FROM {name}_out ORDER BY id")] == [1, 2, 3]
@@ -333,7 +393,8 @@ def test_rdd_data_frame_sources_sinks_logger_and_purge(glue, tmp_path, caplog):
     df = glue.create_data_frame.from_options("s3", {"paths": [str(data / "a.json")]}, format="json")
     assert [r["id"] for r in df.collect()] == [5]
     whole = glue.create_dynamic_frame.from_options(
-        "s3", {"paths": [str(data / "array.json")]}, format="json", format_options={"jsonPath": "$[*]"})
+        "s3", {"paths": [str(data / "array.json")]}, format="json", format_options={"jsonPath": "$[*]"}
+    )
     assert sorted(r["id"] for r in whole.toDF().collect()) == [6, 7]
     source = glue.getSource("s3", paths=[str(data / "a.json")])
     source.setFormat("json")
@@ -359,12 +420,18 @@ def test_install_shim_pth_works_in_a_fresh_interpreter(tmp_path, monkeypatch):
 
     monkeypatch.setattr(shim, "pth_path", lambda: tmp_path / shim.PTH_NAME)
     written = shim.write_pth()
-    code = ("import site, sys; site.addsitedir(sys.argv[1]); import awsglue.context as c; "
-            "print(c.GlueContext.__module__)")
+    code = (
+        "import site, sys; site.addsitedir(sys.argv[1]); import awsglue.context as c; "
+        "print(c.GlueContext.__module__)"
+    )
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert done.stdout.strip() == "sparkmark.glue.context", done.stderr
-    off = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                         env={**os.environ, "SPARKMARK_AWSGLUE": "off"})
+    off = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPARKMARK_AWSGLUE": "off"},
+    )
     assert off.returncode != 0 and "awsglue" in off.stderr  # AWS's library is not installed here
     assert shim.remove_pth() and not written.exists()
 
@@ -373,7 +440,11 @@ def test_for_each_batch_on_a_streaming_file_source(glue, tmp_path):
     data, seen = tmp_path / "stream", []
     write_json(data / "a.json", [1, 2])
     stream = glue.spark_session.readStream.schema("id long").json(str(data))
-    options = {"windowSize": "1 second", "checkpointLocation": str(tmp_path / "cp"), "trigger": "availableNow"}
+    options = {
+        "windowSize": "1 second",
+        "checkpointLocation": str(tmp_path / "cp"),
+        "trigger": "availableNow",
+    }
 
     def batch(df, batch_id):
         seen.extend(r["id"] for r in df.collect())
@@ -381,8 +452,11 @@ def test_for_each_batch_on_a_streaming_file_source(glue, tmp_path):
     glue.forEachBatch(frame=stream, batch_function=batch, options=options)
     assert sorted(seen) == [1, 2]
     write_json(data / "b.json", [3])
-    glue.forEachBatch(frame=glue.spark_session.readStream.schema("id long").json(str(data)),
-                      batch_function=batch, options=options)
+    glue.forEachBatch(
+        frame=glue.spark_session.readStream.schema("id long").json(str(data)),
+        batch_function=batch,
+        options=options,
+    )
     assert sorted(seen) == [1, 2, 3]  # the checkpoint remembers what was processed
     with pytest.raises(SparkmarkError, match="checkpointLocation"):
         glue.forEachBatch(frame=stream, batch_function=batch, options={})

@@ -14,8 +14,11 @@ from sparkmark import SourceError
 from sparkmark.engine.models import RunState
 
 BACKENDS = {
-    "postgresql": ("jdbc:postgresql://127.0.0.1:5432/test", "postgres",
-                   "postgresql+psycopg://postgres@127.0.0.1:5432/test"),
+    "postgresql": (
+        "jdbc:postgresql://127.0.0.1:5432/test",
+        "postgres",
+        "postgresql+psycopg://postgres@127.0.0.1:5432/test",
+    ),
     "mariadb": ("jdbc:mysql://127.0.0.1:3306/test", "root", "mysql+pymysql://root@127.0.0.1:3306/test"),
 }
 
@@ -73,12 +76,14 @@ def pg(tmp_path):
 
 
 def orders(db: Db, name: str | None = None) -> sa.Table:
-    return db.table(sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-                    sa.Column("amount", sa.Integer), name=name)
+    return db.table(
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("amount", sa.Integer),
+        name=name,
+    )
 
 
-def read_ids(runner, db: Db, table: str, option="job-bookmark-enable", *extra, ctx="db",
-             column="id", **kw):
+def read_ids(runner, db: Db, table: str, option="job-bookmark-enable", *extra, ctx="db", column="id", **kw):
     job = runner.start(option, *extra)
     df = job.read_jdbc(db.url, table=table, ctx=ctx, user=db.user, **kw)
     got = sorted((r[column] for r in df.collect()), key=lambda v: (v is not None, v))
@@ -115,8 +120,10 @@ def test_rows_inserted_during_a_run_wait_for_the_next(runner, pg):
 
 
 def test_composite_key_is_lexicographic(runner, db):
-    t = db.table(sa.Column("day", sa.Integer, primary_key=True, autoincrement=False),
-                 sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False))
+    t = db.table(
+        sa.Column("day", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    )
     db.insert(t, [{"day": 1, "seq": 1}, {"day": 1, "seq": 2}, {"day": 2, "seq": 1}])
     assert len(read_ids(runner, db, t.name, column="day")[0]) == 3
     db.insert(t, [{"day": 2, "seq": 2}, {"day": 3, "seq": 0}, {"day": 1, "seq": 0}])
@@ -147,12 +154,20 @@ def test_keys_with_gaps(runner, db):
 
 
 def test_lag_rereads_late_and_updated_rows_without_duplicates(runner, pg):
-    t = pg.table(sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-                 sa.Column("updated_at", sa.DateTime), sa.Column("v", sa.Integer))
+    t = pg.table(
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("updated_at", sa.DateTime),
+        sa.Column("v", sa.Integer),
+    )
     base = datetime(2026, 1, 1, 12, 0, 0)
-    pg.insert(t, [{"id": 1, "updated_at": base, "v": 1},
-                  {"id": 2, "updated_at": base + timedelta(seconds=50), "v": 1}])
-    kw = dict(keys=["updated_at"], lag=60)
+    pg.insert(
+        t,
+        [
+            {"id": 1, "updated_at": base, "v": 1},
+            {"id": 2, "updated_at": base + timedelta(seconds=50), "v": 1},
+        ],
+    )
+    kw = {"keys": ["updated_at"], "lag": 60}
     assert read_ids(runner, pg, t.name, **kw)[0] == [1, 2]
     # A late row committed with an older timestamp, inside the lag window, and an update.
     pg.insert(t, [{"id": 3, "updated_at": base + timedelta(seconds=30), "v": 1}])
@@ -167,8 +182,10 @@ def test_lag_rereads_late_and_updated_rows_without_duplicates(runner, pg):
 
 @pytest.mark.parametrize("policy,expected", [("exclude", [1, 2]), ("include", [None, 1, 2])])
 def test_null_key_policies(runner, db, policy, expected):
-    t = db.table(sa.Column("pk", sa.Integer, primary_key=True, autoincrement=False),
-                 sa.Column("seq", sa.Integer, nullable=True))
+    t = db.table(
+        sa.Column("pk", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("seq", sa.Integer, nullable=True),
+    )
     db.insert(t, [{"pk": 1, "seq": 1}, {"pk": 2, "seq": 2}, {"pk": 3, "seq": None}])
     got, job = read_ids(runner, db, t.name, keys=["seq"], on_null_key=policy, column="seq")
     assert sorted(got, key=lambda v: (v is not None, v)) == expected
@@ -176,8 +193,10 @@ def test_null_key_policies(runner, db, policy, expected):
 
 
 def test_null_keys_raise_by_default(runner, db):
-    t = db.table(sa.Column("pk", sa.Integer, primary_key=True, autoincrement=False),
-                 sa.Column("seq", sa.Integer, nullable=True))
+    t = db.table(
+        sa.Column("pk", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("seq", sa.Integer, nullable=True),
+    )
     db.insert(t, [{"pk": 1, "seq": None}])
     job = runner.start()
     with pytest.raises(SourceError, match="1 row.*NULL bookmark key"):
@@ -198,14 +217,15 @@ def test_numeric_key_reads_in_range_partitions(runner, server_db):
 
 @pytest.mark.parametrize("how", ["hashfield", "hashexpression"])
 def test_hash_partitions_cover_every_row_once(runner, server_db, how):
-    t = server_db.table(sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-                        sa.Column("code", sa.String(20), nullable=True))
+    t = server_db.table(
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("code", sa.String(20), nullable=True),
+    )
     rows = [{"id": i, "code": None if i % 10 == 0 else f"c{i}"} for i in range(1, 61)]
     server_db.insert(t, rows)
     option = {"hashfield": "code"} if how == "hashfield" else {"hashexpression": "id * 7 - 200"}
     job = runner.start()
-    df = job.read_jdbc(server_db.url, table=t.name, ctx="db", user=server_db.user,
-                       hashpartitions=5, **option)
+    df = job.read_jdbc(server_db.url, table=t.name, ctx="db", user=server_db.user, hashpartitions=5, **option)
     assert df.rdd.getNumPartitions() == 5
     assert sorted(r["id"] for r in df.collect()) == list(range(1, 61))  # NULLs and negatives too
     job.commit()
@@ -228,17 +248,17 @@ def test_failure_commits_nothing(runner, db):
     t = orders(db)
     db.insert(t, [{"id": 1, "amount": 1}])
     job = runner.start()
-    with pytest.raises(RuntimeError):
-        with job:
-            job.read_jdbc(db.url, table=t.name, ctx="db", user=db.user).collect()
-            raise RuntimeError("transform failed")
+    with pytest.raises(RuntimeError), job:
+        job.read_jdbc(db.url, table=t.name, ctx="db", user=db.user).collect()
+        raise RuntimeError("transform failed")
     assert runner.store.get_run(job.run_id).state is RunState.FAILED
     assert read_ids(runner, db, t.name)[0] == [1]
 
 
 def test_upsert_and_append_without_duplicates(runner, db, spark):
-    target = db.table(sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-                      sa.Column("amount", sa.Integer))
+    target = db.table(
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False), sa.Column("amount", sa.Integer)
+    )
     db.insert(target, [{"id": 1, "amount": 10}])
     with db.engine.connect() as conn:  # other tests' runs may be staging in this database
         before = {n for n in sa.inspect(conn).get_table_names() if n.startswith("sm_stage_")}
@@ -246,8 +266,14 @@ def test_upsert_and_append_without_duplicates(runner, db, spark):
     df = spark.createDataFrame([(1, 11), (2, 20)], "id INT, amount INT")
     result = job.write_jdbc(df, db.url, table=target.name, mode="upsert", user=db.user)
     assert result["rows_written"] == 2
-    job.write_jdbc(spark.createDataFrame([(2, 21), (3, 30)], "id INT, amount INT"), db.url,
-                   table=target.name, mode="upsert", keys=["id"], user=db.user)
+    job.write_jdbc(
+        spark.createDataFrame([(2, 21), (3, 30)], "id INT, amount INT"),
+        db.url,
+        table=target.name,
+        mode="upsert",
+        keys=["id"],
+        user=db.user,
+    )
     job.commit()
     with db.engine.connect() as conn:
         rows = sorted(tuple(r) for r in conn.execute(sa.select(target.c.id, target.c.amount)))
@@ -258,17 +284,28 @@ def test_upsert_and_append_without_duplicates(runner, db, spark):
 
 
 def test_failed_write_leaves_the_target_as_it_was(runner, db, spark):
-    target = db.table(sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-                      sa.Column("amount", sa.Integer))
+    target = db.table(
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False), sa.Column("amount", sa.Integer)
+    )
     db.insert(target, [{"id": 1, "amount": 10}])
     job = runner.start()
     # Appending a key that exists violates the primary key inside the merge transaction.
     with pytest.raises(SourceError, match="left as it was"):
-        job.write_jdbc(spark.createDataFrame([(5, 50), (1, 99)], "id INT, amount INT"), db.url,
-                       table=target.name, mode="append", user=db.user)
+        job.write_jdbc(
+            spark.createDataFrame([(5, 50), (1, 99)], "id INT, amount INT"),
+            db.url,
+            table=target.name,
+            mode="append",
+            user=db.user,
+        )
     with pytest.raises(SourceError, match="more than once"):
-        job.write_jdbc(spark.createDataFrame([(7, 1), (7, 2)], "id INT, amount INT"), db.url,
-                       table=target.name, mode="upsert", user=db.user)
+        job.write_jdbc(
+            spark.createDataFrame([(7, 1), (7, 2)], "id INT, amount INT"),
+            db.url,
+            table=target.name,
+            mode="upsert",
+            user=db.user,
+        )
     job.fail("write failed")
     with db.engine.connect() as conn:
         assert [tuple(r) for r in conn.execute(sa.select(target.c.id, target.c.amount))] == [(1, 10)]
@@ -277,10 +314,16 @@ def test_failed_write_leaves_the_target_as_it_was(runner, db, spark):
 def test_overwrite_and_append_create_missing_table(runner, db, spark):
     name = f"t_{uuid.uuid4().hex[:8]}"
     job = runner.start()
-    job.write_jdbc(spark.createDataFrame([(1, "a")], "id INT, s STRING"), db.url, table=name,
-                   mode="append", user=db.user)
-    job.write_jdbc(spark.createDataFrame([(2, "b"), (3, "c")], "id INT, s STRING"), db.url,
-                   table=name, mode="overwrite", user=db.user)
+    job.write_jdbc(
+        spark.createDataFrame([(1, "a")], "id INT, s STRING"), db.url, table=name, mode="append", user=db.user
+    )
+    job.write_jdbc(
+        spark.createDataFrame([(2, "b"), (3, "c")], "id INT, s STRING"),
+        db.url,
+        table=name,
+        mode="overwrite",
+        user=db.user,
+    )
     job.commit()
     table = sa.Table(name, sa.MetaData(), autoload_with=db.engine)
     db.tables.append(table)
@@ -291,9 +334,10 @@ def test_overwrite_and_append_create_missing_table(runner, db, spark):
 def test_injection_in_table_names_keys_and_values(runner, db):
     victim = orders(db)
     db.insert(victim, [{"id": 1, "amount": 1}])
-    hostile = f"x_{uuid.uuid4().hex[:6]}\"; DROP TABLE {victim.name}; --"
-    t = db.table(sa.Column("k'ey\" x", sa.String(60), primary_key=True),
-                 sa.Column("v", sa.Integer), name=hostile)
+    hostile = f'x_{uuid.uuid4().hex[:6]}"; DROP TABLE {victim.name}; --'
+    t = db.table(
+        sa.Column("k'ey\" x", sa.String(60), primary_key=True), sa.Column("v", sa.Integer), name=hostile
+    )
     values = ["a", "b'; DELETE FROM x; --", "c\\'\"`", "50% :off %s"]
     db.insert(t, [{"k'ey\" x": v, "v": i} for i, v in enumerate(values)])
     got, _ = read_ids(runner, db, hostile, column="v")
@@ -310,8 +354,9 @@ def test_table_without_primary_key_needs_keys(runner, db):
     job = runner.start()
     with pytest.raises(SourceError, match="has no primary key: pass keys"):
         job.read_jdbc(db.url, table=t.name, ctx="db", user=db.user)
-    assert [r["n"] for r in job.read_jdbc(db.url, table=t.name, ctx="db2", user=db.user,
-                                           keys=["n"]).collect()] == [1]
+    assert [
+        r["n"] for r in job.read_jdbc(db.url, table=t.name, ctx="db2", user=db.user, keys=["n"]).collect()
+    ] == [1]
     job.commit()
 
 
@@ -319,8 +364,13 @@ def test_query_source_with_keys(runner, pg):
     t = orders(pg)
     pg.insert(t, [{"id": i, "amount": i} for i in (1, 2, 3)])
     job = runner.start()
-    df = job.read_jdbc(pg.url, query=f"SELECT id, amount * 2 AS doubled FROM {t.name} WHERE id > 1",
-                       ctx="q", user=pg.user, keys=["id"])
+    df = job.read_jdbc(
+        pg.url,
+        query=f"SELECT id, amount * 2 AS doubled FROM {t.name} WHERE id > 1",
+        ctx="q",
+        user=pg.user,
+        keys=["id"],
+    )
     assert sorted(r["doubled"] for r in df.collect()) == [4, 6]
     job.commit()
     state = runner.store.latest_version(runner.name).ctx_states["q"]
@@ -334,8 +384,16 @@ def test_pause_range_and_keys_change_guard(runner, pg):
     pg.insert(t, [{"id": 2, "amount": 0}, {"id": 3, "amount": 0}])
     _, run2 = read_ids(runner, pg, t.name)
     pg.insert(t, [{"id": 4, "amount": 0}])
-    got, _ = read_ids(runner, pg, t.name, "job-bookmark-pause", "--job-bookmark-from",
-                      run1.run_id, "--job-bookmark-to", run2.run_id)
+    got, _ = read_ids(
+        runner,
+        pg,
+        t.name,
+        "job-bookmark-pause",
+        "--job-bookmark-from",
+        run1.run_id,
+        "--job-bookmark-to",
+        run2.run_id,
+    )
     assert got == [2, 3]
     job = runner.start()
     with pytest.raises(SourceError, match="Reset the bookmark to change the keys"):
@@ -343,8 +401,7 @@ def test_pause_range_and_keys_change_guard(runner, pg):
     job.fail("keys changed")
 
 
-def test_password_from_named_connection_never_stored(runner, server_db, tmp_path, monkeypatch,
-                                                     caplog):
+def test_password_from_named_connection_never_stored(runner, server_db, tmp_path, monkeypatch, caplog):
     secret = "not-the-real-one-xyz"
     user = server_db.user
     if server_db.kind == "mariadb":  # MariaDB checks passwords: a user that has this one
@@ -353,8 +410,9 @@ def test_password_from_named_connection_never_stored(runner, server_db, tmp_path
             conn.exec_driver_sql(f"CREATE USER IF NOT EXISTS '{user}'@'%%' IDENTIFIED BY '{secret}'")
             conn.exec_driver_sql(f"GRANT ALL ON test.* TO '{user}'@'%%'")
     config = tmp_path / "sparkmark.toml"
-    config.write_text(f'[connections.src]\nurl = "{server_db.url}"\nuser = "{user}"\n'
-                      'password_env = "SRC_DB_PASSWORD"\n')
+    config.write_text(
+        f'[connections.src]\nurl = "{server_db.url}"\nuser = "{user}"\npassword_env = "SRC_DB_PASSWORD"\n'
+    )
     monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
     monkeypatch.setenv("SRC_DB_PASSWORD", secret)
     t = orders(server_db)

@@ -9,20 +9,23 @@ from sparkmark.engine.globs import ExclusionMatcher, compile_glob
 from sparkmark.engine.listing import FileLister, spark_path
 
 
-@pytest.mark.parametrize("pattern,path,matches", [
-    ("*.pdf", "a.pdf", True),
-    ("*.pdf", "x/a.pdf", False),  # * stays inside a folder
-    ("**.pdf", "x/y/a.pdf", True),  # ** crosses folders
-    ("**/*.csv", "a/b/c.csv", True),
-    ("dt=?/**", "dt=1/f", True),
-    ("dt=?/**", "dt=10/f", False),
-    ("{a,b}/*", "b/f", True),
-    ("{a,b}/*", "c/f", False),
-    ("[!x]*.json", "y1.json", True),
-    ("[!x]*.json", "x1.json", False),
-    (r"\*.txt", "*.txt", True),
-    (r"\*.txt", "a.txt", False),
-])
+@pytest.mark.parametrize(
+    "pattern,path,matches",
+    [
+        ("*.pdf", "a.pdf", True),
+        ("*.pdf", "x/a.pdf", False),  # * stays inside a folder
+        ("**.pdf", "x/y/a.pdf", True),  # ** crosses folders
+        ("**/*.csv", "a/b/c.csv", True),
+        ("dt=?/**", "dt=1/f", True),
+        ("dt=?/**", "dt=10/f", False),
+        ("{a,b}/*", "b/f", True),
+        ("{a,b}/*", "c/f", False),
+        ("[!x]*.json", "y1.json", True),
+        ("[!x]*.json", "x1.json", False),
+        (r"\*.txt", "*.txt", True),
+        (r"\*.txt", "a.txt", False),
+    ],
+)
 def test_glue_glob_rules(pattern, path, matches):
     assert bool(compile_glob(pattern).fullmatch(path)) is matches
 
@@ -67,11 +70,12 @@ def test_listing_works_on_other_fsspec_file_systems():
     import fsspec
 
     fs = fsspec.filesystem("memory")
-    fs.pipe({"/lake/t/dt=1/a.json": b"{}\n", "/lake/t/dt=2/b.json": b"{}\n{}\n",
-             "/lake/t/_SUCCESS": b""})
+    fs.pipe({"/lake/t/dt=1/a.json": b"{}\n", "/lake/t/dt=2/b.json": b"{}\n{}\n", "/lake/t/_SUCCESS": b""})
     listing = FileLister().list(["memory://lake/t"])
     assert sorted(f.url for f in listing.files) == [
-        "memory:///lake/t/dt=1/a.json", "memory:///lake/t/dt=2/b.json"]
+        "memory:///lake/t/dt=1/a.json",
+        "memory:///lake/t/dt=2/b.json",
+    ]
     assert {f.size for f in listing.files} == {3, 6}
     assert all(f.mtime_ms > 0 for f in listing.files)
     assert listing.hidden == 1

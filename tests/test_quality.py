@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import functions as F
@@ -24,7 +24,7 @@ from sparkmark.quality.store import QualityStore
 
 from .conftest import write_json
 
-NOW = datetime(2026, 11, 23, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 23, 0, 0, tzinfo=UTC)
 
 # id, country, name, amount, ts, code
 ROWS = [
@@ -59,8 +59,9 @@ def metric(found, rule):
 
 # ------------------------------------------------------------------ parsing
 
+
 def test_parse_variables_labels_clauses_and_composites():
-    parsed = parse_ruleset('''
+    parsed = parse_ruleset("""
         # a comment
         $low = 3
         $allowed = ["US", "CA"]
@@ -70,7 +71,7 @@ def test_parse_variables_labels_clauses_and_composites():
             ColumnValues "ts" > (now() - 2 days) labels = {"team": "core"},
             ((IsComplete "id") or (RowCount = 0)) and (Mean "amount" between 1 and 50)
         ]
-        Analyzers = [ RowCount, Completeness "name" ]''')
+        Analyzers = [ RowCount, Completeness "name" ]""")
     first, second, third, fourth = parsed.rules
     assert first.condition.operands == (3,)
     assert second.condition.operands == ("US", "CA") and second.where == "id > 1"
@@ -81,26 +82,32 @@ def test_parse_variables_labels_clauses_and_composites():
     assert [a.rule_type for a in parsed.analyzers] == ["RowCount", "Completeness"]
 
 
-@pytest.mark.parametrize("text,message", [
-    ('Rules = [ IsComplete "id" > ]', "line 1, column 29: unexpected ']'; expected"),
-    ('Rules = [\n  IsComplete "id",\n  RowCount >> 3\n]', "line 3, column 13: unexpected '>'"),
-    ('Rules = [ RowCount > $nope ]', "variable $nope is not defined"),
-    ('Rules = [ IsComplete "id"', "unexpected the end of the ruleset"),
-    ('Rulez = [ RowCount > 1 ]', "line 1, column 1: unexpected 'Rulez'"),
-    ('', "the ruleset is empty"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('Rules = [ IsComplete "id" > ]', "line 1, column 29: unexpected ']'; expected"),
+        ('Rules = [\n  IsComplete "id",\n  RowCount >> 3\n]', "line 3, column 13: unexpected '>'"),
+        ("Rules = [ RowCount > $nope ]", "variable $nope is not defined"),
+        ('Rules = [ IsComplete "id"', "unexpected the end of the ruleset"),
+        ("Rulez = [ RowCount > 1 ]", "line 1, column 1: unexpected 'Rulez'"),
+        ("", "the ruleset is empty"),
+    ],
+)
 def test_parse_errors_name_line_column_and_expectation(text, message):
     with pytest.raises(DQDLError, match=message.replace("(", r"\(").replace("$", r"\$")):
         parse_ruleset(text)
 
 
-@pytest.mark.parametrize("rule,message", [
-    ('IsCompleat "id"', "unknown rule type 'IsCompleat'"),
-    ('IsComplete "id" > 3', "IsComplete takes no condition"),
-    ('Completeness "id"', "Completeness needs a condition"),
-    ('RowCount "id" > 3', "RowCount takes 0 quoted parameter"),
-    ('Mean "amount" > 1 with threshold > 0.5', "Mean does not take 'with threshold'"),
-])
+@pytest.mark.parametrize(
+    "rule,message",
+    [
+        ('IsCompleat "id"', "unknown rule type 'IsCompleat'"),
+        ('IsComplete "id" > 3', "IsComplete takes no condition"),
+        ('Completeness "id"', "Completeness needs a condition"),
+        ('RowCount "id" > 3', "RowCount takes 0 quoted parameter"),
+        ('Mean "amount" > 1 with threshold > 0.5', "Mean does not take 'with threshold'"),
+    ],
+)
 def test_rule_shape_errors(data, rule, message):
     with pytest.raises(DQDLError, match=message):
         evaluate(data, f"Rules = [ {rule} ]")
@@ -108,13 +115,22 @@ def test_rule_shape_errors(data, rule, message):
 
 # ------------------------------------------------------------------ rule types
 
+
 def test_dataset_level_rules(data):
-    found = outcomes(data, [
-        "RowCount = 5", "RowCount between 5 and 10", "RowCount between 4 and 6",
-        "RowCount not between 4 and 6", "ColumnCount = 6", "ColumnExists \"name\"",
-        "ColumnExists \"nope\"", "ColumnNamesMatchPattern \"[a-z]+\"",
-        "ColumnNamesMatchPattern \"[a-c].*\"",
-    ])
+    found = outcomes(
+        data,
+        [
+            "RowCount = 5",
+            "RowCount between 5 and 10",
+            "RowCount between 4 and 6",
+            "RowCount not between 4 and 6",
+            "ColumnCount = 6",
+            'ColumnExists "name"',
+            'ColumnExists "nope"',
+            'ColumnNamesMatchPattern "[a-z]+"',
+            'ColumnNamesMatchPattern "[a-c].*"',
+        ],
+    )
     assert found["RowCount = 5"][0] == "Passed"
     assert found["RowCount between 5 and 10"][0] == "Failed"  # between is exclusive
     assert found["RowCount between 4 and 6"][0] == "Passed"
@@ -126,12 +142,22 @@ def test_dataset_level_rules(data):
 
 
 def test_completeness_uniqueness_and_frequency_rules(data):
-    found = outcomes(data, [
-        'Completeness "name" >= 0.8', 'Completeness "name" > 0.8', 'IsComplete "id"', 'IsComplete "amount"',
-        'Uniqueness "id" = 0.6', 'IsUnique "id"', 'UniqueValueRatio "id" = 0.75',
-        'DistinctValuesCount "id" = 4', 'Entropy "country" > 1.33', 'IsPrimaryKey "id"',
-        'IsPrimaryKey "id" "country"',
-    ])
+    found = outcomes(
+        data,
+        [
+            'Completeness "name" >= 0.8',
+            'Completeness "name" > 0.8',
+            'IsComplete "id"',
+            'IsComplete "amount"',
+            'Uniqueness "id" = 0.6',
+            'IsUnique "id"',
+            'UniqueValueRatio "id" = 0.75',
+            'DistinctValuesCount "id" = 4',
+            'Entropy "country" > 1.33',
+            'IsPrimaryKey "id"',
+            'IsPrimaryKey "id" "country"',
+        ],
+    )
     assert found['Completeness "name" >= 0.8'][0] == "Passed"  # 4 of 5 names
     assert metric(found, 'Completeness "name" >= 0.8') == 0.8
     assert found['Completeness "name" > 0.8'][0] == "Failed"
@@ -147,15 +173,22 @@ def test_completeness_uniqueness_and_frequency_rules(data):
 
 
 def test_statistics(data):
-    found = outcomes(data, [
-        'Mean "amount" = 25', 'Sum "amount" = 100', 'StandardDeviation "amount" between 11.18 and 11.19',
-        'ColumnCorrelation "id" "amount" > 0.99', 'Mean "country" > 1',
-    ])
+    found = outcomes(
+        data,
+        [
+            'Mean "amount" = 25',
+            'Sum "amount" = 100',
+            'StandardDeviation "amount" between 11.18 and 11.19',
+            'ColumnCorrelation "id" "amount" > 0.99',
+            'Mean "country" > 1',
+        ],
+    )
     assert found['Mean "amount" = 25'][0] == "Passed"  # the NULL amount is left out
     assert found['Sum "amount" = 100'][0] == "Passed"
     # population standard deviation of 10, 20, 30, 40: sqrt(500 / 4) = 11.1803
-    assert math.isclose(metric(found, 'StandardDeviation "amount" between 11.18 and 11.19'),
-                        math.sqrt(125), rel_tol=1e-9)
+    assert math.isclose(
+        metric(found, 'StandardDeviation "amount" between 11.18 and 11.19'), math.sqrt(125), rel_tol=1e-9
+    )
     assert found['StandardDeviation "amount" between 11.18 and 11.19'][0] == "Passed"
     assert found['ColumnCorrelation "id" "amount" > 0.99'][0] == "Passed"
     assert found['Mean "country" > 1'][0] == "Failed"
@@ -191,13 +224,19 @@ def test_column_values_operators_and_null_rules(data):
 
 
 def test_length_type_and_freshness(data):
-    found = outcomes(data, [
-        'ColumnLength "name" between 2 and 5', 'ColumnLength "name" <= 5',
-        'ColumnDataType "code" = "INTEGER"', 'ColumnDataType "code" = "INTEGER" with threshold >= 0.6',
-        'ColumnDataType "amount" = "DOUBLE"',
-        'DataFreshness "ts" <= 36 hours', 'DataFreshness "ts" <= 36 hours with threshold >= 0.4',
-        'DataFreshness "ts" between 1 days and 4 days',
-    ])
+    found = outcomes(
+        data,
+        [
+            'ColumnLength "name" between 2 and 5',
+            'ColumnLength "name" <= 5',
+            'ColumnDataType "code" = "INTEGER"',
+            'ColumnDataType "code" = "INTEGER" with threshold >= 0.6',
+            'ColumnDataType "amount" = "DOUBLE"',
+            'DataFreshness "ts" <= 36 hours',
+            'DataFreshness "ts" <= 36 hours with threshold >= 0.4',
+            'DataFreshness "ts" between 1 days and 4 days',
+        ],
+    )
     assert metric(found, 'ColumnLength "name" between 2 and 5') == 0.6  # bob, dave, "   "
     assert found['ColumnLength "name" <= 5'][0] == "Failed"  # NULL has no length
     assert metric(found, 'ColumnDataType "code" = "INTEGER"') == 0.6  # 5, 7, 8
@@ -211,15 +250,18 @@ def test_length_type_and_freshness(data):
 
 
 def test_where_custom_sql_and_composites(data):
-    found = outcomes(data, [
-        'Completeness "name" >= 1.0 where "id <= 2"',
-        'ColumnValues "amount" > 15 where "country = \'US\'"',
-        'CustomSql "select count(*) from primary where amount > 15" = 3',
-        'CustomSql "select id from primary" > 0',
-        '(IsComplete "id") and (RowCount = 5)',
-        '(IsComplete "amount") or (RowCount = 4)',
-        '(IsComplete "amount") or ((RowCount = 5) and (Sum "amount" = 100))',
-    ])
+    found = outcomes(
+        data,
+        [
+            'Completeness "name" >= 1.0 where "id <= 2"',
+            'ColumnValues "amount" > 15 where "country = \'US\'"',
+            'CustomSql "select count(*) from primary where amount > 15" = 3',
+            'CustomSql "select id from primary" > 0',
+            '(IsComplete "id") and (RowCount = 5)',
+            '(IsComplete "amount") or (RowCount = 4)',
+            '(IsComplete "amount") or ((RowCount = 5) and (Sum "amount" = 100))',
+        ],
+    )
     assert found['Completeness "name" >= 1.0 where "id <= 2"'][0] == "Passed"
     assert metric(found, 'ColumnValues "amount" > 15 where "country = \'US\'"') == 0.5
     assert found['CustomSql "select count(*) from primary where amount > 15" = 3'][0] == "Passed"
@@ -231,13 +273,20 @@ def test_where_custom_sql_and_composites(data):
 
 
 def test_reference_rules(data, ref):
-    found = outcomes(data, [
-        'ReferentialIntegrity "id" "ref.id" >= 0.6', 'ReferentialIntegrity "id" "ref.id" = 1.0',
-        'ReferentialIntegrity "id,country" "ref.{id,country}" = 0.6',
-        'RowCountMatch "ref" > 1.6', 'SchemaMatch "ref" between 0.3 and 0.4',
-        'DatasetMatch "ref" "id" "country" = 0.6', 'AggregateMatch "count(id)" "count(ref.id)" > 1.6',
-        'RowCountMatch "other" > 1',
-    ], reference={"ref": ref})
+    found = outcomes(
+        data,
+        [
+            'ReferentialIntegrity "id" "ref.id" >= 0.6',
+            'ReferentialIntegrity "id" "ref.id" = 1.0',
+            'ReferentialIntegrity "id,country" "ref.{id,country}" = 0.6',
+            'RowCountMatch "ref" > 1.6',
+            'SchemaMatch "ref" between 0.3 and 0.4',
+            'DatasetMatch "ref" "id" "country" = 0.6',
+            'AggregateMatch "count(id)" "count(ref.id)" > 1.6',
+            'RowCountMatch "other" > 1',
+        ],
+        reference={"ref": ref},
+    )
     assert found['ReferentialIntegrity "id" "ref.id" >= 0.6'][0] == "Passed"  # ids 1, 2, 3 of 5 rows
     assert found['ReferentialIntegrity "id" "ref.id" = 1.0'][0] == "Failed"
     assert found['ReferentialIntegrity "id,country" "ref.{id,country}" = 0.6'][0] == "Passed"
@@ -270,16 +319,20 @@ def test_detect_anomalies_against_history(data):
 
 
 def test_analyzers_measure_without_outcomes(data):
-    result = evaluate(data, 'Rules = [ RowCount > 0 ] Analyzers = [ Completeness "amount", Mean "amount" ]',
-                      row_level=False)
+    result = evaluate(
+        data, 'Rules = [ RowCount > 0 ] Analyzers = [ Completeness "amount", Mean "amount" ]', row_level=False
+    )
     assert result.analyzer_metrics == {"Column.amount.Completeness": 0.8, "Column.amount.Mean": 25.0}
     assert len(result.outcomes) == 1
 
 
 # ------------------------------------------------------------------ row level
 
+
 def test_row_level_outcomes(data):
-    result = evaluate(data, 'Rules = [ IsComplete "name", ColumnValues "amount" > 15, RowCount > 0 ]', now=NOW)
+    result = evaluate(
+        data, 'Rules = [ IsComplete "name", ColumnValues "amount" > 15, RowCount > 0 ]', now=NOW
+    )
     rows = {(r["id"], r["country"]): r for r in result.rows.collect()}
     assert rows[(1, "US")][FAIL_COLUMN] == ['ColumnValues "amount" > 15']
     assert rows[(1, "US")][PASS_COLUMN] == ['IsComplete "name"']
@@ -307,16 +360,28 @@ def test_row_level_uniqueness_and_composite(data):
     result = evaluate(data, 'Rules = [ IsUnique "id", (IsComplete "name") or (ColumnValues "amount" > 25) ]')
     rows = {(r["id"], r["country"]): r for r in result.rows.collect()}
     assert rows[(4, "UK")][FAIL_COLUMN] == ['IsUnique "id"']
-    assert rows[(3, "US")][PASS_COLUMN] == ['IsUnique "id"', '(IsComplete "name") or (ColumnValues "amount" > 25)']
+    assert rows[(3, "US")][PASS_COLUMN] == [
+        'IsUnique "id"',
+        '(IsComplete "name") or (ColumnValues "amount" > 25)',
+    ]
 
 
 # ------------------------------------------------------------------ one pass
 
+
 def test_aggregate_rules_run_as_one_spark_job(spark, data):
-    rules = ['RowCount > 0', 'Completeness "name" > 0.5', 'Mean "amount" > 1', 'Sum "amount" > 1',
-             'StandardDeviation "amount" > 1', 'ColumnValues "amount" > 1 with threshold > 0.1',
-             'ColumnLength "name" < 10 with threshold > 0.1', 'ColumnCorrelation "id" "amount" > 0',
-             'DataFreshness "ts" <= 10 days with threshold > 0.1', 'IsComplete "id"']
+    rules = [
+        "RowCount > 0",
+        'Completeness "name" > 0.5',
+        'Mean "amount" > 1',
+        'Sum "amount" > 1',
+        'StandardDeviation "amount" > 1',
+        'ColumnValues "amount" > 1 with threshold > 0.1',
+        'ColumnLength "name" < 10 with threshold > 0.1',
+        'ColumnCorrelation "id" "amount" > 0',
+        'DataFreshness "ts" <= 10 days with threshold > 0.1',
+        'IsComplete "id"',
+    ]
     tracker = spark.sparkContext.statusTracker()
 
     def jobs_for(ruleset: str, group: str) -> int:
@@ -335,6 +400,7 @@ def test_aggregate_rules_run_as_one_spark_job(spark, data):
 
 # ------------------------------------------------------------------ with a job
 
+
 def test_quarantine_pipeline_with_bookmarks(runner, tmp_path, spark):
     data, out = tmp_path / "in", tmp_path / "out"
     write_json(data / "a.json", [1, 2, 3], qty=5)
@@ -347,8 +413,12 @@ def test_quarantine_pipeline_with_bookmarks(runner, tmp_path, spark):
         result = job.evaluate_quality(df, rules, name="orders_checks")
         good, bad = result.split()
         job.write_files(good, str(out / "good"), format="parquet", ctx="good")
-        job.write_files(bad.withColumn(FAIL_COLUMN, F.to_json(F.col(FAIL_COLUMN))), str(out / "bad"),
-                        format="json", ctx="bad")
+        job.write_files(
+            bad.withColumn(FAIL_COLUMN, F.to_json(F.col(FAIL_COLUMN))),
+            str(out / "bad"),
+            format="json",
+            ctx="bad",
+        )
         job.commit()
         return result
 
@@ -384,15 +454,22 @@ def test_glue_evaluate_data_quality(spark, tmp_path):
     glue = GlueContext(spark)
     frame = DynamicFrame.fromDF(spark.createDataFrame(ROWS, SCHEMA), glue, "orders")
     collection = EvaluateDataQuality().process_rows(
-        frame=frame, ruleset='Rules = [ RowCount = 5, IsComplete "name" ]',
-        publishing_options={"dataQualityEvaluationContext": "orders_dq"})
+        frame=frame,
+        ruleset='Rules = [ RowCount = 5, IsComplete "name" ]',
+        publishing_options={"dataQualityEvaluationContext": "orders_dq"},
+    )
     rule_outcomes = SelectFromCollection.apply(dfc=collection, key="ruleOutcomes").toDF().collect()
-    assert {(r["Rule"], r["Outcome"]) for r in rule_outcomes} == {("RowCount = 5", "Passed"),
-                                                                  ('IsComplete "name"', "Failed")}
+    assert {(r["Rule"], r["Outcome"]) for r in rule_outcomes} == {
+        ("RowCount = 5", "Passed"),
+        ('IsComplete "name"', "Failed"),
+    }
     rows = SelectFromCollection.apply(dfc=collection, key="rowLevelOutcomes").toDF()
     assert rows.where(F.col(RESULT_COLUMN) == "Failed").count() == 1
-    applied = EvaluateDataQuality.apply(frame=frame, ruleset='Rules = [ ColumnCount = 6 ]',
-                                        publishing_options={"dataQualityEvaluationContext": "x"})
+    applied = EvaluateDataQuality.apply(
+        frame=frame,
+        ruleset="Rules = [ ColumnCount = 6 ]",
+        publishing_options={"dataQualityEvaluationContext": "x"},
+    )
     assert [r["Outcome"] for r in applied.toDF().collect()] == ["Passed"]
 
 
@@ -408,8 +485,9 @@ def test_cli_results_check_and_anomalies_from_stored_history(runner, tmp_path, s
     def one_run(n: int):
         write_json(data / f"f{n}.json", list(range(n * 10, n * 10 + (3 if n < 5 else 30))))
         job = runner.start()
-        result = job.evaluate_quality(job.read_files(str(data), format="json", ctx="src"), rules,
-                                      name="volume")
+        result = job.evaluate_quality(
+            job.read_files(str(data), format="json", ctx="src"), rules, name="volume"
+        )
         job.commit()
         return result
 

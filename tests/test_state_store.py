@@ -22,9 +22,15 @@ from sparkmark.engine.store import StateStore, extend_lineage
 
 
 def start(store, job, run_id, lease_seconds=60.0, **kw):
-    return store.start_run(job_name=job, run_id=run_id, attempt=kw.get("attempt", 0),
-                           option=BookmarkOption.ENABLE, arguments=kw.get("arguments", {}),
-                           owner="test:1", lease_seconds=lease_seconds)
+    return store.start_run(
+        job_name=job,
+        run_id=run_id,
+        attempt=kw.get("attempt", 0),
+        option=BookmarkOption.ENABLE,
+        arguments=kw.get("arguments", {}),
+        owner="test:1",
+        lease_seconds=lease_seconds,
+    )
 
 
 def commit_files(store, job, run_id, names, ctx="src"):
@@ -81,7 +87,12 @@ def test_versions_are_immutable_through_reset_and_rewind(store, job_name):
     commit_files(store, job_name, "jr_3", ["c"])
     rewound = store.rewind(job_name, "jr_2")
     assert [v.kind.value for v in store.history(job_name)] == [
-        "REWIND", "COMMIT", "RESET", "COMMIT", "COMMIT"]
+        "REWIND",
+        "COMMIT",
+        "RESET",
+        "COMMIT",
+        "COMMIT",
+    ]
     assert rewound.rewound_to == 2
     assert set(store.processed_files(job_name, "src", rewound.lineage)) == {"file:///d/a", "file:///d/b"}
     # Older versions still read as they were.
@@ -89,7 +100,10 @@ def test_versions_are_immutable_through_reset_and_rewind(store, job_name):
     assert set(store.processed_files(job_name, "src", v4.lineage)) == {"file:///d/c"}
     after = commit_files(store, job_name, "jr_4", ["d"])
     assert set(store.processed_files(job_name, "src", after.lineage)) == {
-        "file:///d/a", "file:///d/b", "file:///d/d"}
+        "file:///d/a",
+        "file:///d/b",
+        "file:///d/d",
+    }
     # The rewind version stands for the state after jr_2, so the next commit follows it.
     assert after.run == 3 and after.previous_run_id == "jr_2"
 
@@ -186,8 +200,17 @@ def test_arguments_are_stored_as_given(store, job_name):
 def test_compaction_keeps_the_state_and_drops_superseded_rows(store, job_name):
     commit_files(store, job_name, "jr_1", ["a", "b"])
     run = start(store, job_name, "jr_2")  # b modified, c new
-    store.commit(run, [CtxCommit("src", {"type": "files"}, [
-        FileEntry("file:///d/b", 2000, 11), FileEntry("file:///d/c", 1000, 10)])], metrics={})
+    store.commit(
+        run,
+        [
+            CtxCommit(
+                "src",
+                {"type": "files"},
+                [FileEntry("file:///d/b", 2000, 11), FileEntry("file:///d/c", 1000, 10)],
+            )
+        ],
+        metrics={},
+    )
     before = store.processed_files(job_name, "src", store.latest_version(job_name).lineage)
     result = store.compact(job_name)
     assert (result.rows_before, result.rows_after) == (4, 3)
@@ -232,8 +255,15 @@ def test_a_crashed_runs_lease_is_taken_over_with_a_log_line(store, job_name, cap
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a process of this host that no longer runs
-    store.start_run(job_name=job_name, run_id="jr_dead", attempt=0, option=BookmarkOption.ENABLE,
-                    arguments={}, owner=f"{socket.gethostname()}:{gone.pid}", lease_seconds=600)
+    store.start_run(
+        job_name=job_name,
+        run_id="jr_dead",
+        attempt=0,
+        option=BookmarkOption.ENABLE,
+        arguments={},
+        owner=f"{socket.gethostname()}:{gone.pid}",
+        lease_seconds=600,
+    )
     with caplog.at_level("WARNING", logger="sparkmark.state"):
         start(store, job_name, "jr_next")  # no wait for the 600 s lease
     assert "taking over the lease of run jr_dead" in caplog.text and "is gone" in caplog.text

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,6 @@ from sparkmark.workflow.store import WorkflowStore, actions
 from .conftest import pg_url
 
 SPARKMARK = Path(sys.executable).with_name("sparkmark")
-UTC = timezone.utc
 
 
 def at(*parts: int) -> datetime:
@@ -35,23 +34,53 @@ def at(*parts: int) -> datetime:
 
 # --------------------------------------------------------------------------- cron
 
-@pytest.mark.parametrize("expression,after,expected", [
-    # Glue's documented examples, with their next firings worked out by hand.
-    ("cron(15 12 * * ? *)", at(2026, 11, 23, 13, 0), [at(2026, 11, 24, 12, 15), at(2026, 11, 25, 12, 15)]),
-    ("cron(0 18 ? * MON-FRI *)", at(2026, 11, 27, 19, 0),  # a Friday evening: next is Monday
-     [at(2026, 11, 30, 18, 0), at(2026, 12, 1, 18, 0)]),
-    ("cron(0 8 1 * ? *)", at(2026, 11, 23), [at(2026, 12, 1, 8, 0), at(2027, 1, 1, 8, 0)]),
-    ("cron(0/15 * * * ? *)", at(2026, 11, 23, 10, 7), [at(2026, 11, 23, 10, 15), at(2026, 11, 23, 10, 30)]),
-    ("cron(0/10 * ? * MON-FRI *)", at(2026, 11, 27, 23, 55),  # Friday 23:55 → Monday 00:00
-     [at(2026, 11, 30, 0, 0), at(2026, 11, 30, 0, 10)]),
-    ("cron(0/5 8-17 ? * MON-FRI *)", at(2026, 11, 23, 17, 56), [at(2026, 11, 24, 8, 0), at(2026, 11, 24, 8, 5)]),
-    # day-of-week numbers: 1 is Sunday on Glue
-    ("cron(30 6 ? * 1 *)", at(2026, 11, 23), [at(2026, 11, 29, 6, 30), at(2026, 12, 6, 6, 30)]),
-    ("cron(0 9 ? * 2#1 *)", at(2026, 11, 23), [at(2026, 12, 7, 9, 0), at(2027, 1, 4, 9, 0)]),  # first Monday
-    ("cron(0 12 ? * 6L *)", at(2026, 11, 1), [at(2026, 11, 27, 12, 0), at(2026, 12, 25, 12, 0)]),  # last Friday
-    ("cron(0 10 L * ? *)", at(2027, 2, 1), [at(2027, 2, 28, 10, 0), at(2027, 3, 31, 10, 0)]),
-    ("cron(0 0 1 JAN ? 2027-2028)", at(2026, 11, 23), [at(2027, 1, 1), at(2028, 1, 1)]),
-])
+
+@pytest.mark.parametrize(
+    "expression,after,expected",
+    [
+        # Glue's documented examples, with their next firings worked out by hand.
+        (
+            "cron(15 12 * * ? *)",
+            at(2026, 11, 23, 13, 0),
+            [at(2026, 11, 24, 12, 15), at(2026, 11, 25, 12, 15)],
+        ),
+        (
+            "cron(0 18 ? * MON-FRI *)",
+            at(2026, 11, 27, 19, 0),  # a Friday evening: next is Monday
+            [at(2026, 11, 30, 18, 0), at(2026, 12, 1, 18, 0)],
+        ),
+        ("cron(0 8 1 * ? *)", at(2026, 11, 23), [at(2026, 12, 1, 8, 0), at(2027, 1, 1, 8, 0)]),
+        (
+            "cron(0/15 * * * ? *)",
+            at(2026, 11, 23, 10, 7),
+            [at(2026, 11, 23, 10, 15), at(2026, 11, 23, 10, 30)],
+        ),
+        (
+            "cron(0/10 * ? * MON-FRI *)",
+            at(2026, 11, 27, 23, 55),  # Friday 23:55 → Monday 00:00
+            [at(2026, 11, 30, 0, 0), at(2026, 11, 30, 0, 10)],
+        ),
+        (
+            "cron(0/5 8-17 ? * MON-FRI *)",
+            at(2026, 11, 23, 17, 56),
+            [at(2026, 11, 24, 8, 0), at(2026, 11, 24, 8, 5)],
+        ),
+        # day-of-week numbers: 1 is Sunday on Glue
+        ("cron(30 6 ? * 1 *)", at(2026, 11, 23), [at(2026, 11, 29, 6, 30), at(2026, 12, 6, 6, 30)]),
+        (
+            "cron(0 9 ? * 2#1 *)",
+            at(2026, 11, 23),
+            [at(2026, 12, 7, 9, 0), at(2027, 1, 4, 9, 0)],
+        ),  # first Monday
+        (
+            "cron(0 12 ? * 6L *)",
+            at(2026, 11, 1),
+            [at(2026, 11, 27, 12, 0), at(2026, 12, 25, 12, 0)],
+        ),  # last Friday
+        ("cron(0 10 L * ? *)", at(2027, 2, 1), [at(2027, 2, 28, 10, 0), at(2027, 3, 31, 10, 0)]),
+        ("cron(0 0 1 JAN ? 2027-2028)", at(2026, 11, 23), [at(2027, 1, 1), at(2028, 1, 1)]),
+    ],
+)
 def test_cron_translation_against_glue_examples(expression, after, expected):
     schedule = cron.parse(expression)
     got, moment = [], after
@@ -66,23 +95,29 @@ def test_cron_years_run_out_and_windows_are_listed():
     assert schedule.next_after(at(2028, 1, 1)) is None
     hourly = cron.parse("cron(0 * * * ? *)")
     assert hourly.between(at(2026, 1, 1, 0, 30), at(2026, 1, 1, 3, 0)) == [
-        at(2026, 1, 1, 1), at(2026, 1, 1, 2), at(2026, 1, 1, 3)]
+        at(2026, 1, 1, 1),
+        at(2026, 1, 1, 2),
+        at(2026, 1, 1, 3),
+    ]
     assert hourly.latest_in(at(2026, 1, 1, 0, 30), at(2026, 1, 1, 3, 59)) == at(2026, 1, 1, 3)
     assert hourly.latest_in(at(2026, 1, 1, 3, 0), at(2026, 1, 1, 3, 59)) is None
     assert hourly.count_in(at(2026, 1, 1, 0, 30), at(2026, 1, 1, 3)) == 2
 
 
-@pytest.mark.parametrize("expression,message", [
-    ("cron(0 12 * * MON *)", "exactly one of day-of-month and day-of-week must be '?'"),
-    ("cron(0 12 ? * ? *)", "exactly one of day-of-month and day-of-week must be '?'"),
-    ("cron(0 12 * * ?)", "it has 5 fields; Glue's cron has 6"),
-    ("cron(60 12 * * ? *)", "60 is out of range for the minutes field (0-59)"),
-    ("cron(0 12 ? * 8 *)", "8 is out of range for the day-of-week field (1-7)"),
-    ("cron(0 12 LW * ? *)", "LW (the last weekday of the month) is not supported"),
-    ("cron(0 ? * * ? *)", "'?' is only allowed in day-of-month or day-of-week, not hours"),
-    ("rate(5 minutes)", "a schedule is written cron(...)"),
-    ("cron(0 12 ? * MON-SUNDAY *)", "'SUNDAY' is not a value of the day-of-week field"),
-])
+@pytest.mark.parametrize(
+    "expression,message",
+    [
+        ("cron(0 12 * * MON *)", "exactly one of day-of-month and day-of-week must be '?'"),
+        ("cron(0 12 ? * ? *)", "exactly one of day-of-month and day-of-week must be '?'"),
+        ("cron(0 12 * * ?)", "it has 5 fields; Glue's cron has 6"),
+        ("cron(60 12 * * ? *)", "60 is out of range for the minutes field (0-59)"),
+        ("cron(0 12 ? * 8 *)", "8 is out of range for the day-of-week field (1-7)"),
+        ("cron(0 12 LW * ? *)", "LW (the last weekday of the month) is not supported"),
+        ("cron(0 ? * * ? *)", "'?' is only allowed in day-of-month or day-of-week, not hours"),
+        ("rate(5 minutes)", "a schedule is written cron(...)"),
+        ("cron(0 12 ? * MON-SUNDAY *)", "'SUNDAY' is not a value of the day-of-week field"),
+    ],
+)
 def test_cron_errors_say_what_is_wrong(expression, message):
     with pytest.raises(cron.CronError) as caught:
         cron.parse(expression)
@@ -121,29 +156,55 @@ Actions = [{ JobName = "a" }]
 """
 
 
-@pytest.mark.parametrize("extra,message", [
-    ('[jobs.c]\nScript = "ok.py"\nRetries = 3\n', "invalid [jobs.c]: unknown key 'Retries'"),
-    ('[triggers.t]\nType = "SCHEDULED"\nSchedule = "cron(0 12 * * MON *)"\nActions = [{ JobName = "a" }]\n',
-     "exactly one of day-of-month and day-of-week must be '?'"),
-    ('[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", State = "SUCCEEDED" }] }\n'
-     'Actions = [{ JobName = "nope" }]\n', "trigger 't' names job 'nope', which is not declared"),
-    ('[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", State = "SUCCEEDED" }] }\n'
-     'Actions = [{ JobName = "b" }]\n'
-     '[triggers.u]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "b", State = "FAILED" }] }\n'
-     'Actions = [{ JobName = "a" }]\n', "the triggers form a cycle (job a -> job b -> job a"),
-    ('[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", State = "DONE" }] }\n'
-     'Actions = [{ JobName = "b" }]\n', "Predicate.Conditions.0.State"),
-    ('[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", CrawlState = "SUCCEEDED" }] }\n'
-     'Actions = [{ JobName = "b" }]\n', "needs State (and no CrawlState)"),
-    ('[triggers.t]\nType = "ON_DEMAND"\nStartOnCreation = true\nActions = [{ JobName = "b" }]\n',
-     "StartOnCreation is not allowed on an ON_DEMAND trigger"),
-    ('[triggers.t]\nType = "ON_DEMAND"\nWorkflowName = "wf"\nActions = [{ JobName = "b" }]\n',
-     "workflow 'wf' has 2 start triggers"),
-    ('[triggers.t]\nType = "ON_DEMAND"\nWorkflowName = "other"\nActions = [{ JobName = "b" }]\n',
-     "belongs to workflow 'other', which is not declared"),
-    ('[schedules.x]\nA = 1\n', "unknown section 'schedules'"),
-    ('[jobs.c]\nScript = "ok.py"\nDefaultArguments = { input = "x" }\n', "argument names start with '--'"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ('[jobs.c]\nScript = "ok.py"\nRetries = 3\n', "invalid [jobs.c]: unknown key 'Retries'"),
+        (
+            '[triggers.t]\nType = "SCHEDULED"\nSchedule = "cron(0 12 * * MON *)"\nActions = [{ JobName = "a" }]\n',
+            "exactly one of day-of-month and day-of-week must be '?'",
+        ),
+        (
+            '[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", State = "SUCCEEDED" }] }\n'
+            'Actions = [{ JobName = "nope" }]\n',
+            "trigger 't' names job 'nope', which is not declared",
+        ),
+        (
+            '[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", State = "SUCCEEDED" }] }\n'
+            'Actions = [{ JobName = "b" }]\n'
+            '[triggers.u]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "b", State = "FAILED" }] }\n'
+            'Actions = [{ JobName = "a" }]\n',
+            "the triggers form a cycle (job a -> job b -> job a",
+        ),
+        (
+            '[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", State = "DONE" }] }\n'
+            'Actions = [{ JobName = "b" }]\n',
+            "Predicate.Conditions.0.State",
+        ),
+        (
+            '[triggers.t]\nType = "CONDITIONAL"\nPredicate = { Conditions = [{ JobName = "a", CrawlState = "SUCCEEDED" }] }\n'
+            'Actions = [{ JobName = "b" }]\n',
+            "needs State (and no CrawlState)",
+        ),
+        (
+            '[triggers.t]\nType = "ON_DEMAND"\nStartOnCreation = true\nActions = [{ JobName = "b" }]\n',
+            "StartOnCreation is not allowed on an ON_DEMAND trigger",
+        ),
+        (
+            '[triggers.t]\nType = "ON_DEMAND"\nWorkflowName = "wf"\nActions = [{ JobName = "b" }]\n',
+            "workflow 'wf' has 2 start triggers",
+        ),
+        (
+            '[triggers.t]\nType = "ON_DEMAND"\nWorkflowName = "other"\nActions = [{ JobName = "b" }]\n',
+            "belongs to workflow 'other', which is not declared",
+        ),
+        ("[schedules.x]\nA = 1\n", "unknown section 'schedules'"),
+        (
+            '[jobs.c]\nScript = "ok.py"\nDefaultArguments = { input = "x" }\n',
+            "argument names start with '--'",
+        ),
+    ],
+)
 def test_invalid_definitions_are_refused_with_a_clear_error(tmp_path, extra, message):
     path = write_project(tmp_path, BASE + extra)
     with pytest.raises(ConfigError) as caught:
@@ -153,31 +214,46 @@ def test_invalid_definitions_are_refused_with_a_clear_error(tmp_path, extra, mes
 
 def test_cli_reports_an_invalid_file_in_one_line(tmp_path):
     path = write_project(tmp_path, BASE + '[jobs.c]\nScript = "ok.py"\nRetries = 3\n')
-    done = subprocess.run([str(SPARKMARK), "workflow", "list", "--config", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(SPARKMARK), "workflow", "list", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1
     assert "error: invalid [jobs.c]: unknown key 'Retries'" in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_definition_graph_and_defaults(tmp_path):
-    project = load_project(write_project(tmp_path, BASE + """
+    project = load_project(
+        write_project(
+            tmp_path,
+            BASE
+            + """
         [triggers.then]
         Type = "CONDITIONAL"
         WorkflowName = "wf"
         Predicate = { Logical = "ANY", Conditions = [{ JobName = "a", State = "SUCCEEDED" }] }
         Actions = [{ JobName = "b", Arguments = { "--day" = "1" } }]
-    """, {"ok.py": OK_SCRIPT}))
+    """,
+            {"ok.py": OK_SCRIPT},
+        )
+    )
     job = project.job("a")
     assert (job.MaxRetries, job.Timeout, job.MaxConcurrentRuns) == (0, 2880, 1)
     assert job.Script == tmp_path / "ok.py"
     graph = project.graph("wf")
     assert {n["UniqueId"] for n in graph["Nodes"]} == {"trigger:go", "job:a", "trigger:then", "job:b"}
     assert {(e["SourceId"], e["DestinationId"]) for e in graph["Edges"]} == {
-        ("trigger:go", "job:a"), ("job:a", "trigger:then"), ("trigger:then", "job:b")}
+        ("trigger:go", "job:a"),
+        ("job:a", "trigger:then"),
+        ("trigger:then", "job:b"),
+    }
 
 
 # --------------------------------------------------------------------------- the scheduler
+
 
 class Clock:
     def __init__(self, start: datetime):
@@ -267,8 +343,12 @@ def test_and_and_any_predicates_in_a_workflow_run(tmp_path):
     drive(sched, lambda: finished(sched, run_id))
     run = sched.store.workflow_run(run_id)
     assert run.status.value == "COMPLETED"
-    assert node_states(sched, run_id) == {"a": ["SUCCEEDED"], "b": ["SUCCEEDED"],
-                                          "both": ["SUCCEEDED"], "either": ["SUCCEEDED"]}
+    assert node_states(sched, run_id) == {
+        "a": ["SUCCEEDED"],
+        "b": ["SUCCEEDED"],
+        "both": ["SUCCEEDED"],
+        "either": ["SUCCEEDED"],
+    }
     assert run.statistics["TotalActions"] == 4 and run.statistics["SucceededActions"] == 4
     assert run.properties == {"env": "test"}
     # The AND trigger waited for both: its job was queued after the later of a and b ended.
@@ -280,13 +360,15 @@ def test_and_and_any_predicates_in_a_workflow_run(tmp_path):
     doc = report.workflow_run(run, graph=True, firings=sched.store.run_firings(run_id))
     fired = {n["Name"]: n["TriggerDetails"]["Fired"] for n in doc["Graph"]["Nodes"] if n["Type"] == "TRIGGER"}
     assert fired == {"go": True, "and_": True, "any_": True, "on_fail": False}
-    never = [n for n in doc["Graph"]["Nodes"] if n["Name"] == "never"][0]
+    never = next(n for n in doc["Graph"]["Nodes"] if n["Name"] == "never")
     assert never["JobDetails"]["JobRuns"] == []
 
 
 def test_failed_and_timeout_branches(tmp_path):
     clock = Clock(at(2026, 11, 23, 9, 0))
-    path = write_project(tmp_path, """
+    path = write_project(
+        tmp_path,
+        """
         [jobs.flaky]
         Script = "fail.py"
         [jobs.slow]
@@ -319,7 +401,9 @@ def test_failed_and_timeout_branches(tmp_path):
         Predicate = { Logical = "ANY", Conditions = [{ JobName = "flaky", State = "SUCCEEDED" },
                                                      { JobName = "slow", State = "SUCCEEDED" }] }
         Actions = [{ JobName = "next" }]
-    """, {"ok.py": OK_SCRIPT, "fail.py": FAIL_SCRIPT, "hang.py": HANG_SCRIPT})
+    """,
+        {"ok.py": OK_SCRIPT, "fail.py": FAIL_SCRIPT, "hang.py": HANG_SCRIPT},
+    )
     sched = scheduler_for(path, clock)
     run_id = sched.start_workflow_run("wf", supervisor=sched.owner)
 
@@ -334,17 +418,22 @@ def test_failed_and_timeout_branches(tmp_path):
     clock.advance(minutes=2)  # past it
     drive(sched, lambda: finished(sched, run_id))
     states = node_states(sched, run_id)
-    assert states == {"flaky": ["FAILED"], "slow": ["TIMEOUT"], "alert": ["SUCCEEDED"], "cleanup": ["SUCCEEDED"]}
+    assert states == {
+        "flaky": ["FAILED"],
+        "slow": ["TIMEOUT"],
+        "alert": ["SUCCEEDED"],
+        "cleanup": ["SUCCEEDED"],
+    }
     run = sched.store.workflow_run(run_id)
     assert run.status.value == "COMPLETED"
     assert (run.statistics["FailedActions"], run.statistics["TimeoutActions"]) == (1, 1)
-    slow = [a for a in run.actions if a.name == "slow"][0]
+    slow = next(a for a in run.actions if a.name == "slow")
     assert "timed out after 5 minutes" in slow.error
     # The killed process's job run is closed as TIMEOUT and its lease freed.
     state = StateStore.from_settings()
     assert state.get_run(slow.action_id).state.value == "TIMEOUT"
     assert state.get_lease("slow") is None
-    flaky = [a for a in run.actions if a.name == "flaky"][0]
+    flaky = next(a for a in run.actions if a.name == "flaky")
     assert "this job always fails" in flaky.error
 
 
@@ -352,12 +441,16 @@ def test_retries_are_attempts_of_the_same_run(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "a.json").write_text('{"id": 1}\n')
-    path = write_project(tmp_path, f"""
+    path = write_project(
+        tmp_path,
+        f"""
         [jobs.flaky]
         Script = "flaky.py"
         MaxRetries = 2
-        DefaultArguments = {{ "--job-bookmark-option" = "job-bookmark-enable", "--marker" = "{tmp_path / 'tries'}" }}
-    """, {"flaky.py": """
+        DefaultArguments = {{ "--job-bookmark-option" = "job-bookmark-enable", "--marker" = "{tmp_path / "tries"}" }}
+    """,
+        {
+            "flaky.py": """
         import os
         from pathlib import Path
         from sparkmark import Job
@@ -368,13 +461,18 @@ def test_retries_are_attempts_of_the_same_run(tmp_path):
         if tries < 2:
             raise RuntimeError(f"failing on purpose, try {tries}")
         job.commit()
-    """})
+    """
+        },
+    )
     sched = scheduler_for(path)
     first = sched.start_job_run("flaky", supervisor=sched.owner)
     drive(sched, lambda: sched.store.actions_of(first_id=first)[-1].final)
     attempts = sched.store.actions_of(first_id=first)
     assert [(a.attempt, a.state.value, a.final) for a in attempts] == [
-        (0, "FAILED", False), (1, "FAILED", False), (2, "SUCCEEDED", True)]
+        (0, "FAILED", False),
+        (1, "FAILED", False),
+        (2, "SUCCEEDED", True),
+    ]
     assert [a.action_id for a in attempts] == [first, f"{first}_attempt_1", f"{first}_attempt_2"]
     assert [report.job_run(a)["PreviousRunId"] for a in attempts] == [None, first, f"{first}_attempt_1"]
     state = StateStore.from_settings()
@@ -390,7 +488,9 @@ def test_run_properties_pass_between_jobs(tmp_path, monkeypatch):
     # name, as a user with boto3 installed would.
     monkeypatch.setenv("SPARKMARK_BOTO3", "shim")
     out = tmp_path / "seen.json"
-    path = write_project(tmp_path, f"""
+    path = write_project(
+        tmp_path,
+        f"""
         [jobs.producer]
         Script = "producer.py"
         [jobs.consumer]
@@ -407,8 +507,9 @@ def test_run_properties_pass_between_jobs(tmp_path, monkeypatch):
         WorkflowName = "wf"
         Predicate = {{ Conditions = [{{ JobName = "producer", State = "SUCCEEDED" }}] }}
         Actions = [{{ JobName = "consumer" }}]
-    """, {
-        "producer.py": """
+    """,
+        {
+            "producer.py": """
             from sparkmark import Job
             from sparkmark.workflow import properties
             job = Job.from_args()
@@ -416,8 +517,8 @@ def test_run_properties_pass_between_jobs(tmp_path, monkeypatch):
             properties.put(job.args, {"rows": "42", "from_env": props["env"]})
             job.commit()
         """,
-        # A Glue-style script: getResolvedOptions and boto3's Glue client, unchanged.
-        "consumer.py": """
+            # A Glue-style script: getResolvedOptions and boto3's Glue client, unchanged.
+            "consumer.py": """
             import json, sys
             import boto3
             from awsglue.utils import getResolvedOptions
@@ -430,15 +531,27 @@ def test_run_properties_pass_between_jobs(tmp_path, monkeypatch):
                 json.dump({**props, "status_seen": status}, f)
             glue.put_workflow_run_properties(Name=args["WORKFLOW_NAME"], RunId=args["WORKFLOW_RUN_ID"],
                                              RunProperties={"consumed": "yes"})
-        """})
+        """,
+        },
+    )
     sched = scheduler_for(path)
     run_id = sched.start_workflow_run("wf", supervisor=sched.owner, properties={"day": "2026-11-24"})
     drive(sched, lambda: finished(sched, run_id))
     assert node_states(sched, run_id) == {"producer": ["SUCCEEDED"], "consumer": ["SUCCEEDED"]}
-    assert json.loads(out.read_text()) == {"env": "dev", "day": "2026-11-24", "rows": "42", "from_env": "dev",
-                                           "status_seen": "RUNNING"}
+    assert json.loads(out.read_text()) == {
+        "env": "dev",
+        "day": "2026-11-24",
+        "rows": "42",
+        "from_env": "dev",
+        "status_seen": "RUNNING",
+    }
     assert sched.store.workflow_run(run_id).properties == {
-        "env": "dev", "day": "2026-11-24", "rows": "42", "from_env": "dev", "consumed": "yes"}
+        "env": "dev",
+        "day": "2026-11-24",
+        "rows": "42",
+        "from_env": "dev",
+        "consumed": "yes",
+    }
 
 
 SCHEDULED = """
@@ -495,7 +608,9 @@ def test_schedules_fire_once_per_window_across_restarts(tmp_path):
     third.tick()
     third.tick()
     assert [f["fire_key"] for f in third.store.firings("every_hour")] == [
-        "2026-11-23T04:00:00+00:00", "2026-11-23T02:00:00+00:00"]
+        "2026-11-23T04:00:00+00:00",
+        "2026-11-23T02:00:00+00:00",
+    ]
     assert len(third.store.workflow_runs("hourly")) == 2
     # The trigger that was never started does not fire; once started, it fires from then on.
     assert third.store.firings("off") == []
@@ -507,7 +622,9 @@ def test_schedules_fire_once_per_window_across_restarts(tmp_path):
 
 
 def test_stopping_a_workflow_run_stops_its_jobs(tmp_path):
-    path = write_project(tmp_path, """
+    path = write_project(
+        tmp_path,
+        """
         [jobs.slow]
         Script = "hang.py"
         [jobs.after]
@@ -523,12 +640,15 @@ def test_stopping_a_workflow_run_stops_its_jobs(tmp_path):
         Predicate = { Logical = "ANY", Conditions = [{ JobName = "slow", State = "SUCCEEDED" },
                                                      { JobName = "slow", State = "STOPPED" }] }
         Actions = [{ JobName = "after" }]
-    """, {"ok.py": OK_SCRIPT, "hang.py": HANG_SCRIPT})
+    """,
+        {"ok.py": OK_SCRIPT, "hang.py": HANG_SCRIPT},
+    )
     sched = scheduler_for(path)
     run_id = sched.start_workflow_run("wf", supervisor=sched.owner)
     log_has_started = lambda: any(  # noqa: E731
         a.log_path and Path(a.log_path).exists() and "started" in Path(a.log_path).read_text()
-        for a in sched.store.workflow_run(run_id).actions)
+        for a in sched.store.workflow_run(run_id).actions
+    )
     drive(sched, log_has_started)
     sched.stop_workflow_run("wf", run_id)
     drive(sched, lambda: finished(sched, run_id))
@@ -540,37 +660,59 @@ def test_stopping_a_workflow_run_stops_its_jobs(tmp_path):
 
 
 def test_job_run_command_runs_a_declared_job(tmp_path):
-    path = write_project(tmp_path, """
+    path = write_project(
+        tmp_path,
+        """
         [jobs.hello]
         Script = "hello.py"
         DefaultArguments = { "--greeting" = "hello", "--who" = "nobody" }
         [jobs.broken]
         Script = "fail.py"
-    """, {"hello.py": """
+    """,
+        {
+            "hello.py": """
         from sparkmark import Job
         job = Job.from_args()
         print(job.args["greeting"], job.args["who"])
         job.commit()
-    """, "fail.py": FAIL_SCRIPT})
+    """,
+            "fail.py": FAIL_SCRIPT,
+        },
+    )
     env = dict(os.environ)
-    ok = subprocess.run([str(SPARKMARK), "job", "run", "hello", "--config", str(path), "--who", "world",
-                         "--json"], capture_output=True, text=True, timeout=120, env=env)
+    ok = subprocess.run(
+        [str(SPARKMARK), "job", "run", "hello", "--config", str(path), "--who", "world", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert ok.returncode == 0, ok.stderr[-2000:]
     record = json.loads(ok.stdout)
     assert record["JobRunState"] == "SUCCEEDED" and record["Attempt"] == 0
     assert "hello world" in Path(record["LogPath"]).read_text()
-    bad = subprocess.run([str(SPARKMARK), "job", "run", "broken", "--config", str(path)],
-                         capture_output=True, text=True, timeout=120, env=env)
+    bad = subprocess.run(
+        [str(SPARKMARK), "job", "run", "broken", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert bad.returncode == 1
     assert "FAILED" in bad.stdout and "this job always fails" in bad.stdout
 
 
 # --------------------------------------------------------------------------- real scheduler processes
 
+
 def start_scheduler(path: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([str(SPARKMARK), "scheduler", "--config", str(path), "--poll", "0.1", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [str(SPARKMARK), "scheduler", "--config", str(path), "--poll", "0.1", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def eventually(check, seconds: float = 90.0):
@@ -630,8 +772,16 @@ def test_scheduler_restart_mid_workflow(tmp_path):
     run_id = queued.start_workflow_run("wf", supervisor=None)  # handed to whichever scheduler leads
 
     one = start_scheduler(path)
-    first = eventually(lambda: next((a for a in store.workflow_run(run_id).actions
-                                     if a.name == "first" and a.state.value == "RUNNING"), None))
+    first = eventually(
+        lambda: next(
+            (
+                a
+                for a in store.workflow_run(run_id).actions
+                if a.name == "first" and a.state.value == "RUNNING"
+            ),
+            None,
+        )
+    )
     os.kill(one.pid, signal.SIGKILL)  # the scheduler dies; the job it started lives on
     one.wait()
     gate.touch()
@@ -654,7 +804,9 @@ def test_scheduler_restart_mid_workflow(tmp_path):
 def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
     # Hourly at the minute that just passed: one window is due now, the next in an hour.
     minute = (datetime.now(UTC) - timedelta(minutes=1)).minute
-    path = write_project(tmp_path, f"""
+    path = write_project(
+        tmp_path,
+        f"""
         [jobs.a]
         Script = "ok.py"
         [workflows.hourly_wf]
@@ -664,15 +816,21 @@ def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
         WorkflowName = "hourly_wf"
         StartOnCreation = true
         Actions = [{{ JobName = "a" }}]
-    """, {"ok.py": OK_SCRIPT})
+    """,
+        {"ok.py": OK_SCRIPT},
+    )
     store = WorkflowStore(StateStore.from_settings())
     store.sync_trigger("hourly_trigger", start_on_creation=True, now=datetime.now(UTC))
     with store.engine.begin() as conn:  # as if the trigger had been active for two minutes
         store.advance_watermark(conn, "hourly_trigger", datetime.now(UTC) - timedelta(minutes=2))
     one, two = start_scheduler(path), start_scheduler(path)
     try:
-        eventually(lambda: store.workflow_runs("hourly_wf") and all(
-            r.status.value == "COMPLETED" for r in store.workflow_runs("hourly_wf")))
+        eventually(
+            lambda: (
+                store.workflow_runs("hourly_wf")
+                and all(r.status.value == "COMPLETED" for r in store.workflow_runs("hourly_wf"))
+            )
+        )
         leader = store.leader(datetime.now(UTC))
     finally:
         logs = [stop(one), stop(two)]
@@ -691,7 +849,9 @@ def test_standalone_conditional_triggers_fire_on_job_ends(tmp_path, request, mon
     # On PostgreSQL this time: the scheduler and the job processes share that state store.
 
     monkeypatch.setenv("SPARKMARK_STATE_URL", pg_url(request.getfixturevalue("pg_schemas")()))
-    path = write_project(tmp_path, """
+    path = write_project(
+        tmp_path,
+        """
         [jobs.extract]
         Script = "ok.py"
         [jobs.load]
@@ -715,7 +875,9 @@ def test_standalone_conditional_triggers_fire_on_job_ends(tmp_path, request, mon
         Type = "CONDITIONAL"
         Predicate = { Conditions = [{ JobName = "extract", State = "SUCCEEDED" }] }
         Actions = [{ JobName = "unwatched" }]
-    """, {"ok.py": OK_SCRIPT})
+    """,
+        {"ok.py": OK_SCRIPT},
+    )
     sched = scheduler_for(path)
     first = sched.start_job_run("extract", supervisor=sched.owner)
     ran = lambda name: [a for a in sched.store.actions_of(kind="JOB", name=name) if a.final]  # noqa: E731
@@ -736,7 +898,9 @@ def test_a_crawler_in_a_workflow(tmp_path):
     data = tmp_path / "lake" / "orders"
     (data / "dt=2026-11-01").mkdir(parents=True)
     (data / "dt=2026-11-01" / "a.json").write_text('{"id": 1, "amount": 3.5}\n{"id": 2, "amount": 4}\n')
-    path = write_project(tmp_path, f"""
+    path = write_project(
+        tmp_path,
+        f"""
         [crawlers.lake]
         DatabaseName = "wf_lake"
         Targets = {{ S3Targets = [{{ Path = "{data}" }}] }}
@@ -759,7 +923,9 @@ def test_a_crawler_in_a_workflow(tmp_path):
         WorkflowName = "crawl_then_use"
         Predicate = {{ Conditions = [{{ CrawlerName = "lake", CrawlState = "FAILED" }}] }}
         Actions = [{{ JobName = "on_fail" }}]
-    """, {"ok.py": OK_SCRIPT})
+    """,
+        {"ok.py": OK_SCRIPT},
+    )
     sched = scheduler_for(path)
     run_id = sched.start_workflow_run("crawl_then_use", supervisor=sched.owner)
     drive(sched, lambda: finished(sched, run_id), seconds=240)
@@ -768,23 +934,30 @@ def test_a_crawler_in_a_workflow(tmp_path):
     record = sched.crawlers.crawls("lake")[0]
     assert (record.crawl_id, record.state) == (crawl.action_id, "SUCCEEDED")
     assert record.summary["tables_created"] == ["wf_lake.orders"]
-    doc = report.workflow_run(sched.store.workflow_run(run_id), graph=True,
-                              firings=sched.store.run_firings(run_id))
-    crawler_node = [n for n in doc["Graph"]["Nodes"] if n["Type"] == "CRAWLER"][0]
+    doc = report.workflow_run(
+        sched.store.workflow_run(run_id), graph=True, firings=sched.store.run_firings(run_id)
+    )
+    crawler_node = next(n for n in doc["Graph"]["Nodes"] if n["Type"] == "CRAWLER")
     assert crawler_node["CrawlerDetails"]["Crawls"][0]["State"] == "SUCCEEDED"
 
 
 def test_cli_workflow_run_get_run_runs_and_triggers(tmp_path):
-    path = write_project(tmp_path, PREDICATES + """
+    path = write_project(
+        tmp_path,
+        PREDICATES
+        + """
 [triggers.nightly]
 Type = "SCHEDULED"
 Schedule = "cron(0 2 * * ? *)"
 Actions = [{ JobName = "a" }]
-""", {"ok.py": OK_SCRIPT})
+""",
+        {"ok.py": OK_SCRIPT},
+    )
 
     def sm(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([str(SPARKMARK), *args, "--config", str(path)], capture_output=True,
-                              text=True, timeout=180)
+        done = subprocess.run(
+            [str(SPARKMARK), *args, "--config", str(path)], capture_output=True, text=True, timeout=180
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         return done
 
@@ -809,21 +982,30 @@ Actions = [{ JobName = "a" }]
     assert triggers["nightly"]["State"] == "ACTIVATED"
     assert triggers["nightly"]["NextFiring"].endswith("T02:00:00+00:00")
     sm("trigger", "stop", "nightly")
-    assert {t["Name"]: t["State"] for t in json.loads(sm("trigger", "list", "--json").stdout)}["nightly"] \
-        == "DEACTIVATED"
-    refused = subprocess.run([str(SPARKMARK), "trigger", "start", "go", "--config", str(path)],
-                             capture_output=True, text=True, timeout=60)
+    assert {t["Name"]: t["State"] for t in json.loads(sm("trigger", "list", "--json").stdout)}[
+        "nightly"
+    ] == "DEACTIVATED"
+    refused = subprocess.run(
+        [str(SPARKMARK), "trigger", "start", "go", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 1 and "is ON_DEMAND" in refused.stderr
 
 
 def test_declared_spark_settings_reach_the_job_session(tmp_path):
     out = tmp_path / "conf.json"
-    path = write_project(tmp_path, f"""
+    path = write_project(
+        tmp_path,
+        f"""
         [jobs.sparky]
         Script = "sparky.py"
         DefaultArguments = {{ "--out" = "{out}" }}
         Spark = {{ master = "local[1]", conf = {{ "spark.sql.shuffle.partitions" = 3, "spark.sparkmark.test" = "yes" }} }}
-    """, {"sparky.py": """
+    """,
+        {
+            "sparky.py": """
         import json
         from sparkmark import Job
         job = Job.from_args()
@@ -833,7 +1015,9 @@ def test_declared_spark_settings_reach_the_job_session(tmp_path):
                        "partitions": job.spark.conf.get("spark.sql.shuffle.partitions"),
                        "custom": conf.get("spark.sparkmark.test")}, f)
         job.commit()
-    """})
+    """
+        },
+    )
     sched = scheduler_for(path)
     first = sched.start_job_run("sparky", supervisor=sched.owner)
     drive(sched, lambda: sched.store.action(first).final, seconds=240)
@@ -847,8 +1031,17 @@ def test_runs_of_a_scheduler_on_another_host_are_adopted_when_its_beat_stops(tmp
     clock = Clock(datetime.now(UTC))
     far = scheduler_for(path, clock, owner="far-host:4242")  # a process this host cannot see
     run_id = far.start_workflow_run("wf", supervisor=far.owner)
-    first = lambda: next((a for a in far.store.workflow_run(run_id).actions  # noqa: E731
-                          if a.name == "first" and a.state.value == "RUNNING"), None)
+
+    def first():
+        return next(
+            (
+                a
+                for a in far.store.workflow_run(run_id).actions
+                if a.name == "first" and a.state.value == "RUNNING"
+            ),
+            None,
+        )
+
     drive(far, first)
     running = first().action_id
     with far.store.engine.begin() as conn:  # as if that job process ran on the far host
@@ -880,7 +1073,9 @@ def test_boto3_stand_in_names_what_it_cannot_do():
 
 
 def test_workflow_run_strict_fails_on_a_failed_job(tmp_path):
-    path = write_project(tmp_path, """
+    path = write_project(
+        tmp_path,
+        """
         [jobs.broken]
         Script = "fail.py"
         [workflows.wf]
@@ -888,10 +1083,20 @@ def test_workflow_run_strict_fails_on_a_failed_job(tmp_path):
         Type = "ON_DEMAND"
         WorkflowName = "wf"
         Actions = [{ JobName = "broken" }]
-    """, {"fail.py": FAIL_SCRIPT})
-    plain = subprocess.run([str(SPARKMARK), "workflow", "run", "wf", "--config", str(path), "--no-graph"],
-                           capture_output=True, text=True, timeout=120)
+    """,
+        {"fail.py": FAIL_SCRIPT},
+    )
+    plain = subprocess.run(
+        [str(SPARKMARK), "workflow", "run", "wf", "--config", str(path), "--no-graph"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert plain.returncode == 0 and "COMPLETED" in plain.stdout and "FailedActions 1" in plain.stdout
-    strict = subprocess.run([str(SPARKMARK), "workflow", "run", "wf", "--config", str(path), "--strict"],
-                            capture_output=True, text=True, timeout=120)
+    strict = subprocess.run(
+        [str(SPARKMARK), "workflow", "run", "wf", "--config", str(path), "--strict"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert strict.returncode == 1 and "COMPLETED" in strict.stdout

@@ -1,9 +1,10 @@
 import sys
+
+from awsglue.context import GlueContext
+from awsglue.job import Job
 from awsglue.transforms import *
 from awsglue.utils import getResolvedOptions
 from pyspark.context import SparkContext
-from awsglue.context import GlueContext
-from awsglue.job import Job
 
 args = getResolvedOptions(sys.argv, ["JOB_NAME", "orders_path", "customers_path", "output_path"])
 sc = SparkContext()
@@ -53,7 +54,7 @@ ChangeSchema_node4 = ApplyMapping.apply(
 # Script generated for node Filter
 Filter_node5 = Filter.apply(
     frame=ChangeSchema_node4,
-    f=lambda row: (row["amount"] is not None and row["amount"] > 0),
+    f=lambda row: row["amount"] is not None and row["amount"] > 0,
     transformation_ctx="Filter_node5",
 )
 

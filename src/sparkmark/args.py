@@ -41,9 +41,7 @@ def split_pairs(argv: Sequence[str]) -> dict[str, str]:
     while i < len(argv):
         token = argv[i]
         if not token.startswith("--") or token == "--":
-            raise ArgumentError(
-                f"unexpected argument {token!r}: job arguments are --name value pairs"
-            )
+            raise ArgumentError(f"unexpected argument {token!r}: job arguments are --name value pairs")
         name, eq, value = token[2:].partition("=")
         if not name:
             raise ArgumentError(f"argument {token!r} has no name")

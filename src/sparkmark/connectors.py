@@ -33,23 +33,34 @@ class Connector:
 
 CONNECTORS: tuple[Connector, ...] = (
     Connector(
-        "s3", "spark-s3", "the s3a:// filesystem (hadoop-aws and the AWS SDK)",
+        "s3",
+        "spark-s3",
+        "the s3a:// filesystem (hadoop-aws and the AWS SDK)",
         "org.apache.hadoop:hadoop-aws:{hadoop}",
-        ('No FileSystem for scheme "s3', "S3AFileSystem not found",
-         "ClassNotFoundException: org.apache.hadoop.fs.s3a"),
+        (
+            'No FileSystem for scheme "s3',
+            "S3AFileSystem not found",
+            "ClassNotFoundException: org.apache.hadoop.fs.s3a",
+        ),
     ),
     Connector(
-        "kafka", "spark-kafka", "Spark's Kafka source and sink (format kafka)",
+        "kafka",
+        "spark-kafka",
+        "Spark's Kafka source and sink (format kafka)",
         "org.apache.spark:spark-sql-kafka-0-10_2.13:{spark}",
         ("Failed to find data source: kafka", "Failed to find the data source: kafka"),
     ),
     Connector(
-        "avro", "spark-avro", "Spark's Avro format (format avro)",
+        "avro",
+        "spark-avro",
+        "Spark's Avro format (format avro)",
         "org.apache.spark:spark-avro_2.13:{spark}",
         ("Failed to find data source: avro", "Failed to find the data source: avro"),
     ),
     Connector(
-        "jdbc", "jdbc", "JDBC drivers for PostgreSQL, MariaDB/MySQL and SQLite",
+        "jdbc",
+        "jdbc",
+        "JDBC drivers for PostgreSQL, MariaDB/MySQL and SQLite",
         "org.postgresql:postgresql:42.7.8,org.mariadb.jdbc:mariadb-java-client:3.5.10",
         (),
     ),
@@ -86,8 +97,12 @@ def resolved_jars(jars_dir: Path, connector: Connector) -> list[str]:
     jars = [j for j in text.split(":") if j]
     missing = [j for j in jars if not Path(j).is_file()]
     if missing or not jars:
-        log.warning("connector %s: %s lists %d jar(s) that are gone; run `make jars` again",
-                    connector.name, listing, len(missing))
+        log.warning(
+            "connector %s: %s lists %d jar(s) that are gone; run `make jars` again",
+            connector.name,
+            listing,
+            len(missing),
+        )
         return []
     return jars
 

@@ -40,9 +40,7 @@ class UnknownJob(NotFound):
 class UnknownRun(NotFound):
     def __init__(self, run_id: str, job_name: str | None = None):
         where = f" of job {job_name!r}" if job_name else ""
-        super().__init__(
-            f"unknown run id {run_id!r}{where}: list the runs with `sparkmark runs list JOB`"
-        )
+        super().__init__(f"unknown run id {run_id!r}{where}: list the runs with `sparkmark runs list JOB`")
         self.run_id = run_id
 
 

@@ -1,15 +1,16 @@
 """The native API: a job run with bookmarked sources and an atomic commit.
 
-    from sparkmark import Job
-    job = Job.from_args()
-    df = job.read_files("data/orders", format="json", ctx="orders_src")
-    ...
-    job.commit()
+from sparkmark import Job
+job = Job.from_args()
+df = job.read_files("data/orders", format="json", ctx="orders_src")
+...
+job.commit()
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -24,12 +25,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from . import args as job_args
+from . import outputs as run_outputs
+from .connections import resolve_connection
+from .connectors import missing_connector
 from .engine import fileplan
+from .engine import jdbc as jdbc_keys
+from .engine.faults import crash_point, crash_when
 from .engine.increment import FileSourceOptions
 from .engine.manifest import manifest_path, quarantine_path, write_manifest
-from .engine.names import check_name, check_run_id
 from .engine.masking import mask_arguments
-from .engine.faults import crash_point, crash_when
 from .engine.models import (
     BookmarkOption,
     BookmarkVersion,
@@ -39,49 +43,48 @@ from .engine.models import (
     OutputState,
     RunRecord,
     RunState,
+    new_run_id,
 )
-from .engine.models import new_run_id
+from .engine.names import check_name, check_run_id
 from .engine.owner import this_process
 from .engine.preview import script_identity
 from .engine.publish import PublishError
 from .engine.store import StateStore
 from .errors import ArgumentError, RunFinished, SourceError
-from .connections import resolve_connection
-from .engine import jdbc as jdbc_keys
 from .settings import Settings
 from .sinks import files as file_sink
 from .sinks import jdbc as jdbc_sink
-from . import outputs as run_outputs
-from .sources import jdbc as jdbc_source
-from .connectors import missing_connector
-from .spark import create_session
 from .sources import files as file_source
+from .sources import jdbc as jdbc_source
+from .spark import create_session
 
 log = logging.getLogger("sparkmark.job")
 
 BAD_RECORDS = ("quarantine", "fail", "keep")  # what read_files does with malformed JSON/CSV
 CORRUPT_RECORD = "_corrupt_record"
 
-_RUNNING: dict[str, "Job"] = {}
-_STARTED: list["Job"] = []
+_RUNNING: dict[str, Job] = {}
+_STARTED: list[Job] = []
 _RUNNING_LOCK = threading.Lock()
 _hooks_installed = False
 
 
-def running_jobs() -> list["Job"]:
+def running_jobs() -> list[Job]:
     """Jobs of this process whose run has not ended yet."""
     with _RUNNING_LOCK:
         return list(_RUNNING.values())
 
 
-def started_jobs() -> list["Job"]:
+def started_jobs() -> list[Job]:
     """Every job run this process started, in order."""
     with _RUNNING_LOCK:
         return list(_STARTED)
 
 
-_UNREADABLE = re.compile(r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
-                         r"|AccessDeniedException: (\S+))")
+_UNREADABLE = re.compile(
+    r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
+    r"|AccessDeniedException: (\S+))"
+)
 _READ_FILE = re.compile(r"reading file (\S+?)\.? ")
 
 
@@ -89,8 +92,9 @@ def describe_error(exc: BaseException) -> str:
     """A run's error message: what went wrong in a few lines (no JVM stack trace), with
     a hint where we have one."""
     text = str(exc).strip() or type(exc).__name__
-    lines = [ln.strip() for ln in text.splitlines()
-             if ln.strip() and not ln.lstrip().startswith(("at ", "..."))]
+    lines = [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("at ", "..."))
+    ]
     summary = " | ".join(dict.fromkeys(lines[:6]))[:3000]
     missing = missing_connector(text)
     if missing:
@@ -102,8 +106,11 @@ def describe_error(exc: BaseException) -> str:
             f"file {path} cannot be read (permission denied); the run commits nothing. Fix "
             "the file's permissions, or leave it out with exclusions, and re-run. " + summary
         )
-    elif "FileNotFoundException" in text or "FILE_NOT_EXIST" in text or (
-            "does not exist" in text and "Path" in text):
+    elif (
+        "FileNotFoundException" in text
+        or "FILE_NOT_EXIST" in text
+        or ("does not exist" in text and "Path" in text)
+    ):
         where = _READ_FILE.search(text)
         summary = (
             (f"file {where.group(1)}" if where else "a file chosen for this run")
@@ -114,7 +121,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 class _Heartbeat(threading.Thread):
-    def __init__(self, job: "Job", interval: float):
+    def __init__(self, job: Job, interval: float):
         super().__init__(name=f"sparkmark-lease-{job.run_id[:10]}", daemon=True)
         self.job = job
         self.interval = interval
@@ -123,16 +130,14 @@ class _Heartbeat(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
             try:
-                if not self.job.store.heartbeat(
-                    self.job.name, self.job.run_id, self.job.lease_seconds
-                ):
+                if not self.job.store.heartbeat(self.job.name, self.job.run_id, self.job.lease_seconds):
                     log.error(
                         "run %s lost the lease of job %s; its commit will be refused",
                         self.job.run_id,
                         self.job.name,
                     )
                     return
-            except Exception as exc:  # keep trying: a blip must not kill the run
+            except Exception as exc:  # noqa: BLE001 - keep trying: a blip must not kill the run
                 log.warning("could not renew the lease of run %s: %s", self.job.run_id, exc)
 
 
@@ -188,6 +193,8 @@ class Job:
 
         self._range: tuple[BookmarkVersion, BookmarkVersion] | None = None
         if bookmark_from is not None:
+            if bookmark_to is None:
+                raise ArgumentError("--job-bookmark-from needs --job-bookmark-to (a run id)")
             lower = self.store.version_after_run(self.name, bookmark_from)
             upper = self.store.version_after_run(self.name, bookmark_to)
             self._range = (lower, upper)
@@ -203,9 +210,7 @@ class Job:
             lease_seconds=self.lease_seconds,
         )
         self._base = (
-            self.store.get_version(self.name, self.run.base_version)
-            if self.run.base_version
-            else None
+            self.store.get_version(self.name, self.run.base_version) if self.run.base_version else None
         )
         with _RUNNING_LOCK:
             _RUNNING[self.run_id] = self
@@ -233,10 +238,12 @@ class Job:
         spark: SparkSession | None = None,
         store: StateStore | None = None,
         settings: Settings | None = None,
-    ) -> "Job":
+    ) -> Job:
         """Start a run from Glue-style arguments (``sys.argv`` by default)."""
         argv = list(sys.argv if argv is None else argv)
-        resolved = job_args.resolve(argv[1:], default_job_name=job_args.script_job_name(argv[0] if argv else None))
+        resolved = job_args.resolve(
+            argv[1:], default_job_name=job_args.script_job_name(argv[0] if argv else None)
+        )
         return cls(
             resolved.job_name,
             args=resolved.values,
@@ -284,12 +291,10 @@ class Job:
 
     def _require_running(self) -> None:
         if self.finished:
-            raise RunFinished(
-                f"run {self.run_id} of job {self.name!r} has already ended; start a new run"
-            )
+            raise RunFinished(f"run {self.run_id} of job {self.name!r} has already ended; start a new run")
 
-    def _claim_ctx(self, ctx: str | None, what: str) -> bool:
-        """Check a source's ctx; True when the source is bookmarked in this run."""
+    def _claim_ctx(self, ctx: str | None, what: str) -> str | None:
+        """Check a source's ctx; the ctx when the source is bookmarked in this run, else None."""
         if ctx is not None:
             check_name("transformation_ctx", ctx)
         if ctx is not None and ctx in self._metrics:
@@ -302,7 +307,7 @@ class Job:
                 "source %s has no ctx (transformation_ctx): it is read in full and not bookmarked",
                 what,
             )
-        return ctx is not None and self.bookmark_option is not BookmarkOption.DISABLE
+        return ctx if self.bookmark_option is not BookmarkOption.DISABLE else None
 
     def read_files(
         self,
@@ -325,9 +330,7 @@ class Job:
         began = time.monotonic()
         fmt = format.lower()
         if fmt not in file_source.FORMATS:
-            raise SourceError(
-                f"unsupported format {format!r}; use one of {', '.join(file_source.FORMATS)}"
-            )
+            raise SourceError(f"unsupported format {format!r}; use one of {', '.join(file_source.FORMATS)}")
         path_list = fileplan.as_path_list(paths)
         bad_records = str(options.pop("bad_records", "quarantine")).lower()
         if bad_records not in BAD_RECORDS:
@@ -339,28 +342,38 @@ class Job:
                 spark_options["mode"] = "FAILFAST"
             else:
                 corrupt_column = spark_options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        bookmarked = self._claim_ctx(ctx, ", ".join(path_list))
+        bookmark_ctx = self._claim_ctx(ctx, ", ".join(path_list))
 
         previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
-        if not bookmarked:
+        if bookmark_ctx is None:
             plan = fileplan.plan_files(
-                path_list, opts, ctx=ctx, processed=None, known_dirs=None,
-                high_water_ms=None, now_ms=fileplan.now_ms(),
+                path_list,
+                opts,
+                ctx=ctx,
+                processed=None,
+                known_dirs=None,
+                high_water_ms=None,
+                now_ms=fileplan.now_ms(),
             )
         elif self._range is not None:
             lower, upper = self._range
             plan = fileplan.plan_range(
                 path_list,
                 opts,
-                ctx=ctx,
-                upper=self.store.processed_files(self.name, ctx, upper.lineage),
-                lower=self.store.processed_files(self.name, ctx, lower.lineage),
+                ctx=bookmark_ctx,
+                upper=self.store.processed_files(self.name, bookmark_ctx, upper.lineage),
+                lower=self.store.processed_files(self.name, bookmark_ctx, lower.lineage),
             )
         else:
             plan = fileplan.plan_bookmarked(
-                self.store, self.name, ctx, path_list, opts,
+                self.store,
+                self.name,
+                bookmark_ctx,
+                path_list,
+                opts,
                 lineage=self._base.lineage if self._base else (),
-                previous=previous, now_ms=fileplan.now_ms(),
+                previous=previous,
+                now_ms=fileplan.now_ms(),
             )
         plan.log_partitions()
 
@@ -377,12 +390,8 @@ class Job:
             fmt=fmt,
             spark_options=spark_options,
             schema=schema,
-            empty_schema=StructType.fromJson(json.loads(stored_schema))
-            if stored_schema
-            else None,
-            root_columns={
-                fileplan.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()
-            },
+            empty_schema=StructType.fromJson(json.loads(stored_schema)) if stored_schema else None,
+            root_columns={fileplan.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()},
             corrupt_column=corrupt_column if bad_records == "quarantine" else None,
         )
         metrics = plan.metrics()
@@ -404,8 +413,8 @@ class Job:
             metrics["files_skipped"],
             metrics["files_deferred"],
         )
-        if bookmarked and self.bookmark_option is BookmarkOption.ENABLE:
-            self._pending[ctx] = fileplan.ctx_commit(
+        if bookmark_ctx is not None and self.bookmark_option is BookmarkOption.ENABLE:
+            self._pending[bookmark_ctx] = fileplan.ctx_commit(
                 plan,
                 previous=previous,
                 schema_json=df.schema.json() if plan.increment.selected else None,
@@ -413,8 +422,7 @@ class Job:
             )
         return df
 
-    def _quarantine(self, df: DataFrame, column: str, ctx: str | None,
-                    metrics: dict[str, Any]) -> DataFrame:
+    def _quarantine(self, df: DataFrame, column: str, ctx: str | None, metrics: dict[str, Any]) -> DataFrame:
         """Set malformed records aside, with their file, under the run's TempDir; the
         rest goes on. The records count as processed: the bookmark passes them."""
         from pyspark.sql import functions as F
@@ -425,11 +433,18 @@ class Job:
         metrics["records_quarantined"] = count
         if count:
             where = quarantine_path(self.temp_dir, self.name, self.run_id, ctx or "no_ctx")
-            bad.select(F.col(file_source.SOURCE_FILE).alias("file"),
-                       F.col(column).alias("record")).write.mode("append").json(where)
+            bad.select(
+                F.col(file_source.SOURCE_FILE).alias("file"), F.col(column).alias("record")
+            ).write.mode("append").json(where)
             metrics["quarantine"] = where
-            log.warning("job %s ctx %s: %d malformed records set aside in %s (file, record); "
-                        "the rest of their files is read", self.name, ctx, count, where)
+            log.warning(
+                "job %s ctx %s: %d malformed records set aside in %s (file, record); "
+                "the rest of their files is read",
+                self.name,
+                ctx,
+                count,
+                where,
+            )
         return df.filter(F.col(column).isNull()).drop(column, file_source.SOURCE_FILE)
 
     def read_table(
@@ -451,16 +466,22 @@ class Job:
         table = CatalogStore(self.store).table(*split_name(name))
         if table.parameters.get("connectionName"):  # a crawled JDBC table
             keys = options.pop("keys", None) or (table.parameters.get("primaryKey") or "").split(",")
-            return self.read_jdbc(connection=table.parameters["connectionName"],
-                                  table=table.parameters["dbtable"], ctx=ctx,
-                                  keys=[k for k in keys if k] or None, **options)
+            return self.read_jdbc(
+                connection=table.parameters["connectionName"],
+                table=table.parameters["dbtable"],
+                ctx=ctx,
+                keys=[k for k in keys if k] or None,
+                **options,
+            )
 
         def reader(paths, fmt, columns, table_options):
-            return self.read_files(paths, format=fmt, ctx=ctx, path_columns=columns,
-                                   **{**table_options, **options})
+            return self.read_files(
+                paths, format=fmt, ctx=ctx, path_columns=columns, **{**table_options, **options}
+            )
 
-        df, _table, _count = read_table(self.spark, CatalogStore(self.store), name, [predicate or ""],
-                                        reader, fmt=format)
+        df, _table, _count = read_table(
+            self.spark, CatalogStore(self.store), name, [predicate or ""], reader, fmt=format
+        )
         return df
 
     def _database(self, url, connection, user, password) -> jdbc_keys.Database:
@@ -502,29 +523,44 @@ class Job:
         began = time.monotonic()
         database = self._database(url, connection, user, password)
         request = jdbc_source.JdbcRequest.build(
-            database, table=table, query=query, keys=keys, keys_sort_order=keys_sort_order,
-            hashfield=hashfield, hashexpression=hashexpression, hashpartitions=hashpartitions,
-            lag=lag, on_null_key=on_null_key, fetchsize=fetchsize,
+            database,
+            table=table,
+            query=query,
+            keys=keys,
+            keys_sort_order=keys_sort_order,
+            hashfield=hashfield,
+            hashexpression=hashexpression,
+            hashpartitions=hashpartitions,
+            lag=lag,
+            on_null_key=on_null_key,
+            fetchsize=fetchsize,
         )
-        bookmarked = self._claim_ctx(ctx, table or "query")
+        bookmark_ctx = self._claim_ctx(ctx, table or "query")
+        bookmarked = bookmark_ctx is not None
         previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
         bounds = None
-        if bookmarked and self._range is not None:
+        if bookmark_ctx is not None and self._range is not None:
             lower, upper = self._range
-            bounds = (lower.ctx_states.get(ctx), upper.ctx_states.get(ctx))
+            bounds = (lower.ctx_states.get(bookmark_ctx), upper.ctx_states.get(bookmark_ctx))
         outcome = jdbc_source.read(
-            self.spark, request, ctx=ctx, previous=previous, bookmarked=bookmarked,
+            self.spark,
+            request,
+            ctx=ctx,
+            previous=previous,
+            bookmarked=bookmarked,
             commit_state=bookmarked and self.bookmark_option is BookmarkOption.ENABLE,
-            bounds=bounds, run_id=self.run_id,
+            bounds=bounds,
+            run_id=self.run_id,
         )
         metrics = dict(outcome.metrics)
         metrics["duration_seconds"] = round(time.monotonic() - began, 4)
         key = ctx if ctx is not None else f"(no ctx) {table or 'query'}"
         self._metrics[key] = metrics
-        log.info("job %s ctx %s: %s rows in range %s", self.name, key, metrics["rows_read"],
-                 metrics["key_range"])
-        if outcome.commit is not None:
-            self._pending[ctx] = outcome.commit
+        log.info(
+            "job %s ctx %s: %s rows in range %s", self.name, key, metrics["rows_read"], metrics["key_range"]
+        )
+        if outcome.commit is not None and bookmark_ctx is not None:
+            self._pending[bookmark_ctx] = outcome.commit
         return outcome.frame
 
     def write_jdbc(
@@ -558,24 +594,39 @@ class Job:
             return result
         self._claim_sink(ctx)
         # Committed writes of earlier runs to this database may have waited for its password.
-        run_outputs.recover(self.store, self.name, running_run=self.run_id,
-                            known=self._databases, only_url=database.jdbc_url)
+        run_outputs.recover(
+            self.store, self.name, running_run=self.run_id, known=self._databases, only_url=database.jdbc_url
+        )
         record = self.store.stage_output(
-            self.run_id, ctx=ctx, kind=OutputKind.JDBC, target=f"{database.display} {table}",
-            plan={"jdbc_url": database.jdbc_url, "user": database.user, "connection": connection,
-                  "table": table, "mode": mode},
+            self.run_id,
+            ctx=ctx,
+            kind=OutputKind.JDBC,
+            target=f"{database.display} {table}",
+            plan={
+                "jdbc_url": database.jdbc_url,
+                "user": database.user,
+                "connection": connection,
+                "table": table,
+                "mode": mode,
+            },
         )
         try:
-            staged = jdbc_sink.stage(df, database, table, mode=mode, keys=keys,
-                                     stage_name=jdbc_sink.stage_name_for(record.key))
+            staged = jdbc_sink.stage(
+                df, database, table, mode=mode, keys=keys, stage_name=jdbc_sink.stage_name_for(record.key)
+            )
         except BaseException:
             self.store.set_output(record.run_id, record.seq, OutputState.DISCARDED)
             raise
         plan = {**record.plan, **staged}
         self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan)
         self._outputs.append(self.store.get_output(record.run_id, record.seq))
-        log.info("job %s: %d rows for %s staged as write %s; they are merged when the run "
-                 "commits", self.name, staged["rows_staged"], table, record.key)
+        log.info(
+            "job %s: %d rows for %s staged as write %s; they are merged when the run commits",
+            self.name,
+            staged["rows_staged"],
+            table,
+            record.key,
+        )
         return {"table": table, "mode": mode, "ctx": ctx, "rows_staged": staged["rows_staged"]}
 
     def evaluate_quality(
@@ -597,15 +648,29 @@ class Job:
 
         check_name("ruleset name", name)
         store = QualityStore(self.store)
-        result = evaluate(df, ruleset, reference=dict(reference or {}), name=name, row_level=row_level,
-                          filtered_rows=filtered_rows,
-                          history=lambda metric: store.history(self.name, name, metric))
+        result = evaluate(
+            df,
+            ruleset,
+            reference=dict(reference or {}),
+            name=name,
+            row_level=row_level,
+            filtered_rows=filtered_rows,
+            history=lambda metric: store.history(self.name, name, metric),
+        )
         document = result.to_dict()
         store.save(self.name, self.run_id, document)
-        self._quality[name] = {"passed": result.passed, "score": document["score"],
-                               "failed_rules": [o.rule for o in result.failed()]}
-        log.info("job %s: data quality %s: %d of %d rules passed", self.name, name,
-                 sum(o.passed for o in result.outcomes), len(result.outcomes))
+        self._quality[name] = {
+            "passed": result.passed,
+            "score": document["score"],
+            "failed_rules": [o.rule for o in result.failed()],
+        }
+        log.info(
+            "job %s: data quality %s: %d of %d rules passed",
+            self.name,
+            name,
+            sum(o.passed for o in result.outcomes),
+            len(result.outcomes),
+        )
         return result
 
     def write_files(
@@ -637,19 +702,28 @@ class Job:
             return {"path": root, "mode": mode}
         self._claim_sink(ctx)
         record = self.store.stage_output(
-            self.run_id, ctx=ctx, kind=OutputKind.FILES, target=root,
+            self.run_id,
+            ctx=ctx,
+            kind=OutputKind.FILES,
+            target=root,
             plan={"root": root, "key": None, "mode": mode, "format": fmt},
         )
         try:
-            plan = file_sink.stage(df, root, record.key, fmt=fmt, mode=mode, partition_by=columns,
-                                   options=options)
+            plan = file_sink.stage(
+                df, root, record.key, fmt=fmt, mode=mode, partition_by=columns, options=options
+            )
         except BaseException:
             run_outputs.discard_output(self.store, record)
             raise
         self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan.to_json())
         self._outputs.append(self.store.get_output(record.run_id, record.seq))
-        log.info("job %s: %d files for %s staged as write %s; they are published when the run "
-                 "commits", self.name, len(plan.files), root, record.key)
+        log.info(
+            "job %s: %d files for %s staged as write %s; they are published when the run commits",
+            self.name,
+            len(plan.files),
+            root,
+            record.key,
+        )
         return {"path": root, "mode": mode, "ctx": ctx, "files_staged": len(plan.files)}
 
     def _claim_sink(self, ctx: str) -> None:
@@ -666,7 +740,7 @@ class Job:
         for record in self._outputs:
             try:
                 self._sinks.append(run_outputs.publish_output(self.store, record, self._databases))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - each write's problem is reported; the others still publish
                 problems.append(f"{record.ctx} -> {record.target}: {exc}")
         if problems:
             raise PublishError(
@@ -680,11 +754,22 @@ class Job:
             try:
                 if not run_outputs.discard_output(self.store, record, self._databases):
                     continue
-                log.warning("job %s: write %s (%s -> %s) discarded: %s", self.name, record.key,
-                            record.ctx, record.target, why)
-            except Exception as exc:
-                log.error("job %s: could not discard write %s yet (%s); the next run will: %s",
-                          self.name, record.key, record.target, exc)
+                log.warning(
+                    "job %s: write %s (%s -> %s) discarded: %s",
+                    self.name,
+                    record.key,
+                    record.ctx,
+                    record.target,
+                    why,
+                )
+            except Exception as exc:  # noqa: BLE001 - discarding goes on for the other writes; this one is logged
+                log.error(
+                    "job %s: could not discard write %s yet (%s); the next run will: %s",
+                    self.name,
+                    record.key,
+                    record.target,
+                    exc,
+                )
 
     # ------------------------------------------------------------ ending
 
@@ -717,8 +802,9 @@ class Job:
                     version.version,
                 )
             else:
-                self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics,
-                                      commit_outputs=True)
+                self.store.finish_run(
+                    self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=True
+                )
         except Exception as exc:
             self.fail(exc)
             raise
@@ -745,8 +831,9 @@ class Job:
         # With bookmarks on, the next run reads this run's input again: publishing its
         # output too would write it twice.
         publish = self.bookmark_option is not BookmarkOption.ENABLE
-        self.run = self.store.finish_run(self.run_id, RunState.SUCCEEDED, metrics=self.metrics,
-                                         commit_outputs=publish)
+        self.run = self.store.finish_run(
+            self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=publish
+        )
         if publish:
             self._publish()
         else:
@@ -760,27 +847,24 @@ class Job:
         self._end()
         message = error if isinstance(error, str) else describe_error(error)
         try:
-            self.run = self.store.finish_run(
-                self.run_id, state, error=message, metrics=self.metrics
-            )
+            self.run = self.store.finish_run(self.run_id, state, error=message, metrics=self.metrics)
         except RunFinished:
             self.run = self.store.get_run(self.run_id)
         log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
         self._discard(f"run {self.run_id} ended {state.value} without committing")
         return self.run
 
-    def __enter__(self) -> "Job":
+    def __enter__(self) -> Job:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if exc is None:
             if not self.finished:
                 self.commit()
         elif isinstance(exc, KeyboardInterrupt):
             self.fail(exc, RunState.STOPPED)
         else:
-            self.fail(exc)
-        return False
+            self.fail(exc)  # and the exception goes on
 
     def __repr__(self) -> str:
         return f"Job(name={self.name!r}, run_id={self.run_id!r}, option={self.bookmark_option.value})"
@@ -792,7 +876,7 @@ _SCHEDULED_TAKEN = False
 def _scheduled_run() -> tuple[str | None, int]:
     """The run id and attempt a scheduler chose for this process (``SPARKMARK_RUN_ID``,
     ``SPARKMARK_ATTEMPT``). The id goes to the first run the process starts only."""
-    global _SCHEDULED_TAKEN
+    global _SCHEDULED_TAKEN  # noqa: PLW0603 - one scheduled run id per process
     attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
     run_id = os.environ.get("SPARKMARK_RUN_ID") or None
     if run_id is None or _SCHEDULED_TAKEN:
@@ -804,7 +888,7 @@ def _scheduled_run() -> tuple[str | None, int]:
 def _install_process_hooks() -> None:
     """For scripts run with plain ``python``: an uncaught exception fails the run, and
     a run still open at exit ends like a Glue run that never called commit()."""
-    global _hooks_installed
+    global _hooks_installed  # noqa: PLW0603 - the hooks are per process
     if _hooks_installed:
         return
     _hooks_installed = True
@@ -820,7 +904,5 @@ def _install_process_hooks() -> None:
     @atexit.register
     def _at_exit():
         for job in running_jobs():
-            try:
+            with contextlib.suppress(Exception):  # the store may be gone at interpreter exit
                 job.finish_without_commit()
-            except Exception:  # the store may be gone at interpreter exit
-                pass

@@ -29,14 +29,19 @@ def _database(record: OutputRecord, known: Mapping[str, jdbc_keys.Database]) -> 
     return jdbc_keys.parse_database(plan["jdbc_url"], plan.get("user"))
 
 
-def publish_output(store: StateStore, record: OutputRecord,
-                   known: Mapping[str, jdbc_keys.Database] | None = None) -> dict:
+def publish_output(
+    store: StateStore, record: OutputRecord, known: Mapping[str, jdbc_keys.Database] | None = None
+) -> dict:
     """Make a COMMITTED write visible and mark it PUBLISHED. Repeatable."""
     if record.kind is OutputKind.FILES:
         plan = publish.FileOutputPlan.from_json(record.plan)
         publish.publish(plan)
-        result = {"ctx": record.ctx, "path": plan.root, "files_written": len(plan.files),
-                  "files_replaced": len(plan.remove)}
+        result = {
+            "ctx": record.ctx,
+            "path": plan.root,
+            "files_written": len(plan.files),
+            "files_replaced": len(plan.remove),
+        }
     else:
         result = jdbc_sink.apply(_database(record, known or {}), record.plan, key=record.key)
         result = {"ctx": record.ctx, **result}
@@ -44,14 +49,16 @@ def publish_output(store: StateStore, record: OutputRecord,
     return result
 
 
-def discard_output(store: StateStore, record: OutputRecord,
-                   known: Mapping[str, jdbc_keys.Database] | None = None) -> bool:
+def discard_output(
+    store: StateStore, record: OutputRecord, known: Mapping[str, jdbc_keys.Database] | None = None
+) -> bool:
     """Mark a write whose run will never commit DISCARDED, then drop its staged data.
 
     The mark comes first and only from STAGING or STAGED: a write that a commit
     reached in the meantime is never dropped."""
-    if not store.set_output(record.run_id, record.seq, OutputState.DISCARDED,
-                            expect=(OutputState.STAGING, OutputState.STAGED)):
+    if not store.set_output(
+        record.run_id, record.seq, OutputState.DISCARDED, expect=(OutputState.STAGING, OutputState.STAGED)
+    ):
         return False
     if record.kind is OutputKind.FILES:
         publish.discard(record.plan["root"], record.key)
@@ -61,9 +68,14 @@ def discard_output(store: StateStore, record: OutputRecord,
     return True
 
 
-def recover(store: StateStore, job_name: str, *, running_run: str | None = None,
-            known: Mapping[str, jdbc_keys.Database] | None = None,
-            only_url: str | None = None) -> list[OutputRecord]:
+def recover(
+    store: StateStore,
+    job_name: str,
+    *,
+    running_run: str | None = None,
+    known: Mapping[str, jdbc_keys.Database] | None = None,
+    only_url: str | None = None,
+) -> list[OutputRecord]:
     """Finish the writes earlier runs of ``job_name`` left: publish the committed ones,
     discard those of runs that ended without committing them. ``running_run`` (the
     caller's own run) is left alone. Returns the writes still unfinished, each
@@ -79,17 +91,36 @@ def recover(store: StateStore, job_name: str, *, running_run: str | None = None,
             continue
         try:
             if record.state is OutputState.COMMITTED:
-                log.warning("job %s: publishing write %s (%s -> %s) of committed run %s, which "
-                            "ended before publishing it", job_name, record.key, record.ctx,
-                            record.target, record.run_id)
+                log.warning(
+                    "job %s: publishing write %s (%s -> %s) of committed run %s, which "
+                    "ended before publishing it",
+                    job_name,
+                    record.key,
+                    record.ctx,
+                    record.target,
+                    record.run_id,
+                )
                 publish_output(store, record, known)
             else:
-                log.warning("job %s: discarding write %s (%s -> %s) of run %s, which ended "
-                            "(%s) without committing it", job_name, record.key, record.ctx,
-                            record.target, record.run_id, record.run_state)
+                log.warning(
+                    "job %s: discarding write %s (%s -> %s) of run %s, which ended "
+                    "(%s) without committing it",
+                    job_name,
+                    record.key,
+                    record.ctx,
+                    record.target,
+                    record.run_id,
+                    record.run_state,
+                )
                 discard_output(store, record, known)
-        except Exception as exc:  # keep the rest going; the error is in the log line
-            log.error("job %s: write %s (%s -> %s) is still unfinished: %s", job_name,
-                      record.key, record.ctx, record.target, exc)
+        except Exception as exc:  # noqa: BLE001 - keep the rest going; the error is in the log line
+            log.error(
+                "job %s: write %s (%s -> %s) is still unfinished: %s",
+                job_name,
+                record.key,
+                record.ctx,
+                record.target,
+                exc,
+            )
             left.append(record)
     return left

@@ -32,7 +32,7 @@ class Settings(BaseModel):
     connectors: str = "auto"
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         home = Path(env.get("SPARKMARK_HOME") or ".sparkmark").expanduser().absolute()
         state_url = env.get("SPARKMARK_STATE_URL") or f"sqlite:///{home / 'state.db'}"

@@ -110,8 +110,12 @@ def extra_confs() -> dict[str, str]:
 # SPARKMARK_METASTORE_USER / SPARKMARK_METASTORE_PASSWORD); its tables are created
 # on first use. SPARKMARK_CATALOG=none starts sessions without Hive support.
 
-DRIVERS = {"postgresql": "org.postgresql.Driver", "mysql": "org.mariadb.jdbc.Driver",
-           "mariadb": "org.mariadb.jdbc.Driver", "derby": "org.apache.derby.jdbc.EmbeddedDriver"}
+DRIVERS = {
+    "postgresql": "org.postgresql.Driver",
+    "mysql": "org.mariadb.jdbc.Driver",
+    "mariadb": "org.mariadb.jdbc.Driver",
+    "derby": "org.apache.derby.jdbc.EmbeddedDriver",
+}
 
 
 def hive_enabled() -> bool:
@@ -121,7 +125,10 @@ def hive_enabled() -> bool:
 def hive_confs(settings: Settings | None = None) -> dict[str, str]:
     settings = settings or Settings.from_env()
     home = settings.home
-    url = os.environ.get("SPARKMARK_METASTORE_URL") or f"jdbc:derby:;databaseName={home / 'metastore'};create=true"
+    url = (
+        os.environ.get("SPARKMARK_METASTORE_URL")
+        or f"jdbc:derby:;databaseName={home / 'metastore'};create=true"
+    )
     kind = url.split(":")[1] if url.startswith("jdbc:") else "derby"
     confs = {
         "spark.sql.catalogImplementation": "hive",
@@ -175,13 +182,15 @@ def driver_class(spark: SparkSession, candidates: tuple[str, ...], what: str) ->
     if known is not None:
         return known
     jvm = spark._jvm
+    if jvm is None:
+        raise SourceError("JDBC sources need a classic Spark session with a JVM (not Spark Connect)")
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in candidates:
         try:
             jvm.java.lang.Class.forName(name, True, loader)
             _LOADED_DRIVERS[(app, candidates)] = name
             return name
-        except Exception:
+        except Exception:  # noqa: BLE001 - any failure to load means: try the next candidate
             continue
     raise SourceError(
         f"no JDBC driver for {what} on Spark's classpath (tried {', '.join(candidates)}). "

@@ -12,6 +12,5 @@ job = Job.from_args()
 rows = job.read_files(job.args["input"], format="json", ctx="src")
 rows = rows.withColumn("doubled", F.col("id") * 2)
 job.write_files(rows, job.args["output"], partition_by=["part"], ctx="files")
-job.write_jdbc(rows.select("id", "part", "doubled"), url=job.args["db"], table=job.args["table"],
-               ctx="db")
+job.write_jdbc(rows.select("id", "part", "doubled"), url=job.args["db"], table=job.args["table"], ctx="db")
 job.commit()

@@ -27,8 +27,10 @@ def committed(runner, ctx="src") -> set[str]:
     latest = runner.store.latest_version(runner.name)
     if latest is None:
         return set()
-    return {Path(f.path.removeprefix("file://")).name
-            for f in runner.store.committed_files(runner.name, ctx, latest)}
+    return {
+        Path(f.path.removeprefix("file://")).name
+        for f in runner.store.committed_files(runner.name, ctx, latest)
+    }
 
 
 def test_malformed_json_rows_are_quarantined_with_their_file(runner, tmp_path):
@@ -41,9 +43,12 @@ def test_malformed_json_rows_are_quarantined_with_their_file(runner, tmp_path):
     job.commit()
     metrics = job.run.metrics["sources"]["src"]
     assert metrics["records_quarantined"] == 2
-    quarantined = [json.loads(line) for p in Path(metrics["quarantine"]).glob("*.json")
-                   for line in p.read_text().splitlines()]
-    assert sorted(q["record"] for q in quarantined) == ['not json at all', '{"id": 4,,}']
+    quarantined = [
+        json.loads(line)
+        for p in Path(metrics["quarantine"]).glob("*.json")
+        for line in p.read_text().splitlines()
+    ]
+    assert sorted(q["record"] for q in quarantined) == ["not json at all", '{"id": 4,,}']
     assert all(q["file"].endswith("/mixed.json") for q in quarantined)
     assert committed(runner) == {"good.json", "mixed.json"}
 
@@ -53,16 +58,16 @@ def test_malformed_csv_rows_are_quarantined_or_fail_the_run(runner, tmp_path):
     src.mkdir()
     (src / "a.csv").write_text("id,amount\n1,10\n2,oops\n3,30,extra\n4,40\n")
     job = runner.start()
-    df = job.read_files(str(src), format="csv", ctx="src", header=True,
-                        schema="id INT, amount INT")
+    df = job.read_files(str(src), format="csv", ctx="src", header=True, schema="id INT, amount INT")
     assert sorted(r["id"] for r in df.collect()) == [1, 4]
     job.commit()
     assert job.run.metrics["sources"]["src"]["records_quarantined"] == 2
 
     (src / "b.csv").write_text("id,amount\n5,50\n6,bad\n")
     job = runner.start()
-    df = job.read_files(str(src), format="csv", ctx="src", header=True,
-                        schema="id INT, amount INT", bad_records="fail")
+    df = job.read_files(
+        str(src), format="csv", ctx="src", header=True, schema="id INT, amount INT", bad_records="fail"
+    )
     with pytest.raises(Exception, match="(?i)malformed"):
         df.collect()
     job.fail("malformed CSV")
@@ -117,10 +122,22 @@ def test_unreadable_file_fails_the_run_and_stays_unprocessed(runner, tmp_path):
     locked.chmod(0)
     script = tmp_path / "job.py"
     script.write_text(UNREADABLE_JOB)
-    env = {**os.environ, "SPARKMARK_STATE_URL": runner.store.url.render_as_string(False),
-           "SPARKMARK_SPARK_MASTER": "local[1]", "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, str(script), "--JOB_NAME", runner.name, "--job-bookmark-option",
-           "job-bookmark-enable", "--input", str(src)]
+    env = {
+        **os.environ,
+        "SPARKMARK_STATE_URL": runner.store.url.render_as_string(False),
+        "SPARKMARK_SPARK_MASTER": "local[1]",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    cmd = [
+        sys.executable,
+        str(script),
+        "--JOB_NAME",
+        runner.name,
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(src),
+    ]
     if os.geteuid() == 0:
         cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *cmd]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -151,8 +168,17 @@ def test_file_growing_while_read_is_read_again_in_full(runner, tmp_path):
     assert rows == []
 
 
-@pytest.mark.parametrize("name", ["with space.json", "quo'te\"s.json", "ünïcødé-数据.json",
-                                  "new\nline.json", "glob[1]{a}*.json", "percent%20.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "with space.json",
+        "quo'te\"s.json",
+        "ünïcødé-数据.json",
+        "new\nline.json",
+        "glob[1]{a}*.json",
+        "percent%20.json",
+    ],
+)
 def test_odd_file_names(runner, tmp_path, name):
     src = tmp_path / "in"
     write_json(src / name, [1, 2])

@@ -21,12 +21,20 @@ def _commit_many(url: str, job: str, barrier, results) -> None:
     store = StateStore(url)
     barrier.wait()
     for k in range(COMMITS):
-        run = store.start_run(job_name=job, run_id=f"jr_{job}_{k}", attempt=0,
-                              option=BookmarkOption.ENABLE, arguments={}, owner=f"proc:{job}",
-                              lease_seconds=60)
-        store.commit(run, [CtxCommit("src", {"commits": k + 1},
-                                     [FileEntry(f"file:///in/{job}/{k}.json", k, 10)])],
-                     metrics={})
+        run = store.start_run(
+            job_name=job,
+            run_id=f"jr_{job}_{k}",
+            attempt=0,
+            option=BookmarkOption.ENABLE,
+            arguments={},
+            owner=f"proc:{job}",
+            lease_seconds=60,
+        )
+        store.commit(
+            run,
+            [CtxCommit("src", {"commits": k + 1}, [FileEntry(f"file:///in/{job}/{k}.json", k, 10)])],
+            metrics={},
+        )
     store.close()
     results.put(job)
 
@@ -36,9 +44,15 @@ def _race(url: str, job: str, who: int, barrier, results) -> None:
     for rnd in range(ROUNDS):
         barrier.wait()
         try:
-            run = store.start_run(job_name=job, run_id=f"jr_{job}_{rnd}_{who}", attempt=0,
-                                  option=BookmarkOption.ENABLE, arguments={},
-                                  owner=f"proc:{who}", lease_seconds=60)
+            run = store.start_run(
+                job_name=job,
+                run_id=f"jr_{job}_{rnd}_{who}",
+                attempt=0,
+                option=BookmarkOption.ENABLE,
+                arguments={},
+                owner=f"proc:{who}",
+                lease_seconds=60,
+            )
             outcome = "ran"
         except ConcurrentRunsExceeded:
             run, outcome = None, "refused"

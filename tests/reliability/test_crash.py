@@ -51,9 +51,22 @@ def write_inputs(folder: Path, first: int, files: int, per_file: int = 5) -> lis
 
 def run_job(env: dict, job_name: str, inp: Path, out: Path, table: str, crash: str):
     env = {**env, "SPARKMARK_CRASH_AT": crash}
-    args = [sys.executable, str(JOB), "--JOB_NAME", job_name,
-            "--job-bookmark-option", "job-bookmark-enable", "--input", str(inp),
-            "--output", str(out), "--table", table, "--db", JDBC_URL]
+    args = [
+        sys.executable,
+        str(JOB),
+        "--JOB_NAME",
+        job_name,
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(inp),
+        "--output",
+        str(out),
+        "--table",
+        table,
+        "--db",
+        JDBC_URL,
+    ]
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -62,9 +75,25 @@ def rerun_here(monkeypatch, env: dict, job_name: str, inp: Path, out: Path, tabl
     per trial instead of two)."""
     for name in ("SPARKMARK_HOME", "SPARKMARK_STATE_URL"):
         monkeypatch.setenv(name, env[name])
-    monkeypatch.setattr(sys, "argv", [str(JOB), "--JOB_NAME", job_name, "--job-bookmark-option",
-                                      "job-bookmark-enable", "--input", str(inp), "--output",
-                                      str(out), "--table", table, "--db", JDBC_URL])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            str(JOB),
+            "--JOB_NAME",
+            job_name,
+            "--job-bookmark-option",
+            "job-bookmark-enable",
+            "--input",
+            str(inp),
+            "--output",
+            str(out),
+            "--table",
+            table,
+            "--db",
+            JDBC_URL,
+        ],
+    )
     runpy.run_path(str(JOB), run_name="__main__")
 
 
@@ -72,10 +101,14 @@ def rerun_here(monkeypatch, env: dict, job_name: str, inp: Path, out: Path, tabl
 @pytest.mark.parametrize("point", POINTS)
 def test_crash_loses_and_duplicates_nothing(point, trial, tmp_path, pg_schemas, spark, monkeypatch):
     backend = "sqlite" if trial % 2 == 0 else "postgresql"
-    state_url = (f"sqlite:///{tmp_path / 'state.db'}" if backend == "sqlite"
-                 else pg_url(pg_schemas()))
-    env = {**os.environ, "SPARKMARK_HOME": str(tmp_path / "home"), "SPARKMARK_STATE_URL": state_url,
-           "SPARKMARK_SPARK_MASTER": "local[2]", "PYSPARK_PYTHON": sys.executable}
+    state_url = f"sqlite:///{tmp_path / 'state.db'}" if backend == "sqlite" else pg_url(pg_schemas())
+    env = {
+        **os.environ,
+        "SPARKMARK_HOME": str(tmp_path / "home"),
+        "SPARKMARK_STATE_URL": state_url,
+        "SPARKMARK_SPARK_MASTER": "local[2]",
+        "PYSPARK_PYTHON": sys.executable,
+    }
     job_name = f"crash_{point}_{trial}"
     inp, out = tmp_path / "in", tmp_path / "out"
     table = f"crash_{uuid.uuid4().hex[:10]}"
@@ -84,13 +117,17 @@ def test_crash_loses_and_duplicates_nothing(point, trial, tmp_path, pg_schemas, 
     try:
         crashed = run_job(env, job_name, inp, out, table, point)
         assert crashed.returncode == -signal.SIGKILL, (
-            f"the job was not killed at {point!r} (exit {crashed.returncode}):\n"
-            + crashed.stderr[-3000:])
+            f"the job was not killed at {point!r} (exit {crashed.returncode}):\n" + crashed.stderr[-3000:]
+        )
         expected += write_inputs(inp, 1000, 2)  # data arriving before the next run
         rerun_here(monkeypatch, env, job_name, inp, out, table)
 
-        files_rows = Counter(ds.dataset(str(out), format="parquet", partitioning="hive")
-                             .to_table(columns=["id"]).column("id").to_pylist())
+        files_rows = Counter(
+            ds.dataset(str(out), format="parquet", partitioning="hive")
+            .to_table(columns=["id"])
+            .column("id")
+            .to_pylist()
+        )
         with psycopg.connect(PG_DSN) as conn:
             table_rows = Counter(r[0] for r in conn.execute(f"SELECT id FROM {table}"))
         for rows in (files_rows, table_rows):
@@ -99,19 +136,22 @@ def test_crash_loses_and_duplicates_nothing(point, trial, tmp_path, pg_schemas, 
             TALLY["lost"] += len(lost)
             TALLY["duplicated"] += duplicated
             assert not lost and not duplicated and set(rows) == set(expected), (
-                f"after a crash at {point!r}: lost {sorted(lost)[:10]}, {duplicated} duplicated")
+                f"after a crash at {point!r}: lost {sorted(lost)[:10]}, {duplicated} duplicated"
+            )
 
         store = StateStore(state_url)
         try:
-            committed = {f.path for f in store.committed_files(
-                job_name, "src", store.latest_version(job_name))}
+            committed = {
+                f.path for f in store.committed_files(job_name, "src", store.latest_version(job_name))
+            }
             listed = {f"file://{p}" for p in map(str, inp.rglob("*.json"))}
             assert committed == listed  # the bookmark covers exactly the input published
             outputs = store.outputs(job_name)
             published = {o.key for o in outputs if o.state is OutputState.PUBLISHED}
             assert all(o.state in (OutputState.PUBLISHED, OutputState.DISCARDED) for o in outputs)
-            named = {KEY_IN_NAME.search(p.name).group(0) for p in out.rglob("*.parquet")
-                     if CONTROL not in p.parts}
+            named = {
+                KEY_IN_NAME.search(p.name).group(0) for p in out.rglob("*.parquet") if CONTROL not in p.parts
+            }
             assert named <= published  # every visible file belongs to a published write
         finally:
             store.close()

@@ -8,10 +8,8 @@ which also covers folders that are not named ``key=value``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import logging
-
+from typing import TYPE_CHECKING
 
 from ..errors import SparkmarkError
 from .models import Partition, Table
@@ -58,22 +56,28 @@ class HiveCatalog:
 
     def _create(self, table: Table) -> None:
         if not self.in_metastore(table):
-            log.info("catalog: %s (%s) is kept in the state store only", table.qualified, table.classification)
+            log.info(
+                "catalog: %s (%s) is kept in the state store only", table.qualified, table.classification
+            )
             return
         fmt = SPARK_FORMATS[table.classification]
         cols = ", ".join(f"{ident(c.name)} {c.type}" for c in table.columns + table.partition_keys)
         parts = ""
         if table.partition_keys:
             parts = " PARTITIONED BY (" + ", ".join(ident(c.name) for c in table.partition_keys) + ")"
-        options = {k[len("option."):]: v for k, v in table.parameters.items() if k.startswith("option.")}
+        options = {k[len("option.") :]: v for k, v in table.parameters.items() if k.startswith("option.")}
         opts = ""
         if options:
             opts = " OPTIONS (" + ", ".join(f"{literal(k)} {literal(v)}" for k, v in options.items()) + ")"
         props = {k: v for k, v in table.parameters.items() if not k.startswith("option.")}
         props["classification"] = table.classification
-        tblprops = " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"
-        self._sql(f"CREATE TABLE {ident(table.database)}.{ident(table.name)} ({cols}) USING {fmt}"
-                  f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}")
+        tblprops = (
+            " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"
+        )
+        self._sql(
+            f"CREATE TABLE {ident(table.database)}.{ident(table.name)} ({cols}) USING {fmt}"
+            f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}"
+        )
 
     def create_table(self, table: Table, crawl_id: str | None = None) -> None:
         self.ensure_database(table.database)
@@ -89,8 +93,15 @@ class HiveCatalog:
         self._register_partitions(table, keep)
 
     def set_parameters(self, table: Table, parameters: dict[str, str]) -> Table:
-        merged = Table(table.database, table.name, table.location, table.classification, table.columns,
-                       table.partition_keys, {**table.parameters, **parameters})
+        merged = Table(
+            table.database,
+            table.name,
+            table.location,
+            table.classification,
+            table.columns,
+            table.partition_keys,
+            {**table.parameters, **parameters},
+        )
         props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in parameters.items())
         if self.in_metastore(table):
             self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} SET TBLPROPERTIES ({props})")
@@ -102,14 +113,18 @@ class HiveCatalog:
         self.store.drop_table(database, name)
 
     def _spec(self, table: Table, p: Partition) -> str:
-        return ", ".join(f"{ident(k.name)}={literal(v)}" for k, v in zip(table.partition_keys, p.values))
+        return ", ".join(
+            f"{ident(k.name)}={literal(v)}" for k, v in zip(table.partition_keys, p.values, strict=False)
+        )
 
     def _register_partitions(self, table: Table, parts: list[Partition]) -> None:
         if not self.in_metastore(table):
             return
         for p in parts:
-            self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} ADD IF NOT EXISTS "
-                      f"PARTITION ({self._spec(table, p)}) LOCATION {literal(p.location)}")
+            self._sql(
+                f"ALTER TABLE {ident(table.database)}.{ident(table.name)} ADD IF NOT EXISTS "
+                f"PARTITION ({self._spec(table, p)}) LOCATION {literal(p.location)}"
+            )
 
     def add_partitions(self, table: Table, parts: list[Partition]) -> None:
         self._register_partitions(table, parts)
@@ -117,8 +132,10 @@ class HiveCatalog:
 
     def drop_partitions(self, table: Table, parts: list[Partition]) -> None:
         for p in parts if self.in_metastore(table) else []:
-            self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} DROP IF EXISTS "
-                      f"PARTITION ({self._spec(table, p)})")
+            self._sql(
+                f"ALTER TABLE {ident(table.database)}.{ident(table.name)} DROP IF EXISTS "
+                f"PARTITION ({self._spec(table, p)})"
+            )
         self.store.drop_partitions(table.database, table.name, parts)
 
     def table(self, database: str, name: str) -> Table:

@@ -12,16 +12,19 @@ from collections.abc import Iterable
 
 from sqlalchemy import (
     Column as SAColumn,
+)
+from sqlalchemy import (
     Integer,
     MetaData,
     String,
-    Table as SATable,
     Text,
     delete,
-
     insert,
     select,
     update,
+)
+from sqlalchemy import (
+    Table as SATable,
 )
 
 from ..engine.schema import UTCDateTime, utcnow
@@ -32,7 +35,8 @@ from .models import Column, Partition, SchemaVersion, Table
 metadata = MetaData()
 
 tables = SATable(
-    "sm_catalog_tables", metadata,
+    "sm_catalog_tables",
+    metadata,
     SAColumn("database", String(255), primary_key=True),
     SAColumn("name", String(255), primary_key=True),
     SAColumn("location", Text, nullable=False),
@@ -43,7 +47,8 @@ tables = SATable(
     SAColumn("updated_at", UTCDateTime, nullable=False),
 )
 partitions = SATable(
-    "sm_catalog_partitions", metadata,
+    "sm_catalog_partitions",
+    metadata,
     SAColumn("database", String(255), primary_key=True),
     SAColumn("table", String(255), primary_key=True),
     SAColumn("values", Text, primary_key=True),  # JSON list
@@ -51,7 +56,8 @@ partitions = SATable(
     SAColumn("added_at", UTCDateTime, nullable=False),
 )
 versions = SATable(
-    "sm_catalog_schema_versions", metadata,
+    "sm_catalog_schema_versions",
+    metadata,
     SAColumn("database", String(255), primary_key=True),
     SAColumn("table", String(255), primary_key=True),
     SAColumn("version", Integer, primary_key=True),
@@ -82,9 +88,14 @@ class CatalogStore:
     def put_table(self, table: Table, crawl_id: str | None = None) -> int | None:
         """Record the table; returns the new schema version number when its schema changed."""
         now = utcnow()
-        values = dict(location=table.location, classification=table.classification,
-                      columns=_doc(table.columns), partition_keys=_doc(table.partition_keys),
-                      parameters=json.dumps(table.parameters, sort_keys=True), updated_at=now)
+        values = {
+            "location": table.location,
+            "classification": table.classification,
+            "columns": _doc(table.columns),
+            "partition_keys": _doc(table.partition_keys),
+            "parameters": json.dumps(table.parameters, sort_keys=True),
+            "updated_at": now,
+        }
         with self.state.engine.begin() as conn:
             key = (tables.c.database == table.database) & (tables.c.name == table.name)
             if conn.execute(select(tables.c.name).where(key)).first():
@@ -94,25 +105,44 @@ class CatalogStore:
             vkey = (versions.c.database == table.database) & (versions.c.table == table.name)
             last = conn.execute(
                 select(versions.c.version, versions.c.columns, versions.c.partition_keys)
-                .where(vkey).order_by(versions.c.version.desc()).limit(1)
+                .where(vkey)
+                .order_by(versions.c.version.desc())
+                .limit(1)
             ).first()
             if last and last.columns == values["columns"] and last.partition_keys == values["partition_keys"]:
                 return None
             number = (last.version if last else 0) + 1
-            conn.execute(insert(versions).values(
-                database=table.database, table=table.name, version=number, columns=values["columns"],
-                partition_keys=values["partition_keys"], created_at=now, crawl_id=crawl_id))
+            conn.execute(
+                insert(versions).values(
+                    database=table.database,
+                    table=table.name,
+                    version=number,
+                    columns=values["columns"],
+                    partition_keys=values["partition_keys"],
+                    created_at=now,
+                    crawl_id=crawl_id,
+                )
+            )
             return number
 
     def drop_table(self, database: str, name: str) -> None:
         with self.state.engine.begin() as conn:
             conn.execute(delete(tables).where((tables.c.database == database) & (tables.c.name == name)))
-            conn.execute(delete(partitions).where(
-                (partitions.c.database == database) & (partitions.c.table == name)))
+            conn.execute(
+                delete(partitions).where((partitions.c.database == database) & (partitions.c.table == name))
+            )
 
     def put_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
-        rows = [{"database": database, "table": name, "values": json.dumps(list(p.values)),
-                 "location": p.location, "added_at": utcnow()} for p in parts]
+        rows = [
+            {
+                "database": database,
+                "table": name,
+                "values": json.dumps(list(p.values)),
+                "location": p.location,
+                "added_at": utcnow(),
+            }
+            for p in parts
+        ]
         if rows:
             with self.state.engine.begin() as conn:
                 conn.execute(insert(partitions), rows)
@@ -120,9 +150,13 @@ class CatalogStore:
     def drop_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
         with self.state.engine.begin() as conn:
             for p in parts:
-                conn.execute(delete(partitions).where(
-                    (partitions.c.database == database) & (partitions.c.table == name)
-                    & (partitions.c["values"] == json.dumps(list(p.values)))))
+                conn.execute(
+                    delete(partitions).where(
+                        (partitions.c.database == database)
+                        & (partitions.c.table == name)
+                        & (partitions.c["values"] == json.dumps(list(p.values)))
+                    )
+                )
 
     def databases(self) -> list[str]:
         with self.state.engine.connect() as conn:
@@ -130,34 +164,60 @@ class CatalogStore:
 
     def tables(self, database: str) -> list[Table]:
         with self.state.engine.connect() as conn:
-            rows = conn.execute(select(tables).where(tables.c.database == database).order_by(tables.c.name)).all()
+            rows = conn.execute(
+                select(tables).where(tables.c.database == database).order_by(tables.c.name)
+            ).all()
         return [self._table(r) for r in rows]
 
     def table(self, database: str, name: str) -> Table:
         with self.state.engine.connect() as conn:
-            row = conn.execute(select(tables).where(
-                (tables.c.database == database) & (tables.c.name == name))).first()
+            row = conn.execute(
+                select(tables).where((tables.c.database == database) & (tables.c.name == name))
+            ).first()
         if row is None:
             raise NotFound(f"no table {database}.{name} in the catalog (run a crawler, or check the name)")
         return self._table(row)
 
     @staticmethod
     def _table(row) -> Table:
-        return Table(row.database, row.name, row.location, row.classification, _cols(row.columns),
-                     _cols(row.partition_keys), json.loads(row.parameters))
+        return Table(
+            row.database,
+            row.name,
+            row.location,
+            row.classification,
+            _cols(row.columns),
+            _cols(row.partition_keys),
+            json.loads(row.parameters),
+        )
 
     def partitions(self, database: str, name: str) -> list[Partition]:
         with self.state.engine.connect() as conn:
-            rows = conn.execute(select(partitions.c["values"], partitions.c.location).where(
-                (partitions.c.database == database) & (partitions.c.table == name))).all()
+            rows = conn.execute(
+                select(partitions.c["values"], partitions.c.location).where(
+                    (partitions.c.database == database) & (partitions.c.table == name)
+                )
+            ).all()
         return sorted((Partition(tuple(json.loads(v)), loc) for v, loc in rows), key=lambda p: p.values)
 
     def versions(self, database: str, name: str) -> list[SchemaVersion]:
         with self.state.engine.connect() as conn:
-            rows = conn.execute(select(versions).where(
-                (versions.c.database == database) & (versions.c.table == name)).order_by(versions.c.version)).all()
-        return [SchemaVersion(r.database, r.table, r.version, _cols(r.columns), _cols(r.partition_keys),
-                              r.created_at, r.crawl_id) for r in rows]
+            rows = conn.execute(
+                select(versions)
+                .where((versions.c.database == database) & (versions.c.table == name))
+                .order_by(versions.c.version)
+            ).all()
+        return [
+            SchemaVersion(
+                r.database,
+                r.table,
+                r.version,
+                _cols(r.columns),
+                _cols(r.partition_keys),
+                r.created_at,
+                r.crawl_id,
+            )
+            for r in rows
+        ]
 
 
 def diff(old: SchemaVersion, new: SchemaVersion) -> list[str]:
@@ -167,5 +227,7 @@ def diff(old: SchemaVersion, new: SchemaVersion) -> list[str]:
     lines += [f"- {n} {t}" for n, t in before.items() if n not in after]
     lines += [f"~ {n} {before[n]} -> {t}" for n, t in after.items() if n in before and before[n] != t]
     if old.partition_keys != new.partition_keys:
-        lines.append(f"~ partition keys {[c.name for c in old.partition_keys]} -> {[c.name for c in new.partition_keys]}")
+        lines.append(
+            f"~ partition keys {[c.name for c in old.partition_keys]} -> {[c.name for c in new.partition_keys]}"
+        )
     return lines

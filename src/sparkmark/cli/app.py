@@ -39,10 +39,12 @@ def run(
     ctx: typer.Context,
     script: Path = typer.Argument(..., help="The PySpark job script"),
     skip_if_no_new_data: bool = typer.Option(
-        False, "--skip-if-no-new-data",
+        False,
+        "--skip-if-no-new-data",
         help="Before starting Spark, list the job's file sources; when none has a new file "
-             "(and the script and arguments are those of the last successful run), record a "
-             "skipped run and exit. Goes before SCRIPT."),
+        "(and the script and arguments are those of the last successful run), record a "
+        "skipped run and exit. Goes before SCRIPT.",
+    ),
 ) -> None:
     """Run SCRIPT with Glue-style arguments, e.g. --JOB_NAME n --job-bookmark-option
     job-bookmark-enable --my-arg v. Prints the run id; exits non-zero when the run fails."""

@@ -110,21 +110,47 @@ def preview(
     store.require_job(job)
     found = preview_job(store, job)
     if as_json:
-        print_json({"JobName": job, "Version": found.version, "NothingNew": found.nothing_new,
-                    "Sources": [{"ctx": s.ctx, "type": s.kind, "files_waiting": s.files_waiting,
-                                 "not_previewable": s.not_previewable, **s.metrics}
-                                for s in found.sources]})
+        print_json(
+            {
+                "JobName": job,
+                "Version": found.version,
+                "NothingNew": found.nothing_new,
+                "Sources": [
+                    {
+                        "ctx": s.ctx,
+                        "type": s.kind,
+                        "files_waiting": s.files_waiting,
+                        "not_previewable": s.not_previewable,
+                        **s.metrics,
+                    }
+                    for s in found.sources
+                ],
+            }
+        )
         return
     if not found.sources:
         console.print("No source state: the next enabled run reads everything.")
         return
-    rows = [[s.ctx, s.kind, s.not_previewable or s.files_waiting,
-             s.metrics.get("files_new", "-"), s.metrics.get("files_modified", "-"),
-             s.metrics.get("files_deferred", "-"), s.metrics.get("files_skipped", "-"),
-             s.metrics.get("bytes_read", "-")] for s in found.sources]
-    console.print(table(f"Next run of job {job} (bookmark version {found.version})",
-                        ["ctx", "type", "files to read", "new", "modified", "deferred",
-                         "already processed", "bytes"], rows))
+    rows = [
+        [
+            s.ctx,
+            s.kind,
+            s.not_previewable or s.files_waiting,
+            s.metrics.get("files_new", "-"),
+            s.metrics.get("files_modified", "-"),
+            s.metrics.get("files_deferred", "-"),
+            s.metrics.get("files_skipped", "-"),
+            s.metrics.get("bytes_read", "-"),
+        ]
+        for s in found.sources
+    ]
+    console.print(
+        table(
+            f"Next run of job {job} (bookmark version {found.version})",
+            ["ctx", "type", "files to read", "new", "modified", "deferred", "already processed", "bytes"],
+            rows,
+        )
+    )
     if found.nothing_new:
         console.print("Nothing new to read.")
 
@@ -218,8 +244,7 @@ def files(
         if ctx not in chosen.ctx_states:
             known = ", ".join(sorted(chosen.ctx_states)) or "none"
             raise SparkmarkError(
-                f"job {job!r} has no source {ctx!r} in bookmark version {chosen.version} "
-                f"(sources: {known})"
+                f"job {job!r} has no source {ctx!r} in bookmark version {chosen.version} (sources: {known})"
             )
         rows = store.committed_files(job, ctx, chosen)
     if as_json:

@@ -45,9 +45,22 @@ def tables(database: str, as_json: bool = typer.Option(False, "--json")) -> None
     if as_json:
         print_json(found)
         return
-    console.print(table(f"Tables of {database}", ["name", "classification", "location", "columns", "partition keys"],
-                        [[t.name, t.classification, t.location, len(t.columns),
-                          ", ".join(c.name for c in t.partition_keys)] for t in found]))
+    console.print(
+        table(
+            f"Tables of {database}",
+            ["name", "classification", "location", "columns", "partition keys"],
+            [
+                [
+                    t.name,
+                    t.classification,
+                    t.location,
+                    len(t.columns),
+                    ", ".join(c.name for c in t.partition_keys),
+                ]
+                for t in found
+            ],
+        )
+    )
 
 
 @app.command("table")
@@ -58,8 +71,13 @@ def show_table(name: str, as_json: bool = typer.Option(False, "--json")) -> None
     if as_json:
         print_json(t)
         return
-    console.print(table(f"Table {t.qualified} ({t.classification}) at {t.location}", ["column", "type", "partition key"],
-                        [[c.name, c.type, ""] for c in t.columns] + [[c.name, c.type, "yes"] for c in t.partition_keys]))
+    console.print(
+        table(
+            f"Table {t.qualified} ({t.classification}) at {t.location}",
+            ["column", "type", "partition key"],
+            [[c.name, c.type, ""] for c in t.columns] + [[c.name, c.type, "yes"] for c in t.partition_keys],
+        )
+    )
     if t.parameters:
         console.print(table("Parameters", ["key", "value"], sorted([k, v] for k, v in t.parameters.items())))
 
@@ -75,8 +93,13 @@ def partitions(name: str, as_json: bool = typer.Option(False, "--json")) -> None
     if as_json:
         print_json([{"values": list(p.values), "location": p.location} for p in parts])
         return
-    console.print(table(f"Partitions of {name}", [c.name for c in found.partition_keys] + ["location"],
-                        [list(p.values) + [p.location] for p in parts]))
+    console.print(
+        table(
+            f"Partitions of {name}",
+            [c.name for c in found.partition_keys] + ["location"],
+            [list(p.values) + [p.location] for p in parts],
+        )
+    )
 
 
 @app.command("versions")
@@ -88,10 +111,19 @@ def versions(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
     store.table(db, t)
     found = store.versions(db, t)
     if as_json:
-        print_json([{"version": v.version, "created_at": v.created_at, "crawl_id": v.crawl_id,
-                     "columns": [[c.name, c.type] for c in v.columns],
-                     "partition_keys": [[c.name, c.type] for c in v.partition_keys],
-                     "changes": diff(found[i - 1], v) if i else []} for i, v in enumerate(found)])
+        print_json(
+            [
+                {
+                    "version": v.version,
+                    "created_at": v.created_at,
+                    "crawl_id": v.crawl_id,
+                    "columns": [[c.name, c.type] for c in v.columns],
+                    "partition_keys": [[c.name, c.type] for c in v.partition_keys],
+                    "changes": diff(found[i - 1], v) if i else [],
+                }
+                for i, v in enumerate(found)
+            ]
+        )
         return
     rows = []
     for i, v in enumerate(found):

@@ -21,7 +21,11 @@ app = typer.Typer(help="Define and run crawlers.", no_args_is_help=True)
 
 @app.command("create")
 @one_line_errors
-def create(file: Path = typer.Option(Path("sparkmark.toml"), "--file", help="crawler.toml, or sparkmark.toml with [crawlers.NAME]")) -> None:
+def create(
+    file: Path = typer.Option(
+        Path("sparkmark.toml"), "--file", help="crawler.toml, or sparkmark.toml with [crawlers.NAME]"
+    ),
+) -> None:
     """Create or update crawlers from a definition file."""
     store = CrawlerStore(StateStore.from_settings())
     for definition in load_file(file):
@@ -31,9 +35,13 @@ def create(file: Path = typer.Option(Path("sparkmark.toml"), "--file", help="cra
 
 @app.command("run")
 @one_line_errors
-def run(name: str, as_json: bool = typer.Option(False, "--json"),
-        crawl_id: str = typer.Option(None, "--crawl-id", hidden=True,
-                                     help="The crawl's id, chosen by the scheduler")) -> None:
+def run(
+    name: str,
+    as_json: bool = typer.Option(False, "--json"),
+    crawl_id: str = typer.Option(
+        None, "--crawl-id", hidden=True, help="The crawl's id, chosen by the scheduler"
+    ),
+) -> None:
     """Run one crawl now and print what it did; exits non-zero when the crawl fails."""
     state = StateStore.from_settings()
     crawlers = CrawlerStore(state)
@@ -41,17 +49,20 @@ def run(name: str, as_json: bool = typer.Option(False, "--json"),
     settings = Settings.from_env()
     spark = create_session(f"crawler-{name}", settings.spark_master, settings)
     spark.sparkContext.setLogLevel("ERROR")
-    record = run_crawl(spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition,
-                       crawl_id=crawl_id)
+    record = run_crawl(
+        spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition, crawl_id=crawl_id
+    )
     if as_json:
         print_json(record)
         return
     s = record.summary
-    console.print(f"crawl {record.crawl_id} of {name}: {record.state} in {s.get('duration_seconds')}s — "
-                  f"tables created {len(s['tables_created'])}, updated {len(s['tables_updated'])}, "
-                  f"deleted {len(s['tables_deleted'])}, deprecated {len(s['tables_deprecated'])}; "
-                  f"partitions added {s['partitions_added']}, deleted {s['partitions_deleted']}; "
-                  f"{len(record.errors)} file errors")
+    console.print(
+        f"crawl {record.crawl_id} of {name}: {record.state} in {s.get('duration_seconds')}s — "
+        f"tables created {len(s['tables_created'])}, updated {len(s['tables_updated'])}, "
+        f"deleted {len(s['tables_deleted'])}, deprecated {len(s['tables_deprecated'])}; "
+        f"partitions added {s['partitions_added']}, deleted {s['partitions_deleted']}; "
+        f"{len(record.errors)} file errors"
+    )
     for e in record.errors:
         console.print(f"  {e['path']}: {e['error']}", highlight=False)
 
@@ -64,14 +75,35 @@ def get(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
     definition, state = store.get(name)
     crawls = store.crawls(name)
     if as_json:
-        print_json({"Name": name, "State": state, "Definition": definition.model_dump(mode="json"),
-                    "LastCrawl": crawls[0] if crawls else None})
+        print_json(
+            {
+                "Name": name,
+                "State": state,
+                "Definition": definition.model_dump(mode="json"),
+                "LastCrawl": crawls[0] if crawls else None,
+            }
+        )
         return
     console.print(f"crawler {name}: {state}; database {definition.DatabaseName}")
-    console.print(table("Crawls", ["crawl", "state", "started", "ended", "created", "updated", "partitions added", "errors"],
-                        [[c.crawl_id, c.state, when(c.started_at), when(c.ended_at), len(c.summary.get("tables_created", [])),
-                          len(c.summary.get("tables_updated", [])), c.summary.get("partitions_added"), len(c.errors)]
-                         for c in crawls]))
+    console.print(
+        table(
+            "Crawls",
+            ["crawl", "state", "started", "ended", "created", "updated", "partitions added", "errors"],
+            [
+                [
+                    c.crawl_id,
+                    c.state,
+                    when(c.started_at),
+                    when(c.ended_at),
+                    len(c.summary.get("tables_created", [])),
+                    len(c.summary.get("tables_updated", [])),
+                    c.summary.get("partitions_added"),
+                    len(c.errors),
+                ]
+                for c in crawls
+            ],
+        )
+    )
 
 
 @app.command("list")

@@ -14,8 +14,10 @@ app = typer.Typer(help="The awsglue import shim for spark-submit and notebooks."
 def install_shim() -> None:
     """Write a .pth file so every Python of this environment resolves awsglue to sparkmark."""
     path = shim.write_pth()
-    console.print(f"installed {path}: `import awsglue` now loads sparkmark.glue in this environment "
-                  "(SPARKMARK_AWSGLUE=off turns it off for one process)")
+    console.print(
+        f"installed {path}: `import awsglue` now loads sparkmark.glue in this environment "
+        "(SPARKMARK_AWSGLUE=off turns it off for one process)"
+    )
 
 
 @app.command("uninstall-shim")

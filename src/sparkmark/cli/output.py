@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -29,7 +29,7 @@ def _default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, Enum):
         return value.value
-    if is_dataclass(value):
+    if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
     if isinstance(value, tuple):
         return list(value)
@@ -40,14 +40,16 @@ def print_json(document: Any) -> None:
     typer.echo(json.dumps(document, indent=2, default=_default, ensure_ascii=False))
 
 
-def when(value: datetime | None) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+def when(value: datetime | str | None) -> str:
+    if isinstance(value, str):
+        return value
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
 
 
 def when_ms(ms: int | None) -> str:
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:

@@ -24,13 +24,32 @@ def list_outputs(
     store.require_job(job)
     records = store.outputs(job, states=UNFINISHED if unfinished else None)
     if as_json:
-        print_json([{"key": r.key, "run_id": r.run_id, "ctx": r.ctx, "kind": r.kind.value,
-                     "target": r.target, "state": r.state.value, "run_state": r.run_state,
-                     "updated_at": r.updated_at} for r in records])
+        print_json(
+            [
+                {
+                    "key": r.key,
+                    "run_id": r.run_id,
+                    "ctx": r.ctx,
+                    "kind": r.kind.value,
+                    "target": r.target,
+                    "state": r.state.value,
+                    "run_state": r.run_state,
+                    "updated_at": r.updated_at,
+                }
+                for r in records
+            ]
+        )
         return
-    console.print(table(f"Writes of job {job}", ["Run", "Seq", "Ctx", "Kind", "Target", "State", "Updated"],
-                        [[r.run_id, r.seq, r.ctx, r.kind.value, r.target, r.state.value,
-                          when(r.updated_at)] for r in records]))
+    console.print(
+        table(
+            f"Writes of job {job}",
+            ["Run", "Seq", "Ctx", "Kind", "Target", "State", "Updated"],
+            [
+                [r.run_id, r.seq, r.ctx, r.kind.value, r.target, r.state.value, when(r.updated_at)]
+                for r in records
+            ],
+        )
+    )
 
 
 @app.command("recover")

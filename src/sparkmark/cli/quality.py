@@ -27,22 +27,57 @@ def results(
     state.require_job(job)
     found = QualityStore(state).results(job, ruleset, limit)
     if as_json:
-        print_json([{"JobName": r.job_name, "RunId": r.run_id, "Ruleset": r.ruleset,
-                     "EvaluatedAt": r.evaluated_at, "Passed": r.passed, "Score": r.score,
-                     "Rules": r.rules, "Metrics": r.metrics} for r in found])
+        print_json(
+            [
+                {
+                    "JobName": r.job_name,
+                    "RunId": r.run_id,
+                    "Ruleset": r.ruleset,
+                    "EvaluatedAt": r.evaluated_at,
+                    "Passed": r.passed,
+                    "Score": r.score,
+                    "Rules": r.rules,
+                    "Metrics": r.metrics,
+                }
+                for r in found
+            ]
+        )
         return
     if not found:
         console.print(f"No data quality results for job {job}.")
         return
-    console.print(table(f"Data quality of job {job}", ["evaluated", "run", "ruleset", "result", "score"],
-                        [[when(r.evaluated_at), r.run_id or "-", r.ruleset,
-                          "Passed" if r.passed else "Failed", f"{r.score:.2f}"] for r in found]))
+    console.print(
+        table(
+            f"Data quality of job {job}",
+            ["evaluated", "run", "ruleset", "result", "score"],
+            [
+                [
+                    when(r.evaluated_at),
+                    r.run_id or "-",
+                    r.ruleset,
+                    "Passed" if r.passed else "Failed",
+                    f"{r.score:.2f}",
+                ]
+                for r in found
+            ],
+        )
+    )
     latest = found[0]
-    console.print(table(f"Rules of the latest evaluation ({latest.ruleset})",
-                        ["rule", "outcome", "reason", "metrics"],
-                        [[o["rule"], o["outcome"], o.get("failure_reason") or "",
-                          ", ".join(f"{k}={v}" for k, v in (o.get("evaluated_metrics") or {}).items())]
-                         for o in latest.rules]))
+    console.print(
+        table(
+            f"Rules of the latest evaluation ({latest.ruleset})",
+            ["rule", "outcome", "reason", "metrics"],
+            [
+                [
+                    o["rule"],
+                    o["outcome"],
+                    o.get("failure_reason") or "",
+                    ", ".join(f"{k}={v}" for k, v in (o.get("evaluated_metrics") or {}).items()),
+                ]
+                for o in latest.rules
+            ],
+        )
+    )
 
 
 @app.command("check")

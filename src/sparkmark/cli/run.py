@@ -48,16 +48,27 @@ def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:
     store = StateStore.from_settings(settings)
     arguments = mask_arguments(job_args.run_arguments(resolved, settings.temp_dir))
     identity = script_identity(str(script))
-    decision = decide_skip(store, resolved.job_name, option=resolved.bookmark_option,
-                           arguments=arguments, script=identity)
+    decision = decide_skip(
+        store, resolved.job_name, option=resolved.bookmark_option, arguments=arguments, script=identity
+    )
     if not decision.skip:
         log.info("job %s: running (not skipped: %s)", resolved.job_name, decision.reason)
         return False
-    run = record_skipped_run(store, resolved.job_name, run_id=new_run_id(), decision=decision,
-                             arguments=arguments, script=identity, owner=this_process(),
-                             lease_seconds=settings.lease_seconds)
-    console.print(f"run {run.run_id} of job {run.job_name}: [green]{run.state.value}[/] "
-                  f"(skipped without starting Spark: {decision.reason})", highlight=False)
+    run = record_skipped_run(
+        store,
+        resolved.job_name,
+        run_id=new_run_id(),
+        decision=decision,
+        arguments=arguments,
+        script=identity,
+        owner=this_process(),
+        lease_seconds=settings.lease_seconds,
+    )
+    console.print(
+        f"run {run.run_id} of job {run.job_name}: [green]{run.state.value}[/] "
+        f"(skipped without starting Spark: {decision.reason})",
+        highlight=False,
+    )
     return True
 
 
@@ -85,7 +96,7 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
     except SystemExit as exc:
         if exc.code not in (None, 0):
             error = exc
-    except BaseException as exc:  # the run must be recorded, whatever the script raised
+    except BaseException as exc:  # noqa: BLE001 - the run must be recorded, whatever the script raised
         error = exc
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
@@ -117,10 +128,10 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         elif missing:
             err_console.print(f"[bold red]error:[/] {escape(missing)}", highlight=False)
         else:
-            err_console.print("".join(traceback.format_exception(error)).rstrip(), highlight=False,
-                              markup=False)
-            err_console.print(f"[bold red]error:[/] {describe_error(error).splitlines()[0]}",
-                              highlight=False)
+            err_console.print(
+                "".join(traceback.format_exception(error)).rstrip(), highlight=False, markup=False
+            )
+            err_console.print(f"[bold red]error:[/] {describe_error(error).splitlines()[0]}", highlight=False)
     if error is not None and isinstance(error, SystemExit) and isinstance(error.code, int):
         return error.code
     return 1 if failed else 0

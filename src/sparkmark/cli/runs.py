@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from ..engine.models import RunRecord
@@ -68,7 +70,7 @@ def show(
     if as_json:
         print_json(run)
         return
-    rows = [
+    rows: list[list[Any]] = [
         ["RunId", run.run_id],
         ["Job", run.job_name],
         ["State", run.state.value],
@@ -86,17 +88,39 @@ def show(
     console.print(table(f"Run {run.run_id}", ["Field", "Value"], rows))
     sources = run.metrics.get("sources") or {}
     if sources:
-        columns = ["ctx", "listed", "read", "new", "modified", "skipped", "excluded", "deferred",
-                   "late", "partitions skipped", "bytes", "manifest"]
+        columns = [
+            "ctx",
+            "listed",
+            "read",
+            "new",
+            "modified",
+            "skipped",
+            "excluded",
+            "deferred",
+            "late",
+            "partitions skipped",
+            "bytes",
+            "manifest",
+        ]
         console.print(
             table(
                 "Sources",
                 columns,
                 [
-                    [ctx, m.get("files_listed"), m.get("files_read"), m.get("files_new"),
-                     m.get("files_modified"), m.get("files_skipped"), m.get("files_excluded"),
-                     m.get("files_deferred"), m.get("files_late"), m.get("partitions_skipped"),
-                     m.get("bytes_read"), m.get("manifest")]
+                    [
+                        ctx,
+                        m.get("files_listed"),
+                        m.get("files_read"),
+                        m.get("files_new"),
+                        m.get("files_modified"),
+                        m.get("files_skipped"),
+                        m.get("files_excluded"),
+                        m.get("files_deferred"),
+                        m.get("files_late"),
+                        m.get("partitions_skipped"),
+                        m.get("bytes_read"),
+                        m.get("manifest"),
+                    ]
                     for ctx, m in sorted(sources.items())
                 ],
             )

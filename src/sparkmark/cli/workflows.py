@@ -25,7 +25,9 @@ workflow_app = typer.Typer(help="Run and inspect workflows declared in sparkmark
 trigger_app = typer.Typer(help="Activate, deactivate and list triggers.", no_args_is_help=True)
 job_app = typer.Typer(help="Run and list jobs declared in sparkmark.toml.", no_args_is_help=True)
 
-CONFIG = typer.Option(None, "--config", help="The definitions file (default: $SPARKMARK_CONFIG or ./sparkmark.toml)")
+CONFIG = typer.Option(
+    None, "--config", help="The definitions file (default: $SPARKMARK_CONFIG or ./sparkmark.toml)"
+)
 
 
 def _scheduler(config: Path | None, **kwargs) -> Scheduler:
@@ -45,12 +47,18 @@ def _properties(pairs: list[str]) -> dict[str, str]:
 
 def _print_run(run: WorkflowRunRecord, firings: list[dict], graph: bool) -> None:
     stats = run.statistics
-    console.print(f"workflow {run.workflow} run {run.run_id}: [bold]{run.status.value}[/] "
-                  f"(started {when(run.started_at)}, completed {when(run.completed_at)})", highlight=False)
+    console.print(
+        f"workflow {run.workflow} run {run.run_id}: [bold]{run.status.value}[/] "
+        f"(started {when(run.started_at)}, completed {when(run.completed_at)})",
+        highlight=False,
+    )
     console.print("  " + ", ".join(f"{k} {v}" for k, v in stats.items()), highlight=False, markup=False)
     if run.properties:
-        console.print("  run properties: " + ", ".join(f"{k}={v}" for k, v in run.properties.items()),
-                      highlight=False, markup=False)
+        console.print(
+            "  run properties: " + ", ".join(f"{k}={v}" for k, v in run.properties.items()),
+            highlight=False,
+            markup=False,
+        )
     if run.error:
         console.print(f"  error: {run.error}", highlight=False, markup=False)
     if not graph:
@@ -63,21 +71,26 @@ def _print_run(run: WorkflowRunRecord, firings: list[dict], graph: bool) -> None
     console.print(table("Nodes", ["type", "name", "state", "started", "ended", "detail"], rows))
     names = {n["UniqueId"]: f"{n['Type'].lower()} {n['Name']}" for n in doc["Graph"]["Nodes"]}
     for edge in doc["Graph"]["Edges"]:
-        console.print(f"  {names[edge['SourceId']]} -> {names[edge['DestinationId']]}", highlight=False,
-                      markup=False)
+        console.print(
+            f"  {names[edge['SourceId']]} -> {names[edge['DestinationId']]}", highlight=False, markup=False
+        )
 
 
 @workflow_app.command("run")
 @one_line_errors
-def workflow_run(name: str, config: Path = CONFIG,
-                 wait: bool = typer.Option(True, "--wait/--no-wait",
-                                           help="With a scheduler running, wait for the run to end"),
-                 prop: list[str] = typer.Option([], "--property", help="KEY=VALUE run property"),
-                 graph: bool = typer.Option(True, "--graph/--no-graph"),
-                 strict: bool = typer.Option(False, "--strict",
-                                             help="Exit non-zero when any job or crawl of the run did "
-                                                  "not succeed (for CI)"),
-                 as_json: bool = typer.Option(False, "--json")) -> None:
+def workflow_run(
+    name: str,
+    config: Path = CONFIG,
+    wait: bool = typer.Option(
+        True, "--wait/--no-wait", help="With a scheduler running, wait for the run to end"
+    ),
+    prop: list[str] = typer.Option([], "--property", help="KEY=VALUE run property"),
+    graph: bool = typer.Option(True, "--graph/--no-graph"),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit non-zero when any job or crawl of the run did not succeed (for CI)"
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Start a run of workflow NAME. Without a scheduler running, this command runs it
     to the end itself; exits non-zero unless the run COMPLETED (with --strict: and every
     job and crawl in it succeeded)."""
@@ -95,9 +108,13 @@ def workflow_run(name: str, config: Path = CONFIG,
 
 @workflow_app.command("get-run")
 @one_line_errors
-def workflow_get_run(name: str, run_id: str, config: Path = CONFIG,
-                     graph: bool = typer.Option(False, "--graph", help="Include nodes and edges"),
-                     as_json: bool = typer.Option(False, "--json")) -> None:
+def workflow_get_run(
+    name: str,
+    run_id: str,
+    config: Path = CONFIG,
+    graph: bool = typer.Option(False, "--graph", help="Include nodes and edges"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Show one workflow run: status, statistics, properties and (--graph) its nodes."""
     store = _scheduler(config).store
     run = store.workflow_run(run_id, name)
@@ -109,19 +126,37 @@ def workflow_get_run(name: str, run_id: str, config: Path = CONFIG,
 
 @workflow_app.command("runs")
 @one_line_errors
-def workflow_runs(name: str, config: Path = CONFIG, limit: int = typer.Option(20, "--limit"),
-                  as_json: bool = typer.Option(False, "--json")) -> None:
+def workflow_runs(
+    name: str,
+    config: Path = CONFIG,
+    limit: int = typer.Option(20, "--limit"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """List the runs of workflow NAME, newest first."""
     store = _scheduler(config).store
     runs = store.workflow_runs(name, limit=limit)
     if as_json:
         print_json([report.workflow_run(r) for r in runs])
         return
-    console.print(table(f"Runs of workflow {name}", ["run", "status", "started", "completed", "actions",
-                                                     "succeeded", "failed", "timeout"],
-                        [[r.run_id, r.status.value, when(r.started_at), when(r.completed_at),
-                          r.statistics["TotalActions"], r.statistics["SucceededActions"],
-                          r.statistics["FailedActions"], r.statistics["TimeoutActions"]] for r in runs]))
+    console.print(
+        table(
+            f"Runs of workflow {name}",
+            ["run", "status", "started", "completed", "actions", "succeeded", "failed", "timeout"],
+            [
+                [
+                    r.run_id,
+                    r.status.value,
+                    when(r.started_at),
+                    when(r.completed_at),
+                    r.statistics["TotalActions"],
+                    r.statistics["SucceededActions"],
+                    r.statistics["FailedActions"],
+                    r.statistics["TimeoutActions"],
+                ]
+                for r in runs
+            ],
+        )
+    )
 
 
 @workflow_app.command("stop")
@@ -133,8 +168,12 @@ def workflow_stop(name: str, run_id: str, config: Path = CONFIG) -> None:
     if is_dead(run.supervisor):
         # Nobody drives the run: take it over and finish the stop here.
         scheduler.store.supervise(run_id, scheduler.owner)
-        scheduler.run(until=lambda: scheduler.store.workflow_run(run_id).status.value in
-                      ("STOPPED", "COMPLETED", "ERROR"), max_seconds=120)
+        scheduler.run(
+            until=lambda: (
+                scheduler.store.workflow_run(run_id).status.value in ("STOPPED", "COMPLETED", "ERROR")
+            ),
+            max_seconds=120,
+        )
     console.print(f"workflow run {run_id}: {scheduler.store.workflow_run(run_id).status.value}")
 
 
@@ -143,21 +182,34 @@ def workflow_stop(name: str, run_id: str, config: Path = CONFIG) -> None:
 def workflow_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared workflows with their triggers."""
     project = load_project(config or config_path())
-    rows = [{"Name": w.Name, "Description": w.Description,
-             "Triggers": [t.Name for t in project.workflow_triggers(w.Name)]} for w in project.workflows.values()]
+    rows = [
+        {
+            "Name": w.Name,
+            "Description": w.Description,
+            "Triggers": [t.Name for t in project.workflow_triggers(w.Name)],
+        }
+        for w in project.workflows.values()
+    ]
     if as_json:
         print_json(rows)
         return
-    console.print(table("Workflows", ["name", "triggers", "description"],
-                        [[r["Name"], ", ".join(r["Triggers"]), r["Description"]] for r in rows]))
+    console.print(
+        table(
+            "Workflows",
+            ["name", "triggers", "description"],
+            [[r["Name"], ", ".join(r["Triggers"]), r["Description"]] for r in rows],
+        )
+    )
 
 
 def _set_trigger(name: str, config: Path | None, state: str) -> None:
     scheduler = _scheduler(config, leading=False)
     trigger = scheduler.project.trigger(name)
     if trigger.Type is TriggerType.ON_DEMAND:
-        raise ConfigError(f"trigger {name!r} is ON_DEMAND: it fires only when started by hand "
-                          "(`sparkmark workflow run` for a workflow's trigger) and cannot be activated")
+        raise ConfigError(
+            f"trigger {name!r} is ON_DEMAND: it fires only when started by hand "
+            "(`sparkmark workflow run` for a workflow's trigger) and cannot be activated"
+        )
     scheduler.store.set_trigger_state(name, state, utcnow())
     console.print(f"trigger {name}: {state}")
 
@@ -190,22 +242,49 @@ def trigger_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--j
         schedule = t.schedule
         nxt = schedule.next_after(now) if schedule and state == "ACTIVATED" else None
         fired = scheduler.store.firings(t.Name, limit=1)
-        rows.append({"Name": t.Name, "Type": t.Type.value, "State": state, "WorkflowName": t.WorkflowName,
-                     "Schedule": t.Schedule, "NextFiring": nxt,
-                     "LastFired": fired[0]["fired_at"] if fired else None})
+        rows.append(
+            {
+                "Name": t.Name,
+                "Type": t.Type.value,
+                "State": state,
+                "WorkflowName": t.WorkflowName,
+                "Schedule": t.Schedule,
+                "NextFiring": nxt,
+                "LastFired": fired[0]["fired_at"] if fired else None,
+            }
+        )
     if as_json:
         print_json(rows)
         return
-    console.print(table("Triggers", ["name", "type", "state", "workflow", "schedule", "next", "last fired"],
-                        [[r["Name"], r["Type"], r["State"], r["WorkflowName"], r["Schedule"],
-                          when(r["NextFiring"]), when(r["LastFired"])] for r in rows]))
+    console.print(
+        table(
+            "Triggers",
+            ["name", "type", "state", "workflow", "schedule", "next", "last fired"],
+            [
+                [
+                    r["Name"],
+                    r["Type"],
+                    r["State"],
+                    r["WorkflowName"],
+                    r["Schedule"],
+                    when(r["NextFiring"]),
+                    when(r["LastFired"]),
+                ]
+                for r in rows
+            ],
+        )
+    )
 
 
 @job_app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @one_line_errors
-def job_run(ctx: typer.Context, name: str, config: Path = CONFIG,
-            wait: bool = typer.Option(True, "--wait/--no-wait"),
-            as_json: bool = typer.Option(False, "--json")) -> None:
+def job_run(
+    ctx: typer.Context,
+    name: str,
+    config: Path = CONFIG,
+    wait: bool = typer.Option(True, "--wait/--no-wait"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Run declared job NAME with its DefaultArguments, overridden by --name value pairs
     after NAME; with its timeout and retries. Exits non-zero unless it SUCCEEDED."""
     extra = {f"--{k}": v for k, v in job_args.split_pairs(list(ctx.args)).items()}
@@ -214,9 +293,11 @@ def job_run(ctx: typer.Context, name: str, config: Path = CONFIG,
     if as_json:
         print_json(report.job_run(action))
     else:
-        console.print(f"job {name} run {action.action_id} (attempt {action.attempt}): "
-                      f"[bold]{action.state.value}[/]" + (f" — {escape(action.error)}" if action.error else ""),
-                      highlight=False)
+        console.print(
+            f"job {name} run {action.action_id} (attempt {action.attempt}): "
+            f"[bold]{action.state.value}[/]" + (f" — {escape(action.error)}" if action.error else ""),
+            highlight=False,
+        )
     if action.final and action.state.value != "SUCCEEDED":
         raise typer.Exit(1)
 
@@ -230,23 +311,35 @@ def job_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json"
     if as_json:
         print_json(rows)
         return
-    console.print(table("Jobs", ["name", "script", "retries", "timeout (min)", "concurrent"],
-                        [[r["Name"], r["Script"], r["MaxRetries"], r["Timeout"], r["MaxConcurrentRuns"]]
-                         for r in rows]))
+    console.print(
+        table(
+            "Jobs",
+            ["name", "script", "retries", "timeout (min)", "concurrent"],
+            [[r["Name"], r["Script"], r["MaxRetries"], r["Timeout"], r["MaxConcurrentRuns"]] for r in rows],
+        )
+    )
 
 
-def scheduler_command(config: Path = CONFIG,
-                      poll: float = typer.Option(1.0, "--poll", help="Seconds between passes"),
-                      max_seconds: float = typer.Option(None, "--max-seconds",
-                                                        help="Stop after this long (default: run until killed)"),
-                      lease: float = typer.Option(30.0, "--lease", help="Seconds the lead lasts between passes")) -> None:
+def scheduler_command(
+    config: Path = CONFIG,
+    poll: float = typer.Option(1.0, "--poll", help="Seconds between passes"),
+    max_seconds: float = typer.Option(
+        None, "--max-seconds", help="Stop after this long (default: run until killed)"
+    ),
+    lease: float = typer.Option(30.0, "--lease", help="Seconds the lead lasts between passes"),
+) -> None:
     """Run the scheduler: fire schedules and conditional triggers, start and watch job and
     crawler runs, follow workflow runs. Several may run: one leads, the others wait."""
     scheduler = _scheduler(config, lease_seconds=lease)
     log = logging.getLogger("sparkmark.scheduler")
-    log.info("scheduler %s: %d jobs, %d triggers, %d workflows from %s", scheduler.owner,
-             len(scheduler.project.jobs), len(scheduler.project.triggers),
-             len(scheduler.project.workflows), scheduler.project.path)
+    log.info(
+        "scheduler %s: %d jobs, %d triggers, %d workflows from %s",
+        scheduler.owner,
+        len(scheduler.project.jobs),
+        len(scheduler.project.triggers),
+        len(scheduler.project.workflows),
+        scheduler.project.path,
+    )
     try:
         scheduler.run(poll_seconds=poll, max_seconds=max_seconds)
     except KeyboardInterrupt:

@@ -5,8 +5,15 @@ from __future__ import annotations
 import fsspec
 
 BY_SUFFIX = {
-    ".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json",
-    ".parquet": "parquet", ".orc": "orc", ".avro": "avro", ".xml": "xml",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+    ".orc": "orc",
+    ".avro": "avro",
+    ".xml": "xml",
 }
 
 
@@ -35,6 +42,7 @@ def classify(url: str) -> str | None:
 
 def csv_has_header(first: list[str], second: list[str] | None) -> bool:
     """Glue's heuristic: a header row is all text, and some later column is not."""
+
     def numeric(v: str) -> bool:
         try:
             float(v)

@@ -8,7 +8,7 @@ import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import fsspec
@@ -52,11 +52,20 @@ class Found:
 @dataclass
 class Crawl:
     crawl_id: str
-    summary: dict[str, Any] = field(default_factory=lambda: {
-        "tables_created": [], "tables_updated": [], "tables_deleted": [], "tables_deprecated": [],
-        "partitions_added": 0, "partitions_deleted": 0, "schema_changes_logged": [],
-        "deletions_logged": [], "files_listed": 0, "folders_skipped": 0,
-    })
+    summary: dict[str, Any] = field(
+        default_factory=lambda: {
+            "tables_created": [],
+            "tables_updated": [],
+            "tables_deleted": [],
+            "tables_deprecated": [],
+            "partitions_added": 0,
+            "partitions_deleted": 0,
+            "schema_changes_logged": [],
+            "deletions_logged": [],
+            "files_listed": 0,
+            "folders_skipped": 0,
+        }
+    )
     errors: list[dict[str, str]] = field(default_factory=list)
 
     def error(self, path: str, message: str) -> None:
@@ -70,7 +79,7 @@ def table_name(prefix: str, folder_url: str) -> str:
 
 
 def _segments(f: ListedFile, root: str) -> list[str]:
-    rel = f.dir[len(root):].strip("/")
+    rel = f.dir[len(root) :].strip("/")
     return rel.split("/") if rel else []
 
 
@@ -112,19 +121,23 @@ def discover(listing: Listing, target_root: str, level: int, prefix: str, crawl:
             if k != kind:
                 continue
             if len(segments[f.url]) != depth:
-                crawl.error(f.url, f"at a different folder depth than the table's partitions ({depth}); skipped")
+                crawl.error(
+                    f.url, f"at a different folder depth than the table's partitions ({depth}); skipped"
+                )
             else:
                 chosen.append(f)
         names = []
         for i in range(depth):
-            level = [segments[f.url][i] for f in chosen]
-            keys = {s.split("=", 1)[0] for s in level if "=" in s}
-            plain = any("=" not in s for s in level)
+            folders = [segments[f.url][i] for f in chosen]
+            keys = {s.split("=", 1)[0] for s in folders if "=" in s}
+            plain = any("=" not in s for s in folders)
             names.append(keys.pop() if len(keys) == 1 and not plain else f"partition_{i}")
         partitions = {}
         for f in chosen:
-            values = tuple(s.split("=", 1)[1] if "=" in s and names[i] == s.split("=", 1)[0] else s
-                           for i, s in enumerate(segments[f.url]))
+            values = tuple(
+                s.split("=", 1)[1] if "=" in s and names[i] == s.split("=", 1)[0] else s
+                for i, s in enumerate(segments[f.url])
+            )
             partitions[values] = f.dir
         found.append(Found(table_name(prefix, root), root, chosen, kind, names, partitions))
     return found
@@ -151,7 +164,9 @@ def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[
     return df.schema
 
 
-def infer(spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str) -> tuple[list[Column], dict[str, str]] | None:
+def infer(
+    spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str
+) -> tuple[list[Column], dict[str, str]] | None:
     sample = _sample(found)
     options: dict[str, str] = {}
     if found.classification == "csv":
@@ -166,14 +181,16 @@ def infer(spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str) -> 
     urls = [f.url for f in sample]
     try:
         schema = _read_schema(spark, found.classification, urls, options)
-    except Exception:  # find the files that cannot be read, record them, go on
+    except Exception:  # noqa: BLE001 - find the files that cannot be read, record them, go on
         good = []
         for url in urls:
             try:
                 _read_schema(spark, found.classification, [url], options)
                 good.append(url)
             except Exception as exc:  # noqa: BLE001 - a corrupt file is recorded, not fatal
-                crawl.error(url, f"cannot be read as {found.classification}: {str(exc).splitlines()[0][:300]}")
+                crawl.error(
+                    url, f"cannot be read as {found.classification}: {str(exc).splitlines()[0][:300]}"
+                )
         if not good:
             return None
         schema = _read_schema(spark, found.classification, good, options)
@@ -185,8 +202,15 @@ def infer(spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str) -> 
     return [Column(f.name, f.dataType.simpleString()) for f in fields], params
 
 
-def run_crawl(spark: SparkSession, state: StateStore, catalog: HiveCatalog, crawler_store: CrawlerStore,
-              definition: CrawlerDefinition, *, crawl_id: str | None = None) -> CrawlRecord:
+def run_crawl(
+    spark: SparkSession,
+    state: StateStore,
+    catalog: HiveCatalog,
+    crawler_store: CrawlerStore,
+    definition: CrawlerDefinition,
+    *,
+    crawl_id: str | None = None,
+) -> CrawlRecord:
     crawl = Crawl(crawl_id or "cr_" + secrets.token_hex(16))
     crawler_store.begin(definition.Name, crawl.crawl_id)
     began = time.monotonic()
@@ -225,9 +249,12 @@ def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark
     crawled_roots = []
     for target in definition.Targets.S3Targets:
         root = root_url(target.Path)
-        lister = FileLister(recurse=True, exclusions=ExclusionMatcher(target.Exclusions),
-                            known_dirs=bookmark.known(root) if bookmark else None,
-                            skip_unchanged_dirs=bookmark is not None)
+        lister = FileLister(
+            recurse=True,
+            exclusions=ExclusionMatcher(target.Exclusions),
+            known_dirs=bookmark.known(root) if bookmark else None,
+            skip_unchanged_dirs=bookmark is not None,
+        )
         try:
             listing = lister.list([target.Path])
         except SourceError:
@@ -238,16 +265,24 @@ def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark
         crawl.summary["folders_skipped"] += len(listing.skipped_dirs)
         for found in discover(listing, root, definition.table_level, definition.TablePrefix, crawl):
             seen_tables.add(found.name)
-            _apply(spark, catalog, definition, policy, crawl, found, existing.get(found.name), new_folders_only)
+            _apply(
+                spark, catalog, definition, policy, crawl, found, existing.get(found.name), new_folders_only
+            )
         if bookmark:
             bookmark.record(root, listing)
     for target in definition.Targets.JdbcTargets:
         from .jdbc_targets import crawl_jdbc_target
 
         try:
-            created, updated = crawl_jdbc_target(catalog.store, definition.DatabaseName, definition.TablePrefix,
-                                                 target.ConnectionName, target.Path, target.Exclusions,
-                                                 crawl.crawl_id)
+            created, updated = crawl_jdbc_target(
+                catalog.store,
+                definition.DatabaseName,
+                definition.TablePrefix,
+                target.ConnectionName,
+                target.Path,
+                target.Exclusions,
+                crawl.crawl_id,
+            )
         except Exception as exc:  # noqa: BLE001 - one unreachable target does not stop the crawl
             crawl.error(f"jdbc:{target.ConnectionName}/{target.Path}", f"{type(exc).__name__}: {exc}")
             continue
@@ -267,23 +302,40 @@ def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark
         _delete(catalog, policy.DeleteBehavior, crawl, table)
 
 
-def _apply(spark, catalog: HiveCatalog, definition, policy, crawl: Crawl, found: Found,
-           old: Table | None, new_folders_only: bool) -> None:
+def _apply(
+    spark,
+    catalog: HiveCatalog,
+    definition,
+    policy,
+    crawl: Crawl,
+    found: Found,
+    old: Table | None,
+    new_folders_only: bool,
+) -> None:
     inferred = infer(spark, found, crawl, definition.configuration.get("XmlRowTag", "row"))
     if inferred is None:
         crawl.error(found.root, "no readable file; table not created or updated")
         return
     columns, params = inferred
-    table = Table(definition.DatabaseName, found.name, found.root, found.classification, tuple(columns),
-                  tuple(Column(n, "string") for n in found.partition_names),
-                  {**params, "crawler": definition.Name, "crawl_id": crawl.crawl_id})
+    table = Table(
+        definition.DatabaseName,
+        found.name,
+        found.root,
+        found.classification,
+        tuple(columns),
+        tuple(Column(n, "string") for n in found.partition_names),
+        {**params, "crawler": definition.Name, "crawl_id": crawl.crawl_id},
+    )
     if old is None:
         catalog.create_table(table, crawl.crawl_id)
         crawl.summary["tables_created"].append(table.qualified)
         current = table
     else:
-        changed = (old.columns != table.columns or old.partition_keys != table.partition_keys
-                   or old.classification != table.classification)
+        changed = (
+            old.columns != table.columns
+            or old.partition_keys != table.partition_keys
+            or old.classification != table.classification
+        )
         current = old
         if DEPRECATED in old.parameters and policy.UpdateBehavior is UpdateBehavior.UPDATE_IN_DATABASE:
             changed = True  # the folder is back: the table is current again
@@ -293,8 +345,11 @@ def _apply(spark, catalog: HiveCatalog, definition, policy, crawl: Crawl, found:
             current = table
         elif changed:
             crawl.summary["schema_changes_logged"].append(table.qualified)
-            log.info("crawl %s: schema of %s changed; UpdateBehavior LOG leaves it as it is",
-                     crawl.crawl_id, table.qualified)
+            log.info(
+                "crawl %s: schema of %s changed; UpdateBehavior LOG leaves it as it is",
+                crawl.crawl_id,
+                table.qualified,
+            )
     if current.partition_keys != table.partition_keys:
         return  # the layout changed and was not applied: its partitions would not fit
     known = {p.values for p in catalog.store.partitions(current.database, current.name)}
@@ -304,7 +359,11 @@ def _apply(spark, catalog: HiveCatalog, definition, policy, crawl: Crawl, found:
         crawl.summary["partitions_added"] += len(fresh)
     if new_folders_only or not current.partition_keys:
         return
-    gone = [p for p in catalog.store.partitions(current.database, current.name) if p.values not in found.partitions]
+    gone = [
+        p
+        for p in catalog.store.partitions(current.database, current.name)
+        if p.values not in found.partitions
+    ]
     if not gone:
         return
     if policy.DeleteBehavior is DeleteBehavior.DELETE_FROM_DATABASE:
@@ -320,7 +379,7 @@ def _delete(catalog: HiveCatalog, behavior: DeleteBehavior, crawl: Crawl, table:
         crawl.summary["tables_deleted"].append(table.qualified)
     elif behavior is DeleteBehavior.DEPRECATE_IN_DATABASE:
         if DEPRECATED not in table.parameters:
-            catalog.set_parameters(table, {DEPRECATED: datetime.now(timezone.utc).isoformat()})
+            catalog.set_parameters(table, {DEPRECATED: datetime.now(UTC).isoformat()})
             crawl.summary["tables_deprecated"].append(table.qualified)
     else:
         crawl.summary["deletions_logged"].append(table.qualified)
@@ -335,9 +394,15 @@ class _FolderBookmark:
         self.job = f"crawler:{definition.Name}"
         latest = state.latest_version(self.job)
         self.lineage = latest.lineage if latest else ()
-        self.run = state.start_run(job_name=self.job, run_id="jr_" + secrets.token_hex(32), attempt=0,
-                                   option=BookmarkOption.ENABLE, arguments={"crawler": definition.Name},
-                                   owner="crawler", lease_seconds=3600)
+        self.run = state.start_run(
+            job_name=self.job,
+            run_id="jr_" + secrets.token_hex(32),
+            attempt=0,
+            option=BookmarkOption.ENABLE,
+            arguments={"crawler": definition.Name},
+            owner="crawler",
+            lease_seconds=3600,
+        )
         self.commits: list[CtxCommit] = []
 
     def known(self, root: str) -> dict[str, int]:
@@ -345,11 +410,20 @@ class _FolderBookmark:
 
     def record(self, root: str, listing: Listing) -> None:
         processed = self.state.processed_files(self.job, root, self.lineage)
-        inc = plan_increment(listing, processed, options=FileSourceOptions(recurse=True, max_band_ms=0),
-                             now_ms=int(time.time() * 1000))
-        self.commits.append(CtxCommit(root, {"type": "crawler-target", "paths": [root]},
-                                      [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
-                                      dict(inc.dir_marks)))
+        inc = plan_increment(
+            listing,
+            processed,
+            options=FileSourceOptions(recurse=True, max_band_ms=0),
+            now_ms=int(time.time() * 1000),
+        )
+        self.commits.append(
+            CtxCommit(
+                root,
+                {"type": "crawler-target", "paths": [root]},
+                [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
+                dict(inc.dir_marks),
+            )
+        )
 
     def fail(self, exc: BaseException) -> None:
         from ..engine.models import RunState
@@ -357,5 +431,8 @@ class _FolderBookmark:
         self.state.finish_run(self.run.run_id, RunState.FAILED, error=f"{type(exc).__name__}: {exc}")
 
     def commit(self, summary: dict[str, Any]) -> None:
-        self.state.commit(self.run, self.commits, metrics={"crawl": {k: v for k, v in summary.items()
-                                                                      if isinstance(v, int)}})
+        self.state.commit(
+            self.run,
+            self.commits,
+            metrics={"crawl": {k: v for k, v in summary.items() if isinstance(v, int)}},
+        )

@@ -95,8 +95,9 @@ class CrawlerDefinition(_Model):
     def effective_policy(self) -> SchemaChangePolicySpec:
         """CRAWL_NEW_FOLDERS_ONLY forces LOG behaviours, as on Glue."""
         if self.RecrawlPolicy.RecrawlBehavior is RecrawlBehaviorKind.CRAWL_NEW_FOLDERS_ONLY:
-            return SchemaChangePolicySpec(UpdateBehavior=UpdateBehaviorKind.LOG,
-                                          DeleteBehavior=DeleteBehaviorKind.LOG)
+            return SchemaChangePolicySpec(
+                UpdateBehavior=UpdateBehaviorKind.LOG, DeleteBehavior=DeleteBehaviorKind.LOG
+            )
         return self.SchemaChangePolicy
 
 

@@ -44,8 +44,15 @@ def spark_type(sa_type: sa.types.TypeEngine) -> str:
     return "string"
 
 
-def crawl_jdbc_target(store: CatalogStore, database_name: str, prefix: str, connection_name: str,
-                      include_path: str, exclusions: list[str], crawl_id: str) -> tuple[list[str], list[str]]:
+def crawl_jdbc_target(
+    store: CatalogStore,
+    database_name: str,
+    prefix: str,
+    connection_name: str,
+    include_path: str,
+    exclusions: list[str],
+    crawl_id: str,
+) -> tuple[list[str], list[str]]:
     """Returns (tables created, tables updated)."""
     resolved = resolve_connection(connection_name)
     db = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
@@ -54,9 +61,14 @@ def crawl_jdbc_target(store: CatalogStore, database_name: str, prefix: str, conn
     created, updated = [], []
     try:
         inspector = sa.inspect(engine)
+        schemas: list[str | None]
         if db.dialect.name == "postgresql":
             _, schema_pat, table_pat = (parts + ["%", "%"])[:3]
-            schemas = [s for s in inspector.get_schema_names() if fnmatch.fnmatchcase(s, schema_pat.replace("%", "*"))]
+            schemas = [
+                s
+                for s in inspector.get_schema_names()
+                if fnmatch.fnmatchcase(s, schema_pat.replace("%", "*"))
+            ]
         else:
             table_pat = (parts + ["%"])[1] if len(parts) > 1 else "%"
             schemas = [None]
@@ -69,12 +81,26 @@ def crawl_jdbc_target(store: CatalogStore, database_name: str, prefix: str, conn
                 qualified = f"{schema}.{name}" if schema else name
                 if skip and skip.excludes(qualified, qualified, qualified.replace(".", "/")):
                     continue
-                cols = tuple(Column(c["name"], spark_type(c["type"])) for c in inspector.get_columns(name, schema=schema))
+                cols = tuple(
+                    Column(c["name"], spark_type(c["type"]))
+                    for c in inspector.get_columns(name, schema=schema)
+                )
                 pk = inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or []
                 table_name = (prefix + "_".join(p for p in (schema, name) if p)).lower()
-                table = Table(database_name, table_name, f"{db.display}/{qualified}", db.dialect.name, cols, (),
-                              {"connectionName": connection_name, "dbtable": qualified,
-                               "primaryKey": ",".join(pk), "crawl_id": crawl_id})
+                table = Table(
+                    database_name,
+                    table_name,
+                    f"{db.display}/{qualified}",
+                    db.dialect.name,
+                    cols,
+                    (),
+                    {
+                        "connectionName": connection_name,
+                        "dbtable": qualified,
+                        "primaryKey": ",".join(pk),
+                        "crawl_id": crawl_id,
+                    },
+                )
                 changed = store.put_table(table, crawl_id)
                 if table_name not in existing:
                     created.append(table.qualified)

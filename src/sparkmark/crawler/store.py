@@ -17,7 +17,8 @@ from .definition import CrawlerDefinition, load_definition
 
 metadata = MetaData()
 crawlers = Table(
-    "sm_crawlers", metadata,
+    "sm_crawlers",
+    metadata,
     Column("name", String(255), primary_key=True),
     Column("definition", Text, nullable=False),
     Column("state", String(16), nullable=False),  # READY, RUNNING, STOPPING
@@ -26,7 +27,8 @@ crawlers = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 crawls = Table(
-    "sm_crawls", metadata,
+    "sm_crawls",
+    metadata,
     Column("crawl_id", String(80), primary_key=True),
     Column("crawler", String(255), nullable=False),
     Column("state", String(16), nullable=False),  # RUNNING, SUCCEEDED, FAILED, CANCELLED
@@ -62,8 +64,11 @@ class CrawlerStore:
             if conn.execute(select(crawlers.c.name).where(key)).first():
                 conn.execute(update(crawlers).where(key).values(definition=doc, updated_at=now))
             else:
-                conn.execute(insert(crawlers).values(name=definition.Name, definition=doc, state="READY",
-                                                     created_at=now, updated_at=now))
+                conn.execute(
+                    insert(crawlers).values(
+                        name=definition.Name, definition=doc, state="READY", created_at=now, updated_at=now
+                    )
+                )
 
     def get(self, name: str) -> tuple[CrawlerDefinition, str]:
         with self.state.engine.connect() as conn:
@@ -81,31 +86,64 @@ class CrawlerStore:
         A crawl whose process died on this host is marked FAILED and taken over."""
         owner = this_process()
         with self.state.engine.begin() as conn:
-            row = conn.execute(select(crawlers.c.state, crawlers.c.owner).where(crawlers.c.name == name)).first()
+            row = conn.execute(
+                select(crawlers.c.state, crawlers.c.owner).where(crawlers.c.name == name)
+            ).first()
             if row is None:
                 raise NotFound(f"unknown crawler {name!r}")
             if row.state != "READY":
                 if not is_dead(row.owner):
-                    raise SparkmarkError(f"crawler {name!r} is already RUNNING ({row.owner}); wait for its crawl to end")
-                conn.execute(update(crawls).where(crawls.c.crawler == name, crawls.c.state == "RUNNING").values(
-                    state="FAILED", ended_at=utcnow(),
-                    errors=json.dumps([{"path": "(crawl)", "error": f"its process {row.owner} died"}])))
-            conn.execute(update(crawlers).where(crawlers.c.name == name)
-                         .values(state="RUNNING", owner=owner, updated_at=utcnow()))
-            conn.execute(insert(crawls).values(crawl_id=crawl_id, crawler=name, state="RUNNING",
-                                               started_at=utcnow(), summary="{}", errors="[]"))
+                    raise SparkmarkError(
+                        f"crawler {name!r} is already RUNNING ({row.owner}); wait for its crawl to end"
+                    )
+                conn.execute(
+                    update(crawls)
+                    .where(crawls.c.crawler == name, crawls.c.state == "RUNNING")
+                    .values(
+                        state="FAILED",
+                        ended_at=utcnow(),
+                        errors=json.dumps([{"path": "(crawl)", "error": f"its process {row.owner} died"}]),
+                    )
+                )
+            conn.execute(
+                update(crawlers)
+                .where(crawlers.c.name == name)
+                .values(state="RUNNING", owner=owner, updated_at=utcnow())
+            )
+            conn.execute(
+                insert(crawls).values(
+                    crawl_id=crawl_id,
+                    crawler=name,
+                    state="RUNNING",
+                    started_at=utcnow(),
+                    summary="{}",
+                    errors="[]",
+                )
+            )
 
     def finish(self, name: str, crawl_id: str, state: str, summary: dict, errors: list[dict]) -> None:
         with self.state.engine.begin() as conn:
-            conn.execute(update(crawls).where(crawls.c.crawl_id == crawl_id).values(
-                state=state, ended_at=utcnow(), summary=json.dumps(summary), errors=json.dumps(errors)))
-            conn.execute(update(crawlers).where(crawlers.c.name == name)
-                         .values(state="READY", owner=None, updated_at=utcnow()))
+            conn.execute(
+                update(crawls)
+                .where(crawls.c.crawl_id == crawl_id)
+                .values(
+                    state=state, ended_at=utcnow(), summary=json.dumps(summary), errors=json.dumps(errors)
+                )
+            )
+            conn.execute(
+                update(crawlers)
+                .where(crawlers.c.name == name)
+                .values(state="READY", owner=None, updated_at=utcnow())
+            )
 
     def crawls(self, name: str, limit: int = 20) -> list[CrawlRecord]:
         with self.state.engine.connect() as conn:
-            rows = conn.execute(select(crawls).where(crawls.c.crawler == name)
-                                .order_by(crawls.c.started_at.desc()).limit(limit)).all()
+            rows = conn.execute(
+                select(crawls)
+                .where(crawls.c.crawler == name)
+                .order_by(crawls.c.started_at.desc())
+                .limit(limit)
+            ).all()
         return [_record(r) for r in rows]
 
     def crawl(self, crawl_id: str) -> CrawlRecord | None:
@@ -116,5 +154,12 @@ class CrawlerStore:
 
 
 def _record(row) -> CrawlRecord:
-    return CrawlRecord(row.crawl_id, row.crawler, row.state, row.started_at, row.ended_at,
-                       json.loads(row.summary), json.loads(row.errors))
+    return CrawlRecord(
+        row.crawl_id,
+        row.crawler,
+        row.state,
+        row.started_at,
+        row.ended_at,
+        json.loads(row.summary),
+        json.loads(row.errors),
+    )

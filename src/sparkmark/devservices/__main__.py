@@ -11,6 +11,8 @@ from pathlib import Path
 
 from ..errors import SparkmarkError
 from ..settings import Settings
+from .kafka import KafkaBroker, start_kafka
+from .s3 import S3Server, start_s3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,18 +21,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=None)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix=f"sparkmark-{args.server}-"))
+    server: KafkaBroker | S3Server
     try:
         if args.server == "kafka":
-            from .kafka import start_kafka
-
             server = start_kafka(workdir, Settings.from_env().jars_dir, args.port or 9092)
             print(f"Kafka (KRaft) on {server.bootstrap_servers}, pid {server.pid}, data in {workdir}")
         else:
-            from .s3 import start_s3
-
             server = start_s3(workdir, args.port or 9000)
-            print(f"S3 API (moto) at {server.endpoint_url}, pid {server.pid}; "
-                  f"export AWS_ENDPOINT_URL_S3={server.endpoint_url}")
+            print(
+                f"S3 API (moto) at {server.endpoint_url}, pid {server.pid}; "
+                f"export AWS_ENDPOINT_URL_S3={server.endpoint_url}"
+            )
     except SparkmarkError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

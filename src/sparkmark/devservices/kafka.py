@@ -37,8 +37,7 @@ def broker_classpath(jars_dir: Path) -> str:
     missing = [j for j in classpath.split(":") if j and not Path(j).is_file()]
     if not classpath or missing:
         raise ConfigError(
-            f"the Kafka broker's jars are not resolved ({listing} is missing or stale): "
-            "run `make jars` first"
+            f"the Kafka broker's jars are not resolved ({listing} is missing or stale): run `make jars` first"
         )
     return classpath
 
@@ -64,8 +63,7 @@ def _java() -> str:
     return java
 
 
-def start_kafka(workdir: Path, jars_dir: Path, port: int | None = None,
-                timeout: float = 90.0) -> KafkaBroker:
+def start_kafka(workdir: Path, jars_dir: Path, port: int | None = None, timeout: float = 90.0) -> KafkaBroker:
     """Formats a fresh KRaft log directory under ``workdir`` and starts the broker on
     127.0.0.1:``port`` (a free port by default); returns once it serves clients."""
     classpath = broker_classpath(jars_dir)
@@ -75,30 +73,34 @@ def start_kafka(workdir: Path, jars_dir: Path, port: int | None = None,
     log_dir = workdir / "kraft-logs"
     server_log = workdir / "server.log"
     props = workdir / "server.properties"
-    props.write_text("\n".join([
-        "process.roles=broker,controller",
-        "node.id=1",
-        f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
-        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names=CONTROLLER",
-        "inter.broker.listener.name=PLAINTEXT",
-        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        f"log.dirs={log_dir}",
-        "num.partitions=1",
-        "offsets.topic.replication.factor=1",
-        "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1",
-        "share.coordinator.state.topic.replication.factor=1",
-        "share.coordinator.state.topic.min.isr=1",
-        "group.initial.rebalance.delay.ms=0",
-        "auto.create.topics.enable=true",
-        "",
-    ]), encoding="utf-8")
+    props.write_text(
+        "\n".join(
+            [
+                "process.roles=broker,controller",
+                "node.id=1",
+                f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+                f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                f"log.dirs={log_dir}",
+                "num.partitions=1",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+                "share.coordinator.state.topic.replication.factor=1",
+                "share.coordinator.state.topic.min.isr=1",
+                "group.initial.rebalance.delay.ms=0",
+                "auto.create.topics.enable=true",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
     log4j = workdir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(log=server_log), encoding="utf-8")
-    java = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={log4j}",
-            "-cp", classpath]
+    java = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
 
     # A cluster id is 16 random bytes in URL-safe base64 without padding.
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -32,15 +32,26 @@ def port_answers(port: int, host: str = "127.0.0.1") -> bool:
 class ServerProcess:
     """A started server: ``stop()`` ends it (SIGTERM, then SIGKILL) and is safe to call twice."""
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path,
-                 env: dict[str, str] | None = None, cwd: Path | None = None):
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ):
         self.name = name
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, cwd=cwd, start_new_session=True,
+                list(argv),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
             )
 
     @property

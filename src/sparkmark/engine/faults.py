@@ -23,21 +23,20 @@ import threading
 import time
 from collections.abc import Callable
 
-POINTS = ("listing", "reading", "writing", "staged", "commit", "committed", "publishing",
-          "applying")
+POINTS = ("listing", "reading", "writing", "staged", "commit", "committed", "publishing", "applying")
 ARMED: str | None = os.environ.get("SPARKMARK_CRASH_AT") or None
 
 
 def crash_point(name: str) -> None:
     """Die here when armed for ``name``."""
-    if ARMED is not None and ARMED == name:
+    if ARMED is not None and name == ARMED:
         _die()
 
 
 def crash_when(name: str, condition: Callable[[], bool]) -> None:
     """When armed for ``name``: watch ``condition`` from a thread and die once it holds
     (for points inside a Spark action, which the driver does not step through)."""
-    if ARMED is None or ARMED != name:
+    if ARMED is None or name != ARMED:
         return
 
     def watch() -> None:
@@ -45,7 +44,7 @@ def crash_when(name: str, condition: Callable[[], bool]) -> None:
             try:
                 if condition():
                     _die()
-            except Exception:  # the condition may look at things not there yet
+            except Exception:  # noqa: BLE001 - the condition may look at things not there yet
                 pass
             time.sleep(0.005)
 

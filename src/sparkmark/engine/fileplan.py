@@ -7,9 +7,9 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
@@ -78,7 +78,7 @@ def root_url(path: str) -> str:
     return fs.unstrip_protocol(bare.rstrip("/"))
 
 
-def as_path_list(paths: str | list[str] | tuple[str, ...]) -> list[str]:
+def as_path_list(paths: str | Sequence[str]) -> list[str]:
     if isinstance(paths, str):
         paths = [paths]
     # Local paths are kept absolute, so the bookmark reads the same from any folder.
@@ -112,14 +112,12 @@ def plan_files(
         inc.new = len(inc.selected)
     else:
         state = processed(listing) if callable(processed) else processed
-        inc = plan_increment(
-            listing, state, options=options, now_ms=now_ms, high_water_ms=high_water_ms
-        )
+        inc = plan_increment(listing, state, options=options, now_ms=now_ms, high_water_ms=high_water_ms)
     return FilePlan(ctx, paths, options, listing, inc)
 
 
 def plan_bookmarked(
-    store: "StateStore",
+    store: StateStore,
     job_name: str,
     ctx: str,
     paths: list[str],
@@ -167,8 +165,9 @@ def plan_range(
     return FilePlan(ctx, paths, options, listing, inc, missing)
 
 
-def ctx_commit(plan: FilePlan, *, previous: dict[str, Any] | None, schema_json: str | None,
-               run_id: str) -> CtxCommit:
+def ctx_commit(
+    plan: FilePlan, *, previous: dict[str, Any] | None, schema_json: str | None, run_id: str
+) -> CtxCommit:
     """The bookmark entry a file source adds when the run commits."""
     previous = previous or {}
     selected = plan.increment.selected
@@ -179,9 +178,7 @@ def ctx_commit(plan: FilePlan, *, previous: dict[str, Any] | None, schema_json: 
         "options": plan.options.describe(),
         "listing_fingerprint": plan.options.listing_fingerprint(plan.paths),
         "high_water_mtime_ms": high or None,
-        "high_water_mtime": (
-            datetime.fromtimestamp(high / 1000, timezone.utc).isoformat() if high else None
-        ),
+        "high_water_mtime": (datetime.fromtimestamp(high / 1000, UTC).isoformat() if high else None),
         "files_committed": int(previous.get("files_committed") or 0) + len(selected),
         "last_run": {
             "run_id": run_id,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SourceError
-from .listing import Listing, ListedFile
+from .listing import ListedFile, Listing
 from .models import FileEntry
 
 DEFAULT_MAX_BAND_MS = 900_000
@@ -65,8 +65,7 @@ def _exclusions(value: Any) -> tuple[str, ...]:
             patterns = json.loads(value)
         except (TypeError, ValueError):
             raise SourceError(
-                'option exclusions must be a JSON list of globs, e.g. "[\\"**.pdf\\"]", '
-                f"got {value!r}"
+                f'option exclusions must be a JSON list of globs, e.g. "[\\"**.pdf\\"]", got {value!r}'
             ) from None
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise SourceError(f"option exclusions must be a list of glob strings, got {value!r}")
@@ -86,7 +85,7 @@ class FileSourceOptions:
     skip_unchanged_partitions: bool = False
 
     @classmethod
-    def split(cls, options: Mapping[str, Any]) -> tuple["FileSourceOptions", dict[str, Any]]:
+    def split(cls, options: Mapping[str, Any]) -> tuple[FileSourceOptions, dict[str, Any]]:
         """Separate the bookmark options from the ones Spark's reader takes."""
         ours = {k: v for k, v in options.items() if k in OPTION_NAMES and v is not None}
         rest = {k: v for k, v in options.items() if k not in OPTION_NAMES}
@@ -94,9 +93,7 @@ class FileSourceOptions:
             recurse=_bool("recurse", ours.get("recurse", False)),
             exclusions=_exclusions(ours["exclusions"]) if "exclusions" in ours else (),
             max_band_ms=_count("maxBand", ours.get("maxBand", DEFAULT_MAX_BAND_MS), allow_zero=True),
-            max_files_in_band=_count(
-                "maxFilesInBand", ours.get("maxFilesInBand", DEFAULT_MAX_FILES_IN_BAND)
-            ),
+            max_files_in_band=_count("maxFilesInBand", ours.get("maxFilesInBand", DEFAULT_MAX_FILES_IN_BAND)),
             bounded_files=_count("boundedFiles", ours["boundedFiles"]) if "boundedFiles" in ours else None,
             bounded_size=_count("boundedSize", ours["boundedSize"]) if "boundedSize" in ours else None,
             skip_unchanged_partitions=_bool(
@@ -175,11 +172,11 @@ def plan_increment(
     band_start = now_ms - options.max_band_ms
     in_band = [f for f in candidates if f.mtime_ms >= band_start]
     if len(in_band) > options.max_files_in_band:
-        keep = set(id(f) for f in in_band[: options.max_files_in_band])
+        keep = {id(f) for f in in_band[: options.max_files_in_band]}
         too_recent = [f for f in in_band if id(f) not in keep]
         inc.deferred_by_band = len(too_recent)
         deferred.extend(too_recent)
-        dropped = set(id(f) for f in too_recent)
+        dropped = {id(f) for f in too_recent}
         candidates = [f for f in candidates if id(f) not in dropped]
 
     limit = len(candidates)
@@ -208,11 +205,7 @@ def range_increment(
 
     Returns the increment and the paths of the range that are no longer listed.
     """
-    wanted = {
-        path: entry
-        for path, entry in upper.items()
-        if lower.get(path) != entry
-    }
+    wanted = {path: entry for path, entry in upper.items() if lower.get(path) != entry}
     inc = Increment()
     for f in sorted(listing.files, key=_order):
         if f.url in wanted:

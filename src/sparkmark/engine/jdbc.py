@@ -8,6 +8,7 @@ rendering (``literal_binds``), never by string formatting.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -38,8 +39,13 @@ DIALECTS = {
     ),
     "sqlite": DialectInfo("sqlite", "sqlite", ("org.sqlite.JDBC",), "sqlite"),
 }
-_JDBC_ALIASES = {"postgresql": "postgresql", "postgres": "postgresql", "mysql": "mysql",
-                 "mariadb": "mysql", "sqlite": "sqlite"}
+_JDBC_ALIASES = {
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "sqlite": "sqlite",
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,9 @@ def parse_database(url: str, user: str | None = None, password: str | None = Non
         scheme = rest.split(":", 1)[0]
         kind = _JDBC_ALIASES.get(scheme)
         if kind is None:
-            raise ConfigError(f"unsupported JDBC URL {url.split('?')[0]!r}: use postgresql, mariadb/mysql or sqlite")
+            raise ConfigError(
+                f"unsupported JDBC URL {url.split('?', maxsplit=1)[0]!r}: use postgresql, mariadb/mysql or sqlite"
+            )
         info = DIALECTS[kind]
         if kind == "sqlite":
             path = rest.split(":", 1)[1]
@@ -92,9 +100,16 @@ def parse_database(url: str, user: str | None = None, password: str | None = Non
             query = dict(parse_qsl(parts.query))
             user = user or query.pop("user", None) or parts.username
             password = password or query.pop("password", None) or parts.password
-            sa_url = URL.create(info.sa_driver, username=user, password=password,
-                                host=parts.hostname, port=parts.port,
-                                database=parts.path.lstrip("/") or None)
+            sa_url = URL.create(
+                info.sa_driver,
+                username=user,
+                password=password,
+                host=parts.hostname,
+                port=parts.port,
+                database=parts.path.lstrip("/") or None,
+            )
+            if not parts.hostname:
+                raise ConfigError(f"JDBC URL {url.split('?', maxsplit=1)[0]!r} names no host")
             netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
             jdbc = f"jdbc:{info.jdbc_scheme}://{netloc}{parts.path}"
             if query:
@@ -103,7 +118,7 @@ def parse_database(url: str, user: str | None = None, password: str | None = Non
     try:
         parsed = make_url(url)
     except sa.exc.ArgumentError:
-        raise ConfigError(f"not a JDBC or SQLAlchemy URL: {url.split('@')[-1]!r}") from None
+        raise ConfigError(f"not a JDBC or SQLAlchemy URL: {url.rsplit('@', maxsplit=1)[-1]!r}") from None
     kind = _JDBC_ALIASES.get(parsed.get_backend_name())
     if kind is None:
         raise ConfigError(f"unsupported database {parsed.get_backend_name()!r}")
@@ -121,6 +136,7 @@ def parse_database(url: str, user: str | None = None, password: str | None = Non
 
 
 # ------------------------------------------------------------ key values
+
 
 def encode_value(value: Any) -> dict[str, Any]:
     """A key value as JSON the state store can keep and a person can read."""
@@ -143,16 +159,22 @@ def encode_value(value: Any) -> dict[str, Any]:
 
 def decode_value(doc: dict[str, Any]) -> Any:
     kind, value = doc["type"], doc["value"]
-    return {
-        "bool": bool, "int": int, "float": float, "decimal": Decimal, "str": str,
-        "timestamp": datetime.fromisoformat, "date": date.fromisoformat,
-    }[kind](value)
+    decoders: dict[str, Callable[[Any], Any]] = {
+        "bool": bool,
+        "int": int,
+        "float": float,
+        "decimal": Decimal,
+        "str": str,
+        "timestamp": datetime.fromisoformat,
+        "date": date.fromisoformat,
+    }
+    return decoders[kind](value)
 
 
 def minus_lag(value: Any, lag: float) -> Any:
     """The value ``lag`` below ``value``: seconds for times, days rounded up for dates,
     units for numbers."""
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, (bool, str)):
         raise SourceError("lag needs a numeric, date or timestamp key")
     if isinstance(value, datetime):
         return value - timedelta(seconds=lag)
@@ -170,6 +192,7 @@ def is_numeric(value: Any) -> bool:
 
 
 # ------------------------------------------------------------ SQL
+
 
 @dataclass(frozen=True)
 class Source:
@@ -222,7 +245,7 @@ class Source:
             step = col > sa.literal(bound[i]) if forward else col < sa.literal(bound[i])
             terms.append(sa.and_(*prefix, step) if prefix else step)
         if not strict:
-            terms.append(sa.and_(*[c == sa.literal(v) for c, v in zip(cols, bound)]))
+            terms.append(sa.and_(*[c == sa.literal(v) for c, v in zip(cols, bound, strict=True)]))
         return sa.or_(*terms) if len(terms) > 1 else terms[0]
 
     def not_null(self) -> sa.ColumnElement:
@@ -239,8 +262,10 @@ class Source:
         order = " DESC" if last != self.descending else " ASC"
         cols = ", ".join(self.quote(k) for k in self.keys)
         ordering = ", ".join(self.quote(k) + order for k in self.keys)
-        return (f"SELECT {cols} FROM {self.from_sql()} WHERE {self.render(self.not_null())} "
-                f"ORDER BY {ordering} LIMIT 1")
+        return (
+            f"SELECT {cols} FROM {self.from_sql()} WHERE {self.render(self.not_null())} "
+            f"ORDER BY {ordering} LIMIT 1"
+        )
 
     def upper_sql(self) -> str:
         """The last key in the bookmark's order now: the run's fixed upper bound."""
@@ -253,13 +278,14 @@ class Source:
     def count_sql(self, where: sa.ColumnElement) -> str:
         return f"SELECT COUNT(*) FROM {self.from_sql()} WHERE {self.render(where)}"
 
-    def hash_predicates(self, hashfield: str | None, hashexpression: str | None,
-                        partitions: int) -> list[str]:
+    def hash_predicates(
+        self, hashfield: str | None, hashexpression: str | None, partitions: int
+    ) -> list[str]:
         """One predicate per partition; together they cover every row exactly once,
         rows whose hash is NULL included (they go to partition 0)."""
         if hashexpression:
             expr = f"({hashexpression})"
-        else:
+        elif hashfield:
             col = self.quote(hashfield)
             name = self.database.dialect.name
             if name == "postgresql":
@@ -271,6 +297,8 @@ class Source:
                     "SQLite has no hash function: pass hashexpression, an SQL integer "
                     "expression such as the integer key itself"
                 )
+        else:
+            raise SourceError("hash partitioning needs hashfield or hashexpression")
         bucket = f"((({expr}) % {partitions}) + {partitions}) % {partitions}"
         predicates = [f"{bucket} = {i}" for i in range(partitions)]
         predicates[0] = f"({predicates[0]} OR ({expr}) IS NULL)"
@@ -310,7 +338,7 @@ class TableShape:
     primary_key: tuple[str, ...]
 
 
-def table_shape(conn: sa.Connection, source: "Source", *, with_primary_key: bool) -> TableShape:
+def table_shape(conn: sa.Connection, source: Source, *, with_primary_key: bool) -> TableShape:
     """The table's column names (from an empty SELECT, one cheap query) and, when asked,
     its primary key (from the catalogue)."""
     try:
@@ -321,7 +349,7 @@ def table_shape(conn: sa.Connection, source: "Source", *, with_primary_key: bool
         conn.rollback()
         raise SourceError(f"table {source.table!r} does not exist or cannot be read") from None
     pk: tuple[str, ...] = ()
-    if with_primary_key:
+    if with_primary_key and source.table is not None:
         parts = split_table_name(source.table)
         schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
         found = sa.inspect(conn).get_pk_constraint(name, schema=schema)

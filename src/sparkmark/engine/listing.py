@@ -8,6 +8,7 @@ Spark's partition discovery; other sub-folders only with ``recurse``.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import re
 import time
@@ -34,8 +35,15 @@ _SPARK_SCHEMES = {"s3": "s3a", "s3n": "s3a"}
 
 def mtime_ms(info: dict[str, Any]) -> int | None:
     """The modification time in fsspec's ``info`` dict, whatever the backend calls it."""
-    keys = ("mtime", "LastModified", "last_modified", "updated", "modificationTime", "mtime_ns",
-            "created")  # object stores with immutable objects report only a creation time
+    keys = (
+        "mtime",
+        "LastModified",
+        "last_modified",
+        "updated",
+        "modificationTime",
+        "mtime_ns",
+        "created",
+    )  # object stores with immutable objects report only a creation time
     for key in keys:
         value = info.get(key)
         if value is None:
@@ -143,8 +151,7 @@ class FileLister:
                 info = fs.info(one)
             except FileNotFoundError:
                 raise SourceError(
-                    f"input path {path!r} does not exist; check the path, or create it "
-                    "before running the job"
+                    f"input path {path!r} does not exist; check the path, or create it before running the job"
                 ) from None
             root_url = fs.unstrip_protocol(one.rstrip("/")) if info["type"] == "directory" else None
             if info["type"] != "directory":
@@ -167,9 +174,7 @@ class FileLister:
                 crash_point("listing")
                 dir_url = fs.unstrip_protocol(dir_path)
                 has_subdirs = False
-                if dir_path == root and any(
-                    e["name"].rstrip("/").endswith("/" + CONTROL) for e in entries
-                ):
+                if dir_path == root and any(e["name"].rstrip("/").endswith("/" + CONTROL) for e in entries):
                     # The folder is a sparkmark output: skip its writes not yet published.
                     unpublished = pending_keys(fs, root)
                 for entry in entries:
@@ -189,9 +194,7 @@ class FileLister:
                             and child_mtime is not None
                             and self.known_dirs.get(child_url) == child_mtime
                         ):
-                            log.info(
-                                "Skipping partition %s as it has no new files detected", child_url
-                            )
+                            log.info("Skipping partition %s as it has no new files detected", child_url)
                             listing.skipped_dirs.append(child_url)
                             continue
                         frontier.append((child, child_mtime))
@@ -209,15 +212,13 @@ class FileLister:
                         listing.excluded += 1
                         continue
                     listing.files.append(
-                        ListedFile(
-                            url, root_url, dir_url, mtime_ms(entry) or 0, int(entry.get("size") or 0)
-                        )
+                        ListedFile(url, root_url, dir_url, mtime_ms(entry) or 0, int(entry.get("size") or 0))
                     )
                 if not has_subdirs and dir_mtime is not None:
                     listing.leaf_dirs[dir_url] = dir_mtime
 
     @staticmethod
-    def _ls(fs: fsspec.AbstractFileSystem, path: str) -> list[dict[str, Any]]:
+    def _ls(fs: fsspec.AbstractFileSystem, path: str) -> builtins.list[dict[str, Any]]:
         try:
             return fs.ls(path, detail=True)
         except FileNotFoundError:

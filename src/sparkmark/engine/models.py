@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -110,7 +109,7 @@ class CommittedFile:
 
 @dataclass(frozen=True)
 class CompactionResult:
-    version: "BookmarkVersion"
+    version: BookmarkVersion
     rows_before: int
     rows_after: int
     dropped_missing: int

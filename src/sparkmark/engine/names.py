@@ -23,7 +23,9 @@ def check_name(kind: str, value: str) -> str:
 
 def check_run_id(value: str) -> str:
     if not _RUN_ID.match(value or ""):
-        raise ArgumentError(f"invalid run id {value!r}: run ids look like jr_ followed by 64 hex digits (and _attempt_N for a retry)")
+        raise ArgumentError(
+            f"invalid run id {value!r}: run ids look like jr_ followed by 64 hex digits (and _attempt_N for a retry)"
+        )
     return value
 
 

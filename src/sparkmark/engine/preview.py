@@ -59,7 +59,7 @@ class SkipDecision:
     preview: JobPreview | None = None
 
 
-def preview_job(store: "StateStore", job_name: str) -> JobPreview:
+def preview_job(store: StateStore, job_name: str) -> JobPreview:
     """List every file source of the job's latest bookmark version, as its next run will."""
     version = store.latest_version(job_name)
     if version is None:
@@ -68,8 +68,11 @@ def preview_job(store: "StateStore", job_name: str) -> JobPreview:
     for ctx, state in sorted(version.ctx_states.items()):
         kind = str(state.get("type", "unknown"))
         if kind != "files":
-            sources.append(SourcePreview(ctx, kind, not_previewable=(
-                f"a {kind} source's new data is only known by reading it")))
+            sources.append(
+                SourcePreview(
+                    ctx, kind, not_previewable=(f"a {kind} source's new data is only known by reading it")
+                )
+            )
             continue
         try:
             plan = _plan(store, job_name, ctx, state, version.lineage)
@@ -80,14 +83,15 @@ def preview_job(store: "StateStore", job_name: str) -> JobPreview:
     return JobPreview(job_name, version.version, sources)
 
 
-def _plan(store: "StateStore", job_name: str, ctx: str, state: dict[str, Any], lineage) -> FilePlan:
+def _plan(store: StateStore, job_name: str, ctx: str, state: dict[str, Any], lineage) -> FilePlan:
     paths = list(state.get("paths") or [])
     recorded = state.get("options")
     if not paths or not isinstance(recorded, dict):
         raise SourceError("the bookmark does not record this source's paths and options")
     options, _ = FileSourceOptions.split(recorded)
-    return plan_bookmarked(store, job_name, ctx, paths, options, lineage=lineage,
-                           previous=state, now_ms=now_ms())
+    return plan_bookmarked(
+        store, job_name, ctx, paths, options, lineage=lineage, previous=state, now_ms=now_ms()
+    )
 
 
 def script_identity(script: str | None) -> dict[str, str] | None:
@@ -103,7 +107,7 @@ def script_identity(script: str | None) -> dict[str, str] | None:
 
 
 def decide_skip(
-    store: "StateStore",
+    store: StateStore,
     job_name: str,
     *,
     option: BookmarkOption,
@@ -135,21 +139,28 @@ def decide_skip(
     if version is None or version.version != settled or version.kind is not VersionKind.COMMIT:
         return SkipDecision(False, f"the bookmark changed after run {last.run_id}")
     if set(read) != set(version.ctx_states):
-        return SkipDecision(False, f"run {last.run_id} read sources the bookmark does not hold "
-                                   "(a source without transformation_ctx is read in full every run)")
+        return SkipDecision(
+            False,
+            f"run {last.run_id} read sources the bookmark does not hold "
+            "(a source without transformation_ctx is read in full every run)",
+        )
     unfinished = store.outputs(job_name, states=UNFINISHED)
     if unfinished:
         return SkipDecision(False, f"{len(unfinished)} output(s) of earlier runs are unfinished")
     preview = preview_job(store, job_name)
     if not preview.nothing_new:
-        waiting = [f"{s.ctx}: {s.files_waiting} file(s)" if s.not_previewable is None
-                   else f"{s.ctx}: {s.not_previewable}" for s in preview.sources
-                   if s.files_waiting != 0]
+        waiting = [
+            f"{s.ctx}: {s.files_waiting} file(s)"
+            if s.not_previewable is None
+            else f"{s.ctx}: {s.not_previewable}"
+            for s in preview.sources
+            if s.files_waiting != 0
+        ]
         return SkipDecision(False, "new data to read (" + "; ".join(waiting) + ")", preview)
     return SkipDecision(True, "no new data in " + ", ".join(s.ctx for s in preview.sources), preview)
 
 
-def _last_success(store: "StateStore", job_name: str) -> RunRecord | None:
+def _last_success(store: StateStore, job_name: str) -> RunRecord | None:
     for run in store.list_runs(job_name, limit=50):
         if run.state is RunState.SUCCEEDED:
             return run
@@ -157,7 +168,7 @@ def _last_success(store: "StateStore", job_name: str) -> RunRecord | None:
 
 
 def record_skipped_run(
-    store: "StateStore",
+    store: StateStore,
     job_name: str,
     *,
     run_id: str,
@@ -170,11 +181,22 @@ def record_skipped_run(
     """Record a run that read nothing and moved no bookmark: it takes the job's lease
     (so it still refuses to overlap another run) and ends SUCCEEDED at once. Its
     metrics carry the sources and script forward, so the next run may skip too."""
-    run = store.start_run(job_name=job_name, run_id=run_id, attempt=0, option=BookmarkOption.ENABLE,
-                          arguments=arguments, owner=owner, lease_seconds=lease_seconds)
+    run = store.start_run(
+        job_name=job_name,
+        run_id=run_id,
+        attempt=0,
+        option=BookmarkOption.ENABLE,
+        arguments=arguments,
+        owner=owner,
+        lease_seconds=lease_seconds,
+    )
     sources = {s.ctx: dict(s.metrics) for s in (decision.preview.sources if decision.preview else [])}
-    metrics: dict[str, Any] = {SKIPPED: decision.reason, "sources": sources, "sinks": [],
-                               "duration_seconds": 0.0}
+    metrics: dict[str, Any] = {
+        SKIPPED: decision.reason,
+        "sources": sources,
+        "sinks": [],
+        "duration_seconds": 0.0,
+    }
     if script is not None:
         metrics["script"] = script
     return store.finish_run(run.run_id, RunState.SUCCEEDED, metrics=metrics)

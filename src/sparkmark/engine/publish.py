@@ -19,6 +19,7 @@ record: it never sees part of a write.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -35,9 +36,7 @@ log = logging.getLogger("sparkmark.publish")
 
 CONTROL = "_sparkmark"
 MODES = ("append", "overwrite", "overwrite_partitions")
-_SPARK_PART = re.compile(
-    r"^(part-\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(.*)$"
-)
+_SPARK_PART = re.compile(r"^(part-\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(.*)$")
 KEY_IN_NAME = re.compile(r"jr_[0-9a-f]{64}-\d+")
 
 
@@ -62,9 +61,15 @@ class FileOutputPlan:
         return doc
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "FileOutputPlan":
-        return cls(doc["root"], doc["key"], doc["mode"], doc["format"],
-                   [tuple(pair) for pair in doc.get("files", ())], list(doc.get("remove", ())))
+    def from_json(cls, doc: dict[str, Any]) -> FileOutputPlan:
+        return cls(
+            doc["root"],
+            doc["key"],
+            doc["mode"],
+            doc["format"],
+            [tuple(pair) for pair in doc.get("files", ())],
+            list(doc.get("remove", ())),
+        )
 
 
 def _fs(root: str):
@@ -115,8 +120,10 @@ def plan_output(root: str, key: str, *, mode: str, fmt: str) -> FileOutputPlan:
     elif mode == "overwrite_partitions":
         folders = sorted({dst.rpartition("/")[0] for _, dst in plan.files})
         for folder in folders:
-            plan.remove.extend(f"{folder}/{rel}" if folder else rel
-                               for rel in _ls_files(fs, f"{path}/{folder}" if folder else path))
+            plan.remove.extend(
+                f"{folder}/{rel}" if folder else rel
+                for rel in _ls_files(fs, f"{path}/{folder}" if folder else path)
+            )
     return plan
 
 
@@ -145,8 +152,7 @@ def _write_atomically(fs, path: str, text: str) -> None:
 def mark_pending(plan: FileOutputPlan) -> None:
     """Say, in the output folder, that write ``plan.key`` is not published yet."""
     fs, path = _fs(plan.root)
-    _write_atomically(fs, f"{path}/{CONTROL}/runs/{plan.key}.pending",
-                      json.dumps(plan.to_json(), indent=1))
+    _write_atomically(fs, f"{path}/{CONTROL}/runs/{plan.key}.pending", json.dumps(plan.to_json(), indent=1))
 
 
 def publish(plan: FileOutputPlan) -> int:
@@ -178,12 +184,14 @@ def publish(plan: FileOutputPlan) -> int:
                 "bookmark to before that run (`sparkmark bookmark rewind`) and re-run it"
             )
     for rel in plan.remove:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             fs.rm(f"{path}/{rel}")
-        except FileNotFoundError:
-            pass
-    record = {"key": plan.key, "mode": plan.mode, "files": [dst for _, dst in plan.files],
-              "removed": len(plan.remove)}
+    record = {
+        "key": plan.key,
+        "mode": plan.mode,
+        "files": [dst for _, dst in plan.files],
+        "removed": len(plan.remove),
+    }
     _write_atomically(fs, f"{runs}/{plan.key}.published", json.dumps(record, indent=1))
     _remove(fs, f"{runs}/{plan.key}.pending")
     _remove(fs, staging, recursive=True)
@@ -199,10 +207,8 @@ def discard(root: str, key: str) -> None:
 
 
 def _remove(fs, target: str, recursive: bool = False) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         fs.rm(target, recursive=recursive)
-    except FileNotFoundError:
-        pass
 
 
 def pending_keys(fs, root_path: str) -> set[str]:

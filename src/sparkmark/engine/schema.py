@@ -8,7 +8,7 @@ by a newer sparkmark is refused rather than guessed at.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     BigInteger,
@@ -39,19 +39,19 @@ class UTCDateTime(TypeDecorator):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the state store")
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value, dialect):
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 metadata = MetaData()
@@ -168,8 +168,7 @@ outputs = Table(
     Index("ix_sm_outputs_job_state", "job_name", "state"),
 )
 
-_V1_TABLES = (schema_info, runs, leases, bookmark_versions, ctx_states, sources, file_entries,
-              dir_entries)
+_V1_TABLES = (schema_info, runs, leases, bookmark_versions, ctx_states, sources, file_entries, dir_entries)
 
 
 def _v1(conn: Connection) -> None:
@@ -182,8 +181,7 @@ def _v2(conn: Connection) -> None:
     Written as DDL so that the table definitions above stay exactly version 1's."""
     ops = " text_pattern_ops" if conn.dialect.name == "postgresql" else ""
     conn.exec_driver_sql(
-        "CREATE INDEX IF NOT EXISTS ix_sm_file_entries_path "
-        f"ON sm_file_entries (source_id, path{ops})"
+        f"CREATE INDEX IF NOT EXISTS ix_sm_file_entries_path ON sm_file_entries (source_id, path{ops})"
     )
 
 
@@ -199,9 +197,7 @@ SCHEMA_VERSION = max(MIGRATIONS)
 def stored_version(conn: Connection) -> int:
     if not conn.dialect.has_table(conn, schema_info.name):
         return 0
-    value = conn.execute(
-        select(schema_info.c.value).where(schema_info.c.name == "schema_version")
-    ).scalar()
+    value = conn.execute(select(schema_info.c.value).where(schema_info.c.name == "schema_version")).scalar()
     return int(value) if value is not None else 0
 
 
@@ -221,8 +217,6 @@ def migrate(conn: Connection) -> int:
             conn.execute(schema_info.insert().values(name="schema_version", value="1"))
         else:
             conn.execute(
-                schema_info.update()
-                .where(schema_info.c.name == "schema_version")
-                .values(value=str(version))
+                schema_info.update().where(schema_info.c.name == "schema_version").values(value=str(version))
             )
     return found

@@ -46,7 +46,6 @@ from ..errors import (
 from ..settings import Settings
 from . import schema as t
 from .faults import crash_point
-from .owner import is_dead
 from .models import (
     BookmarkOption,
     BookmarkVersion,
@@ -63,6 +62,7 @@ from .models import (
     RunState,
     VersionKind,
 )
+from .owner import is_dead
 from .schema import utcnow
 
 log = logging.getLogger("sparkmark.state")
@@ -144,7 +144,7 @@ class StateStore:
                 )
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> "StateStore":
+    def from_settings(cls, settings: Settings | None = None) -> StateStore:
         return cls((settings or Settings.from_env()).state_url)
 
     @property
@@ -328,9 +328,7 @@ class StateStore:
             if commit_outputs:
                 self._commit_outputs(conn, run_id)
             conn.execute(
-                t.leases.delete().where(
-                    t.leases.c.job_name == run.job_name, t.leases.c.run_id == run_id
-                )
+                t.leases.delete().where(t.leases.c.job_name == run.job_name, t.leases.c.run_id == run_id)
             )
         return self.get_run(run_id)
 
@@ -405,7 +403,16 @@ class StateStore:
             or 0
         )
 
-    def _version(self, conn: Connection, job_name: str, version: int) -> BookmarkVersion | None:
+    def _version(self, conn: Connection, job_name: str, version: int) -> BookmarkVersion:
+        """A version that must exist (its number was just read or written)."""
+        found = self._find_version(conn, job_name, version)
+        if found is None:
+            raise StateStoreError(
+                f"bookmark version {version} of job {job_name!r} is missing from the state store"
+            )
+        return found
+
+    def _find_version(self, conn: Connection, job_name: str, version: int) -> BookmarkVersion | None:
         row = conn.execute(
             select(t.bookmark_versions).where(
                 t.bookmark_versions.c.job_name == job_name,
@@ -443,7 +450,7 @@ class StateStore:
 
     def get_version(self, job_name: str, version: int) -> BookmarkVersion | None:
         with self.engine.connect() as conn:
-            return self._version(conn, job_name, version)
+            return self._find_version(conn, job_name, version)
 
     def history(self, job_name: str) -> list[BookmarkVersion]:
         with self.engine.connect() as conn:
@@ -483,9 +490,7 @@ class StateStore:
                 )
             ).scalar()
             if not number:
-                return BookmarkVersion(
-                    job_name, 0, VersionKind.RESET, 0, 0, None, None, cutoff, (), None, {}
-                )
+                return BookmarkVersion(job_name, 0, VersionKind.RESET, 0, 0, None, None, cutoff, (), None, {})
             return self._version(conn, job_name, number)
 
     @staticmethod
@@ -520,9 +525,7 @@ class StateStore:
             with self.engine.begin() as conn:
                 row = self._run_row(conn, run.run_id)
                 if row.state != RunState.RUNNING.value:
-                    raise RunFinished(
-                        f"run {run.run_id} already ended as {row.state}; it cannot commit"
-                    )
+                    raise RunFinished(f"run {run.run_id} already ended as {row.state}; it cannot commit")
                 holder = conn.execute(
                     select(t.leases.c.run_id).where(t.leases.c.job_name == run.job_name)
                 ).scalar()
@@ -606,29 +609,48 @@ class StateStore:
                 f"another writer added bookmark version {new_version} of job "
                 f"{run.job_name!r} at the same moment; nothing was committed. Re-run the job"
             ) from None
-        return self.get_version(run.job_name, new_version)
+        with self.engine.connect() as conn:
+            return self._version(conn, run.job_name, new_version)
 
     # --------------------------------------------------------------- outputs
 
-    def stage_output(self, run_id: str, *, ctx: str, kind: OutputKind, target: str,
-                     plan: Mapping[str, Any]) -> OutputRecord:
+    def stage_output(
+        self, run_id: str, *, ctx: str, kind: OutputKind, target: str, plan: Mapping[str, Any]
+    ) -> OutputRecord:
         """Record a write before its first byte: its run must be RUNNING. Returns the
         record with the write's sequence number within the run."""
         with self.engine.begin() as conn:
             run = self._run_row(conn, run_id)
             if run.state != RunState.RUNNING.value:
                 raise RunFinished(f"run {run_id} already ended as {run.state}; it cannot write")
-            seq = (conn.execute(select(func.max(t.outputs.c.seq)).where(t.outputs.c.run_id == run_id))
-                   .scalar() or 0) + 1
-            conn.execute(insert(t.outputs).values(
-                run_id=run_id, seq=seq, job_name=run.job_name, ctx=ctx, kind=OutputKind(kind).value,
-                target=target, state=OutputState.STAGING.value, plan=_json(dict(plan)),
-                updated_at=utcnow()))
+            seq = (
+                conn.execute(select(func.max(t.outputs.c.seq)).where(t.outputs.c.run_id == run_id)).scalar()
+                or 0
+            ) + 1
+            conn.execute(
+                insert(t.outputs).values(
+                    run_id=run_id,
+                    seq=seq,
+                    job_name=run.job_name,
+                    ctx=ctx,
+                    kind=OutputKind(kind).value,
+                    target=target,
+                    state=OutputState.STAGING.value,
+                    plan=_json(dict(plan)),
+                    updated_at=utcnow(),
+                )
+            )
         return self.get_output(run_id, seq)
 
-    def set_output(self, run_id: str, seq: int, state: OutputState, *,
-                   plan: Mapping[str, Any] | None = None,
-                   expect: Iterable[OutputState] | None = None) -> bool:
+    def set_output(
+        self,
+        run_id: str,
+        seq: int,
+        state: OutputState,
+        *,
+        plan: Mapping[str, Any] | None = None,
+        expect: Iterable[OutputState] | None = None,
+    ) -> bool:
         """Move an output to ``state`` (and replace its plan). With ``expect``, only from
         one of those states; False when the output was not in one of them."""
         values: dict[str, Any] = {"state": state.value, "updated_at": utcnow()}
@@ -651,26 +673,39 @@ class StateStore:
     @staticmethod
     def _output_record(row) -> OutputRecord:
         return OutputRecord(
-            run_id=row.run_id, seq=row.seq, job_name=row.job_name, ctx=row.ctx,
-            kind=OutputKind(row.kind), target=row.target, state=OutputState(row.state),
-            plan=json.loads(row.plan), updated_at=row.updated_at,
+            run_id=row.run_id,
+            seq=row.seq,
+            job_name=row.job_name,
+            ctx=row.ctx,
+            kind=OutputKind(row.kind),
+            target=row.target,
+            state=OutputState(row.state),
+            plan=json.loads(row.plan),
+            updated_at=row.updated_at,
             run_state=RunState(row.run_state) if getattr(row, "run_state", None) else None,
         )
 
     def _outputs_query(self):
         return select(t.outputs, t.runs.c.state.label("run_state")).join(
-            t.runs, t.runs.c.run_id == t.outputs.c.run_id)
+            t.runs, t.runs.c.run_id == t.outputs.c.run_id
+        )
 
     def get_output(self, run_id: str, seq: int) -> OutputRecord:
         with self.engine.connect() as conn:
-            row = conn.execute(self._outputs_query().where(
-                t.outputs.c.run_id == run_id, t.outputs.c.seq == seq)).first()
+            row = conn.execute(
+                self._outputs_query().where(t.outputs.c.run_id == run_id, t.outputs.c.seq == seq)
+            ).first()
         if row is None:
             raise NotFound(f"run {run_id} has no output number {seq}")
         return self._output_record(row)
 
-    def outputs(self, job_name: str | None = None, *, run_id: str | None = None,
-                states: Iterable[OutputState] | None = None) -> list[OutputRecord]:
+    def outputs(
+        self,
+        job_name: str | None = None,
+        *,
+        run_id: str | None = None,
+        states: Iterable[OutputState] | None = None,
+    ) -> list[OutputRecord]:
         """A job's (or a run's) outputs, oldest first, with their run's state."""
         query = self._outputs_query()
         if job_name is not None:
@@ -680,8 +715,9 @@ class StateStore:
         if states is not None:
             query = query.where(t.outputs.c.state.in_([s.value for s in states]))
         with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(t.runs.c.started_at, t.outputs.c.run_id,
-                                               t.outputs.c.seq)).all()
+            rows = conn.execute(
+                query.order_by(t.runs.c.started_at, t.outputs.c.run_id, t.outputs.c.seq)
+            ).all()
         return [self._output_record(r) for r in rows]
 
     @staticmethod
@@ -709,9 +745,7 @@ class StateStore:
     @staticmethod
     def _source(conn: Connection, job_name: str, ctx: str, *, create: bool = False) -> int | None:
         found = conn.execute(
-            select(t.sources.c.source_id).where(
-                t.sources.c.job_name == job_name, t.sources.c.ctx == ctx
-            )
+            select(t.sources.c.source_id).where(t.sources.c.job_name == job_name, t.sources.c.ctx == ctx)
         ).scalar()
         if found is not None or not create:
             return found
@@ -756,9 +790,7 @@ class StateStore:
             return self.reset(job_name)
         return self._add_version(job_name, VersionKind.REWIND, target)
 
-    def compact(
-        self, job_name: str, keep: Callable[[str, str], bool] | None = None
-    ) -> CompactionResult:
+    def compact(self, job_name: str, keep: Callable[[str, str], bool] | None = None) -> CompactionResult:
         """Fold the current state into one new version and delete older per-file rows.
 
         The new version has the same state (less the files ``keep(ctx, path)``
@@ -770,9 +802,7 @@ class StateStore:
             if not self._job_exists(conn, job_name):
                 raise UnknownJob(job_name)
             holder = conn.execute(
-                select(t.leases.c.run_id, t.leases.c.expires_at).where(
-                    t.leases.c.job_name == job_name
-                )
+                select(t.leases.c.run_id, t.leases.c.expires_at).where(t.leases.c.job_name == job_name)
             ).first()
             if holder is not None and holder.expires_at > utcnow():
                 raise ConcurrentRunsExceeded(job_name, holder.run_id, holder.expires_at.isoformat())
@@ -799,9 +829,7 @@ class StateStore:
             fe, de = t.file_entries.c, t.dir_entries.c
             before = after = dropped = 0
             sources = conn.execute(
-                select(t.sources.c.source_id, t.sources.c.ctx).where(
-                    t.sources.c.job_name == job_name
-                )
+                select(t.sources.c.source_id, t.sources.c.ctx).where(t.sources.c.job_name == job_name)
             ).all()
             for source_id, ctx in sources:
                 latest = self._latest(
@@ -809,7 +837,7 @@ class StateStore:
                 )
                 before += conn.execute(
                     select(func.count()).select_from(t.file_entries).where(fe.source_id == source_id)
-                ).scalar()
+                ).scalar_one()
                 kept = {p: v for p, v in latest.items() if keep is None or keep(ctx, p)}
                 dropped += len(latest) - len(kept)
                 after += len(kept)
@@ -838,8 +866,15 @@ class StateStore:
     # ------------------------------------------------------------ file state
 
     @staticmethod
-    def _latest(conn: Connection, table, key: str, values: tuple[str, ...], source_id: int,
-                lineage: Lineage, where=None) -> dict[str, tuple]:
+    def _latest(
+        conn: Connection,
+        table,
+        key: str,
+        values: tuple[str, ...],
+        source_id: int,
+        lineage: Lineage,
+        where=None,
+    ) -> dict[str, tuple]:
         """Each key's latest row in ``lineage``: later versions overwrite earlier ones."""
         c = table.c
         query = select(c[key], *[c[v] for v in values]).where(
@@ -862,8 +897,9 @@ class StateStore:
             if source_id is None or not lineage:
                 return {}
             where = None if folders is None else self._below(list(folders))
-            latest = self._latest(conn, t.file_entries, "path", ("mtime_ms", "size"), source_id,
-                                  lineage, where)
+            latest = self._latest(
+                conn, t.file_entries, "path", ("mtime_ms", "size"), source_id, lineage, where
+            )
         return {p: FileEntry(p, m, z) for p, (m, z) in latest.items()}
 
     def _below(self, folders: list[str]):
@@ -889,9 +925,7 @@ class StateStore:
             latest = self._latest(conn, t.dir_entries, "dir", ("mtime_ms",), source_id, lineage)
         return {d: m for d, (m,) in latest.items()}
 
-    def committed_files(
-        self, job_name: str, ctx: str, version: BookmarkVersion
-    ) -> list[CommittedFile]:
+    def committed_files(self, job_name: str, ctx: str, version: BookmarkVersion) -> list[CommittedFile]:
         """The per-file state of ``ctx`` in ``version``: each path's latest entry."""
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
@@ -910,7 +944,5 @@ class StateStore:
             )
             latest: dict[str, CommittedFile] = {}
             for r in rows:
-                latest[r.path] = CommittedFile(
-                    r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at
-                )
+                latest[r.path] = CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at)
         return sorted(latest.values(), key=lambda f: f.path)

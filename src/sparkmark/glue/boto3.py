@@ -26,8 +26,9 @@ class GlueClient:
     def get_workflow_run_properties(self, *, Name: str, RunId: str) -> dict[str, Any]:
         return {"RunProperties": properties.get_run_properties(Name, RunId)}
 
-    def put_workflow_run_properties(self, *, Name: str, RunId: str,
-                                    RunProperties: dict[str, str]) -> dict[str, Any]:
+    def put_workflow_run_properties(
+        self, *, Name: str, RunId: str, RunProperties: dict[str, str]
+    ) -> dict[str, Any]:
         properties.put_run_properties(Name, RunId, RunProperties)
         return {}
 
@@ -41,12 +42,14 @@ class GlueClient:
     def __getattr__(self, name: str):
         raise SparkmarkError(
             f"boto3 Glue client call {name!r} is not available under sparkmark; the calls a job "
-            "can make are get_workflow_run_properties, put_workflow_run_properties and get_workflow_run")
+            "can make are get_workflow_run_properties, put_workflow_run_properties and get_workflow_run"
+        )
 
 
 def client(service_name: str, *args: Any, **kwargs: Any) -> GlueClient:
     if service_name != "glue":
         raise SparkmarkError(
             f"boto3.client({service_name!r}) is not available under sparkmark (boto3 is not "
-            "installed); only the Glue workflow-run calls are served locally")
+            "installed); only the Glue workflow-run calls are served locally"
+        )
     return GlueClient()

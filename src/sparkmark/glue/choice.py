@@ -10,6 +10,7 @@ into columns.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -35,10 +36,22 @@ _FAMILIES = {
     "array": r"^ARRAY.*$",
     "null": r"^NULL$",
 }
-_SPARK_TYPES = {"int": "int", "integer": "int", "long": "bigint", "bigint": "bigint",
-                "short": "smallint", "byte": "tinyint", "double": "double", "float": "float",
-                "decimal": "decimal(38,18)", "string": "string", "boolean": "boolean",
-                "date": "date", "timestamp": "timestamp", "binary": "binary"}
+_SPARK_TYPES = {
+    "int": "int",
+    "integer": "int",
+    "long": "bigint",
+    "bigint": "bigint",
+    "short": "smallint",
+    "byte": "tinyint",
+    "double": "double",
+    "float": "float",
+    "decimal": "decimal(38,18)",
+    "string": "string",
+    "boolean": "boolean",
+    "date": "date",
+    "timestamp": "timestamp",
+    "binary": "binary",
+}
 
 
 def glue_name(variant_type: str) -> str:
@@ -59,14 +72,17 @@ def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[Dat
     Returns the records and the rows that are not JSON objects (malformed text, or a
     bare value): those become error records rather than being dropped silently.
     """
-    parsed = df.select(F.col(text_column).alias("__sm_text"),
-                       F.try_parse_json(F.col(text_column)).alias("__sm_v"), *keep)
+    parsed = df.select(
+        F.col(text_column).alias("__sm_text"), F.try_parse_json(F.col(text_column)).alias("__sm_v"), *keep
+    )
     is_record = F.col("__sm_v").isNotNull() & F.schema_of_variant("__sm_v").startswith("OBJECT")
     bad = parsed.where(~is_record | is_record.isNull()).select(
-        F.lit("not a JSON record").alias("error"), F.col("__sm_text").alias("record"),
-        F.lit("read").alias("transformation"))
+        F.lit("not a JSON record").alias("error"),
+        F.col("__sm_text").alias("record"),
+        F.lit("read").alias("transformation"),
+    )
     good = parsed.where(is_record)
-    agg = good.agg(F.schema_of_variant_agg("__sm_v")).first()[0]
+    agg = good.agg(F.schema_of_variant_agg("__sm_v")).head(1)[0][0]
     if agg is None or not agg.startswith("OBJECT<"):  # no records at all
         return good.select(*keep), bad
     ddl = to_ddl(agg)
@@ -99,11 +115,15 @@ def observed_types(df: DataFrame, parts_list: list[list[str]]) -> dict[str, list
     """The VARIANT type names each choice field holds (one Spark job for all fields)."""
     if not parts_list:
         return {}
-    aggs = [F.collect_set(F.expr(f"schema_of_variant({paths.quote(p)})")).alias(f"t{i}")
-            for i, p in enumerate(parts_list)]
-    row = df.agg(*aggs).first()
-    return {paths.quote(p): sorted(t for t in row[f"t{i}"] if t not in ("NULL", "VOID"))
-            for i, p in enumerate(parts_list)}
+    aggs = [
+        F.collect_set(F.expr(f"schema_of_variant({paths.quote(p)})")).alias(f"t{i}")
+        for i, p in enumerate(parts_list)
+    ]
+    row = df.agg(*aggs).head(1)[0]
+    return {
+        paths.quote(p): sorted(t for t in row[f"t{i}"] if t not in ("NULL", "VOID"))
+        for i, p in enumerate(parts_list)
+    }
 
 
 def cast(col: Column, glue_type: str) -> Column:
@@ -132,16 +152,23 @@ def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = Non
         return paths.replace(df, parts, lambda c: cast(c, target))
     if kind == "project":
         return paths.replace(df, parts, lambda c: project(c, target))
-    names = sorted({glue_name(t) for t in (types if types is not None else
-                                            observed_types(df, [parts])[paths.quote(parts)])})
+    names = sorted(
+        {
+            glue_name(t)
+            for t in (types if types is not None else observed_types(df, [parts])[paths.quote(parts)])
+        }
+    )
     if kind == "make_struct":
         return paths.replace(df, parts, lambda c: F.struct(*[project(c, n).alias(n) for n in names]))
     if kind == "make_cols":
         if len(parts) != 1:
             base = df
+
+            def add_field(name: str) -> Callable[[Column], Column]:
+                return lambda c: c.withField(f"{parts[-1]}_{name}", project(paths.column(parts), name))
+
             for n in names:
-                base = paths.replace(base, parts[:-1], lambda c, n=n: c.withField(
-                    f"{parts[-1]}_{n}", project(paths.column(parts), n)))
+                base = paths.replace(base, parts[:-1], add_field(n))
             return paths.drop(base, parts)
         out = df
         for n in names:

@@ -80,12 +80,14 @@ class GlueContext:
     def get_logger(self) -> _GlueLogger:
         return _GlueLogger(logging.getLogger("sparkmark.glue.script"))
 
-    def getSource(self, connection_type: str, format: str | None = None,
-                  transformation_ctx: str = "", **options) -> "DataSource":
+    def getSource(
+        self, connection_type: str, format: str | None = None, transformation_ctx: str = "", **options
+    ) -> DataSource:
         return DataSource(self, connection_type, options, format, transformation_ctx)
 
-    def getSink(self, connection_type: str, format: str | None = None,
-                transformation_ctx: str = "", **options) -> "DataSink":
+    def getSink(
+        self, connection_type: str, format: str | None = None, transformation_ctx: str = "", **options
+    ) -> DataSink:
         return DataSink(self, connection_type, options, format, transformation_ctx)
 
     def purge_s3_path(self, s3_path: str, options: dict | None = None, transformation_ctx: str = "") -> None:
@@ -127,8 +129,15 @@ class GlueContext:
 
     # ------------------------------------------------------------ reading
 
-    def _read_files(self, paths: list[str], fmt: str, options: dict, format_options: dict,
-                    ctx: str | None, push_down_predicate: str | None = None) -> tuple[DataFrame, bool]:
+    def _read_files(
+        self,
+        paths: list[str],
+        fmt: str | None,
+        options: dict,
+        format_options: dict,
+        ctx: str | None,
+        push_down_predicate: str | None = None,
+    ) -> tuple[DataFrame, bool]:
         """Read files through the run's bookmark when there is one. Returns the frame and
         whether its JSON needs choice typing."""
         fmt = (fmt or "json").lower()
@@ -170,23 +179,46 @@ class GlueContext:
             df = self._job.read_files(paths, format=spark_fmt, ctx=ctx or None, **file_opts, **spark_opts)
         else:
             if ctx:
-                log.warning("source %s has transformation_ctx %r but Job.init() was not called: "
-                            "it is read in full and not bookmarked", ", ".join(paths), ctx)
+                log.warning(
+                    "source %s has transformation_ctx %r but Job.init() was not called: "
+                    "it is read in full and not bookmarked",
+                    ", ".join(paths),
+                    ctx,
+                )
             df = self._read_in_full(paths, spark_fmt, {**file_opts, **spark_opts})
         if push_down_predicate:
             df = df.where(push_down_predicate)
         return df, json_records
 
-    def _read_in_full(self, paths: list[str], fmt: str, options: dict, *, schema=None,
-                      path_columns: dict[str, dict[str, str]] | None = None) -> DataFrame:
+    def _read_in_full(
+        self,
+        paths: list[str],
+        fmt: str,
+        options: dict,
+        *,
+        schema=None,
+        path_columns: dict[str, dict[str, str]] | None = None,
+    ) -> DataFrame:
         """Every file under ``paths``, with no run and no bookmark (Job.init() not called)."""
         opts, spark_options = FileSourceOptions.split(options)
-        plan = fileplan.plan_files(fileplan.as_path_list(paths), opts, ctx=None, processed=None,
-                                   known_dirs=None, high_water_ms=None, now_ms=fileplan.now_ms())
+        plan = fileplan.plan_files(
+            fileplan.as_path_list(paths),
+            opts,
+            ctx=None,
+            processed=None,
+            known_dirs=None,
+            high_water_ms=None,
+            now_ms=fileplan.now_ms(),
+        )
         return file_source.read_selected(
-            self.spark_session, plan.increment.selected, fmt=fmt, spark_options=spark_options,
-            schema=schema, empty_schema=None,
-            root_columns={fileplan.root_url(p): c for p, c in (path_columns or {}).items()})
+            self.spark_session,
+            plan.increment.selected,
+            fmt=fmt,
+            spark_options=spark_options,
+            schema=schema,
+            empty_schema=None,
+            root_columns={fileplan.root_url(p): c for p, c in (path_columns or {}).items()},
+        )
 
     def _to_records(self, df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:
         """Typed records and the error records of rows that were not JSON records."""
@@ -196,11 +228,14 @@ class GlueContext:
         lines = df
         first = df.select(F.ltrim("value")).where(F.length("value") > 0).first()
         if first is not None and (first[0] or "").startswith("["):  # files holding arrays of records
-            lines = df.select(F.explode(F.expr("cast(try_parse_json(value) as array<variant>)")).alias("__sm_el"), *keep)
+            lines = df.select(
+                F.explode(F.expr("cast(try_parse_json(value) as array<variant>)")).alias("__sm_el"), *keep
+            )
             lines = lines.select(F.to_json("__sm_el").alias("value"), *keep)
         else:
             lines = df.where(F.length(F.trim("value")) > 0)
         return choice.parse_records(lines, "value", keep)
+
     def _database(self, options: dict, connection_type: str) -> jdbc_keys.Database:
         url = options.get("url")
         if not url:
@@ -221,30 +256,57 @@ class GlueContext:
         keys = options.get("jobBookmarkKeys")
         if isinstance(keys, str):
             keys = json.loads(keys) if keys.strip().startswith("[") else [keys]
-        kwargs = dict(
-            table=table, keys=keys, keys_sort_order=options.get("jobBookmarkKeysSortOrder", "asc"),
-            hashfield=options.get("hashfield"), hashexpression=options.get("hashexpression"),
-            hashpartitions=int(options.get("hashpartitions", 7)),
-        )
+        kwargs = {
+            "table": table,
+            "keys": keys,
+            "keys_sort_order": options.get("jobBookmarkKeysSortOrder", "asc"),
+            "hashfield": options.get("hashfield"),
+            "hashexpression": options.get("hashexpression"),
+            "hashpartitions": int(options.get("hashpartitions", 7)),
+        }
         if self._job is not None:
-            return self._job.read_jdbc(options.get("url"), ctx=ctx or None, user=options.get("user"),
-                                       password=options.get("password"), **kwargs)
+            return self._job.read_jdbc(
+                options.get("url"),
+                ctx=ctx or None,
+                user=options.get("user"),
+                password=options.get("password"),
+                **kwargs,
+            )
         database = self._database(options, connection_type)
         request = jdbc_source.JdbcRequest.build(database, query=None, lag=None, on_null_key="raise", **kwargs)
-        return jdbc_source.read(self.spark_session, request, ctx=None, previous=None, bookmarked=False,
-                                commit_state=False, run_id="-").frame
+        return jdbc_source.read(
+            self.spark_session,
+            request,
+            ctx=None,
+            previous=None,
+            bookmarked=False,
+            commit_state=False,
+            run_id="-",
+        ).frame
 
-    def _from_options(self, connection_type: str, connection_options: dict, format: str | None,
-                      format_options: dict | None, transformation_ctx: str,
-                      push_down_predicate: str | None = None) -> tuple[DataFrame, bool]:
+    def _from_options(
+        self,
+        connection_type: str,
+        connection_options: dict,
+        format: str | None,
+        format_options: dict | None,
+        transformation_ctx: str,
+        push_down_predicate: str | None = None,
+    ) -> tuple[DataFrame, bool]:
         kind = (connection_type or "").lower()
         options = dict(connection_options or {})
         if kind in FILE_CONNECTIONS:
             paths = options.get("paths") or ([options["path"]] if "path" in options else [])
             if not paths:
                 raise SourceError("connection_options needs 'paths' (a list of folders or files)")
-            return self._read_files(list(paths), format, options, dict(format_options or {}),
-                                    transformation_ctx, push_down_predicate)
+            return self._read_files(
+                list(paths),
+                format,
+                options,
+                dict(format_options or {}),
+                transformation_ctx,
+                push_down_predicate,
+            )
         return self._read_jdbc(kind, options, transformation_ctx), False
 
     # ------------------------------------------------------------ catalog
@@ -256,8 +318,9 @@ class GlueContext:
         store = self._job.store if self._job is not None else StateStore.from_settings()
         return CatalogStore(store)
 
-    def _from_catalog(self, database: str, table_name: str, push_down_predicate: str,
-                      options: dict, ctx: str) -> tuple[DataFrame, bool]:
+    def _from_catalog(
+        self, database: str, table_name: str, push_down_predicate: str, options: dict, ctx: str
+    ) -> tuple[DataFrame, bool]:
         from ..catalog.reading import read_table
 
         name = f"{database}.{table_name}"
@@ -267,38 +330,62 @@ class GlueContext:
         classification = found.classification
         if found.parameters.get("connectionName"):  # a crawled JDBC table
             resolved = resolve_connection(found.parameters["connectionName"])
-            keys = options.get("jobBookmarkKeys") or [k for k in (found.parameters.get("primaryKey") or "").split(",") if k]
-            jdbc_options = {"url": resolved.url, "user": resolved.user, "password": resolved.password,
-                            "dbtable": found.parameters["dbtable"], "jobBookmarkKeys": keys or None,
-                            **{k: options[k] for k in ("jobBookmarkKeysSortOrder", "hashfield", "hashexpression",
-                                                       "hashpartitions") if k in options}}
+            keys = options.get("jobBookmarkKeys") or [
+                k for k in (found.parameters.get("primaryKey") or "").split(",") if k
+            ]
+            jdbc_options = {
+                "url": resolved.url,
+                "user": resolved.user,
+                "password": resolved.password,
+                "dbtable": found.parameters["dbtable"],
+                "jobBookmarkKeys": keys or None,
+                **{
+                    k: options[k]
+                    for k in ("jobBookmarkKeysSortOrder", "hashfield", "hashexpression", "hashpartitions")
+                    if k in options
+                },
+            }
             kind = "mysql" if classification == "mysql" else classification
             return self._read_jdbc(kind, jdbc_options, ctx), False
         fmt = "text" if classification == "json" else classification
-        spark_opts = {"wholetext": "true"} if classification == "json" and _bool(options.get("multiline")) else {}
+        spark_opts = (
+            {"wholetext": "true"} if classification == "json" and _bool(options.get("multiline")) else {}
+        )
         file_opts = {k: options[k] for k in FILE_OPTION_NAMES if k in options}
 
         def reader(paths, fmt_, columns, table_options):
             merged = {**table_options, **spark_opts, **file_opts}
             schema = merged.pop("schema", None)
             if self._job is not None:
-                return self._job.read_files(paths, format=fmt_, ctx=ctx or None, path_columns=columns,
-                                            schema=schema, **merged)
+                return self._job.read_files(
+                    paths, format=fmt_, ctx=ctx or None, path_columns=columns, schema=schema, **merged
+                )
             return self._read_in_full(paths, fmt_, merged, schema=schema, path_columns=columns)
 
         df, _table, _n = read_table(self.spark_session, store, name, predicates, reader, fmt=fmt)
         return df, classification == "json"
 
-    def _update_catalog(self, df: DataFrame, database: str, name: str, path: str, fmt: str,
-                        partition_keys: list[str], update_behavior: str) -> None:
+    def _update_catalog(
+        self,
+        df: DataFrame,
+        database: str,
+        name: str,
+        path: str,
+        fmt: str,
+        partition_keys: list[str],
+        update_behavior: str,
+    ) -> None:
         from ..catalog.hive import HiveCatalog
         from ..catalog.models import Column, Partition, Table
         from ..engine.fileplan import root_url
 
         catalog = HiveCatalog(self.spark_session, self._catalog_store())
         location = root_url(path)
-        columns = tuple(Column(f.name, f.dataType.simpleString()) for f in df.schema.fields
-                        if f.name not in partition_keys)
+        columns = tuple(
+            Column(f.name, f.dataType.simpleString())
+            for f in df.schema.fields
+            if f.name not in partition_keys
+        )
         keys = tuple(Column(k, "string") for k in partition_keys)
         classification = "parquet" if fmt == "glueparquet" else fmt
         table = Table(database, name, location, classification, columns, keys, {"written_by": "sparkmark"})
@@ -309,37 +396,68 @@ class GlueContext:
         catalog.ensure_database(database)
         if existing is None:
             catalog.create_table(table)
-        elif update_behavior == "UPDATE_IN_DATABASE" and (existing.columns, existing.partition_keys) != (columns, keys):
+        elif update_behavior == "UPDATE_IN_DATABASE" and (existing.columns, existing.partition_keys) != (
+            columns,
+            keys,
+        ):
             catalog.replace_table(table)
         else:
             table = existing
         if keys:
-            values = {tuple(str(v) for v in r) for r in df.select(*[F.col(f"`{k}`") for k in partition_keys]).distinct().collect()}
+            values = {
+                tuple(str(v) for v in r)
+                for r in df.select(*[F.col(f"`{k}`") for k in partition_keys]).distinct().collect()
+            }
             known = {p.values for p in catalog.store.partitions(database, name)}
-            fresh = [Partition(v, location + "/" + "/".join(f"{k}={x}" for k, x in zip(partition_keys, v)))
-                     for v in sorted(values) if v not in known]
+            fresh = [
+                Partition(
+                    v, location + "/" + "/".join(f"{k}={x}" for k, x in zip(partition_keys, v, strict=False))
+                )
+                for v in sorted(values)
+                if v not in known
+            ]
             if fresh:
                 catalog.add_partitions(table, fresh)
 
     # ------------------------------------------------------------ writing
 
-    def _append_jdbc(self, df: DataFrame, database: jdbc_keys.Database, table: str,
-                     ctx: str = "", connection: str | None = None) -> None:
+    def _append_jdbc(
+        self,
+        df: DataFrame,
+        database: jdbc_keys.Database,
+        table: str,
+        ctx: str = "",
+        connection: str | None = None,
+    ) -> None:
         """Append through the staged JDBC sink. In a job run with a transformation_ctx the
         append is exactly-once: merged when the job commits."""
         df = _variants_as_json(df)
         if self._job is not None and ctx:
             self._job._databases[database.jdbc_url] = database
-            self._job.write_jdbc(df, url=database.jdbc_url, table=table, user=database.user,
-                                 password=database.password, connection=connection, ctx=ctx)
+            self._job.write_jdbc(
+                df,
+                url=database.jdbc_url,
+                table=table,
+                user=database.user,
+                password=database.password,
+                connection=connection,
+                ctx=ctx,
+            )
             return
         result = jdbc_sink.write(df, database, table, mode="append", keys=None)
         if self._job is not None:
             self._job._sinks.append(result)
 
-    def _write(self, frame: DynamicFrame | DataFrame, connection_type: str, options: dict,
-               format: str | None, format_options: dict | None,
-               catalog_target: tuple[str, str] | None = None, ctx: str = "") -> None:
+    def _write(
+        self,
+        frame: DynamicFrame | DataFrame,
+        connection_type: str,
+        options: dict,
+        format: str | None,
+        format_options: dict | None,
+        catalog_target: tuple[str, str] | None = None,
+        ctx: str = "",
+    ) -> None:
         df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
         kind = (connection_type or "").lower()
         if kind in FILE_CONNECTIONS:
@@ -370,18 +488,31 @@ class GlueContext:
             keys = list(options.get("partitionKeys") or [])
             if self._job is not None and ctx:
                 # Exactly-once: staged now, published when the job commits.
-                self._job.write_files(df, path, format=spark_fmt, partition_by=keys, ctx=ctx,
-                                      **writer_options)
+                self._job.write_files(
+                    df, path, format=spark_fmt, partition_by=keys, ctx=ctx, **writer_options
+                )
             else:
-                file_sink.write_now(df, path, fmt=spark_fmt, mode="append", partition_by=keys,
-                                    options=writer_options)
+                file_sink.write_now(
+                    df, path, fmt=spark_fmt, mode="append", partition_by=keys, options=writer_options
+                )
             target = catalog_target or (
                 (options.get("catalogDatabase"), options.get("catalogTableName"))
-                if options.get("catalogTableName") else None)
+                if options.get("catalogTableName")
+                else None
+            )
             if _bool(options.get("enableUpdateCatalog", False)) and target:
-                self._update_catalog(df, target[0], target[1], path, spark_fmt,
-                                     list(options.get("partitionKeys") or []),
-                                     str(options.get("updateBehavior", "UPDATE_IN_DATABASE")))
+                database, table_name = target
+                if not database or not table_name:
+                    raise SourceError("enableUpdateCatalog needs catalogDatabase and catalogTableName")
+                self._update_catalog(
+                    df,
+                    database,
+                    table_name,
+                    path,
+                    spark_fmt,
+                    list(options.get("partitionKeys") or []),
+                    str(options.get("updateBehavior", "UPDATE_IN_DATABASE")),
+                )
             return
         if kind in JDBC_CONNECTIONS:
             table = options.get("dbtable")
@@ -405,27 +536,53 @@ class _DynamicFrameReader:
     def __init__(self, ctx: GlueContext):
         self._ctx = ctx
 
-    def from_options(self, connection_type: str, connection_options: dict | None = None,
-                     format: str | None = None, format_options: dict | None = None,
-                     transformation_ctx: str = "", push_down_predicate: str | None = None,
-                     **kwargs) -> DynamicFrame:
-        df, json_records = self._ctx._from_options(connection_type, connection_options or {}, format,
-                                                   format_options, transformation_ctx, push_down_predicate)
+    def from_options(
+        self,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        push_down_predicate: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        df, json_records = self._ctx._from_options(
+            connection_type,
+            connection_options or {},
+            format,
+            format_options,
+            transformation_ctx,
+            push_down_predicate,
+        )
         records, bad = self._ctx._to_records(df, json_records)
         stages = (ErrorStage(transformation_ctx or "from_options", bad),) if bad is not None else ()
         return DynamicFrame(records, self._ctx, transformation_ctx, errors=stages)
 
-    def from_rdd(self, data, name: str, schema: StructType | None = None, sample_ratio: float | None = None,
-                 transformation_ctx: str = "") -> DynamicFrame:
-        df = self._ctx.spark_session.createDataFrame(data, schema=schema, samplingRatio=sample_ratio)
+    def from_rdd(
+        self,
+        data,
+        name: str,
+        schema: StructType | None = None,
+        sample_ratio: float | None = None,
+        transformation_ctx: str = "",
+    ) -> DynamicFrame:
+        df = self._ctx.spark_session.createDataFrame(data, schema, sample_ratio)  # type: ignore[call-overload]
         return DynamicFrame(df, self._ctx, name)
 
-    def from_catalog(self, database: str, table_name: str, redshift_tmp_dir: str = "",
-                     transformation_ctx: str = "", push_down_predicate: str = "",
-                     additional_options: dict | None = None, catalog_id: str | None = None,
-                     **kwargs) -> DynamicFrame:
-        df, json_records = self._ctx._from_catalog(database, table_name, push_down_predicate,
-                                                   dict(additional_options or {}), transformation_ctx)
+    def from_catalog(
+        self,
+        database: str,
+        table_name: str,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        push_down_predicate: str = "",
+        additional_options: dict | None = None,
+        catalog_id: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        df, json_records = self._ctx._from_catalog(
+            database, table_name, push_down_predicate, dict(additional_options or {}), transformation_ctx
+        )
         records, bad = self._ctx._to_records(df, json_records)
         stages = (ErrorStage(transformation_ctx or "from_catalog", bad),) if bad is not None else ()
         return DynamicFrame(records, self._ctx, transformation_ctx or table_name, errors=stages)
@@ -435,21 +592,35 @@ class _DataFrameReader:
     def __init__(self, ctx: GlueContext):
         self._ctx = ctx
 
-    def from_options(self, connection_type: str, connection_options: dict | None = None,
-                     format: str | None = None, format_options: dict | None = None,
-                     transformation_ctx: str = "", **kwargs) -> DataFrame:
-        df, json_records = self._ctx._from_options(connection_type, connection_options or {}, format,
-                                                   format_options, transformation_ctx)
+    def from_options(
+        self,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        **kwargs,
+    ) -> DataFrame:
+        df, json_records = self._ctx._from_options(
+            connection_type, connection_options or {}, format, format_options, transformation_ctx
+        )
         records, bad = self._ctx._to_records(df, json_records)
         if bad is not None and bad.limit(1).count():
             log.warning("%d input rows are not JSON records and were left out", bad.count())
         return records
 
-    def from_catalog(self, database: str, table_name: str, transformation_ctx: str = "",
-                     push_down_predicate: str = "", additional_options: dict | None = None,
-                     **kwargs) -> DataFrame:
-        df, json_records = self._ctx._from_catalog(database, table_name, push_down_predicate,
-                                                   dict(additional_options or {}), transformation_ctx)
+    def from_catalog(
+        self,
+        database: str,
+        table_name: str,
+        transformation_ctx: str = "",
+        push_down_predicate: str = "",
+        additional_options: dict | None = None,
+        **kwargs,
+    ) -> DataFrame:
+        df, json_records = self._ctx._from_catalog(
+            database, table_name, push_down_predicate, dict(additional_options or {}), transformation_ctx
+        )
         records, _bad = self._ctx._to_records(df, json_records)
         return records
 
@@ -458,17 +629,37 @@ class _DynamicFrameWriter:
     def __init__(self, ctx: GlueContext):
         self._ctx = ctx
 
-    def from_options(self, frame, connection_type: str, connection_options: dict | None = None,
-                     format: str | None = None, format_options: dict | None = None,
-                     transformation_ctx: str = "", **kwargs) -> DynamicFrame:
+    def from_options(
+        self,
+        frame,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        **kwargs,
+    ) -> DynamicFrame:
         """With a transformation_ctx, in a job run, the write is exactly-once: its output
         appears when ``job.commit()`` commits the bookmark, never before, never twice."""
-        self._ctx._write(frame, connection_type, dict(connection_options or {}), format, format_options,
-                         ctx=transformation_ctx)
+        self._ctx._write(
+            frame,
+            connection_type,
+            dict(connection_options or {}),
+            format,
+            format_options,
+            ctx=transformation_ctx,
+        )
         return frame
 
-    def from_jdbc_conf(self, frame, catalog_connection: str, connection_options: dict | None = None,
-                       redshift_tmp_dir: str = "", transformation_ctx: str = "", **kwargs) -> DynamicFrame:
+    def from_jdbc_conf(
+        self,
+        frame,
+        catalog_connection: str,
+        connection_options: dict | None = None,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        **kwargs,
+    ) -> DynamicFrame:
         """Write through a named connection (``[connections.NAME]`` in sparkmark.toml)."""
         options = dict(connection_options or {})
         resolved = resolve_connection(catalog_connection)
@@ -476,23 +667,46 @@ class _DynamicFrameWriter:
         table = options.get("dbtable")
         if not table:
             raise SourceError("from_jdbc_conf needs connection_options['dbtable']")
-        self._ctx._append_jdbc(frame.toDF() if isinstance(frame, DynamicFrame) else frame, database, table,
-                               transformation_ctx, connection=catalog_connection)
+        self._ctx._append_jdbc(
+            frame.toDF() if isinstance(frame, DynamicFrame) else frame,
+            database,
+            table,
+            transformation_ctx,
+            connection=catalog_connection,
+        )
         return frame
 
-    def from_catalog(self, frame, database: str, table_name: str, redshift_tmp_dir: str = "",
-                     transformation_ctx: str = "", additional_options: dict | None = None,
-                     catalog_id: str | None = None, **kwargs) -> DynamicFrame:
+    def from_catalog(
+        self,
+        frame,
+        database: str,
+        table_name: str,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        additional_options: dict | None = None,
+        catalog_id: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
         """Append to a catalog table's location, in its format and partitioning; with
         ``enableUpdateCatalog`` the new partitions (and, with ``updateBehavior``
         UPDATE_IN_DATABASE, the new schema) are registered."""
         options = dict(additional_options or {})
         table = self._ctx._catalog_store().table(database, table_name)
         keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
-        self._ctx._write(frame, "s3", {**options, "path": table.location, "partitionKeys": keys,
-                                       "enableUpdateCatalog": options.get("enableUpdateCatalog", False)},
-                         table.classification, {}, catalog_target=(database, table_name),
-                         ctx=transformation_ctx)
+        self._ctx._write(
+            frame,
+            "s3",
+            {
+                **options,
+                "path": table.location,
+                "partitionKeys": keys,
+                "enableUpdateCatalog": options.get("enableUpdateCatalog", False),
+            },
+            table.classification,
+            {},
+            catalog_target=(database, table_name),
+            ctx=transformation_ctx,
+        )
         return frame
 
 
@@ -503,37 +717,48 @@ class _DataFrameWriter(_DynamicFrameWriter):
 class DataSource:
     """``glueContext.getSource(...)``: ``setFormat`` then ``getFrame``."""
 
-    def __init__(self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None,
-                 transformation_ctx: str):
+    def __init__(
+        self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None, transformation_ctx: str
+    ):
         self._ctx, self._type, self._options = ctx, connection_type, options
-        self._format, self._format_options, self._tctx = fmt, {}, transformation_ctx
+        self._format, self._tctx = fmt, transformation_ctx
+        self._format_options: dict[str, Any] = {}
 
     def setFormat(self, format: str, **options) -> None:
         self._format, self._format_options = format, options
 
     def getFrame(self) -> DynamicFrame:
         return self._ctx.create_dynamic_frame.from_options(
-            self._type, self._options, self._format, self._format_options, self._tctx)
+            self._type, self._options, self._format, self._format_options, self._tctx
+        )
 
 
 class DataSink:
     """``glueContext.getSink(...)``: ``setFormat``, ``setCatalogInfo``, ``writeFrame``."""
 
-    def __init__(self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None,
-                 transformation_ctx: str):
+    def __init__(
+        self, ctx: GlueContext, connection_type: str, options: dict, fmt: str | None, transformation_ctx: str
+    ):
         self._ctx, self._type, self._options = ctx, connection_type, options
-        self._format, self._format_options, self._tctx = fmt, {}, transformation_ctx
+        self._format, self._tctx = fmt, transformation_ctx
+        self._format_options: dict[str, Any] = {}
 
     def setFormat(self, format: str, **options) -> None:
         self._format, self._format_options = format, options
 
-    def setCatalogInfo(self, catalogDatabase: str, catalogTableName: str, catalogId: str | None = None) -> None:
+    def setCatalogInfo(
+        self, catalogDatabase: str, catalogTableName: str, catalogId: str | None = None
+    ) -> None:
         """With ``enableUpdateCatalog=True`` in the sink's options, writeFrame creates or
         updates this catalog table and registers the partitions it wrote."""
-        self._options = {**self._options, "catalogDatabase": catalogDatabase,
-                         "catalogTableName": catalogTableName}
+        self._options = {
+            **self._options,
+            "catalogDatabase": catalogDatabase,
+            "catalogTableName": catalogTableName,
+        }
 
     def writeFrame(self, dynamic_frame: DynamicFrame, info: str = "") -> DynamicFrame:
-        self._ctx._write(dynamic_frame, self._type, self._options, self._format, self._format_options,
-                         ctx=self._tctx)
+        self._ctx._write(
+            dynamic_frame, self._type, self._options, self._format, self._format_options, ctx=self._tctx
+        )
         return dynamic_frame

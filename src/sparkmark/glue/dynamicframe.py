@@ -37,7 +37,8 @@ class ErrorStage:
 
 def _error_frame(out: DataFrame, name: str) -> DataFrame:
     return out.where(F.col("__sm_error").isNotNull()).select(
-        F.col("__sm_error").alias("error"), F.col("__sm_input").alias("record"),
+        F.col("__sm_error").alias("error"),
+        F.col("__sm_input").alias("record"),
         F.lit(name).alias("transformation"),
     )
 
@@ -45,8 +46,7 @@ def _error_frame(out: DataFrame, name: str) -> DataFrame:
 class DynamicFrame:
     """A frame of records. ``DynamicFrame(df, glue_ctx, name)`` wraps a DataFrame."""
 
-    def __init__(self, df: DataFrame, glue_ctx=None, name: str = "", *,
-                 errors: tuple[ErrorStage, ...] = ()):
+    def __init__(self, df: DataFrame, glue_ctx=None, name: str = "", *, errors: tuple[ErrorStage, ...] = ()):
         if not isinstance(df, DataFrame):
             raise TypeError("DynamicFrame wraps a pyspark DataFrame; use DynamicFrame.fromDF")
         self._df = df
@@ -57,14 +57,21 @@ class DynamicFrame:
     # ------------------------------------------------------------ conversion
 
     @classmethod
-    def fromDF(cls, dataframe: DataFrame, glue_ctx, name: str) -> "DynamicFrame":
+    def fromDF(cls, dataframe: DataFrame, glue_ctx, name: str) -> DynamicFrame:
         return cls(dataframe, glue_ctx, name)
 
     def toDF(self, options: Any = None) -> DataFrame:
         return self._df
 
-    def _with(self, df: DataFrame, *, stage: ErrorStage | None = None, name: str | None = None,
-              stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def _with(
+        self,
+        df: DataFrame,
+        *,
+        stage: ErrorStage | None = None,
+        name: str | None = None,
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         errors = self._errors + ((stage,) if stage else ())
         frame = DynamicFrame(df, self.glue_ctx, name if name is not None else self.name, errors=errors)
         if stage is not None and (stageThreshold or totalThreshold):
@@ -128,10 +135,10 @@ class DynamicFrame:
     def getNumPartitions(self) -> int:
         return self._df.rdd.getNumPartitions()
 
-    def repartition(self, num_partitions: int, **_ignored) -> "DynamicFrame":
+    def repartition(self, num_partitions: int, **_ignored) -> DynamicFrame:
         return self._with(self._df.repartition(num_partitions))
 
-    def coalesce(self, num_partitions: int, shuffle: bool = False, **_ignored) -> "DynamicFrame":
+    def coalesce(self, num_partitions: int, shuffle: bool = False, **_ignored) -> DynamicFrame:
         df = self._df.repartition(num_partitions) if shuffle else self._df.coalesce(num_partitions)
         return self._with(df)
 
@@ -143,11 +150,14 @@ class DynamicFrame:
     def stageErrorsCount(self) -> int:
         return self._errors[-1].frame.count() if self._errors else 0
 
-    def errorsAsDynamicFrame(self) -> "DynamicFrame":
+    def errorsAsDynamicFrame(self) -> DynamicFrame:
         spark = self._df.sparkSession
         if not self._errors:
-            return DynamicFrame(spark.createDataFrame([], "error string, record string, transformation string"),
-                                self.glue_ctx, f"{self.name}_errors")
+            return DynamicFrame(
+                spark.createDataFrame([], "error string, record string, transformation string"),
+                self.glue_ctx,
+                f"{self.name}_errors",
+            )
         frames = [stage.frame for stage in self._errors]
         return DynamicFrame(reduce(DataFrame.unionByName, frames), self.glue_ctx, f"{self.name}_errors")
 
@@ -155,13 +165,19 @@ class DynamicFrame:
         """Fail when the frame carries any error record (Glue's default threshold)."""
         count = self.errorsCount()
         if count:
-            sample = self.errorsAsDynamicFrame().toDF().select("error").first()[0]
+            sample = self.errorsAsDynamicFrame().toDF().select("error").head(1)[0][0]
             raise GlueError(f"{count} error record(s), e.g. {sample}; the run fails and commits nothing")
 
     # ------------------------------------------------------------ field transforms
 
-    def select_fields(self, paths: list[str], transformation_ctx: str = "", info: str = "",
-                      stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def select_fields(
+        self,
+        paths: list[str],
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         leaves = []
         for path in paths:
             parts = fieldpaths.split_path(path)
@@ -169,8 +185,14 @@ class DynamicFrame:
                 leaves.append((parts, fieldpaths.column(parts)))
         return self._with(self._df.select(*_build(leaves)))
 
-    def drop_fields(self, paths: list[str], transformation_ctx: str = "", info: str = "",
-                    stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def drop_fields(
+        self,
+        paths: list[str],
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         df = self._df
         for path in paths:
             parts = fieldpaths.split_path(path)
@@ -178,8 +200,15 @@ class DynamicFrame:
                 df = fieldpaths.drop(df, parts)
         return self._with(df)
 
-    def rename_field(self, oldName: str, newName: str, transformation_ctx: str = "",
-                     info: str = "", stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def rename_field(
+        self,
+        oldName: str,
+        newName: str,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         old, _ = fieldpaths.require(self._df.schema, oldName)
         new = fieldpaths.split_path(newName)
         if len(old) == 1 and len(new) == 1:
@@ -188,17 +217,27 @@ class DynamicFrame:
         if len(new) == 1:  # add the new field first, while the old one can still be read
             df = self._df.withColumn(new[0], value)
         else:
-            df = self._df.withColumn(new[0], F.col(fieldpaths.quote(new[:1])).withField(fieldpaths.quote(new[1:]), value))
+            df = self._df.withColumn(
+                new[0], F.col(fieldpaths.quote(new[:1])).withField(fieldpaths.quote(new[1:]), value)
+            )
         return self._with(fieldpaths.drop(df, old))
 
-    def apply_mapping(self, mappings: Iterable[tuple], case_sensitive: bool = False,
-                      transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-                      totalThreshold: int = 0) -> "DynamicFrame":
+    def apply_mapping(
+        self,
+        mappings: Iterable[tuple],
+        case_sensitive: bool = False,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         """Keep only the mapped fields: (source path, source type, target path, target type)."""
         leaves = []
         for mapping in mappings:
             if len(mapping) != 4:
-                raise SourceError(f"ApplyMapping takes (source, source type, target, target type), got {mapping!r}")
+                raise SourceError(
+                    f"ApplyMapping takes (source, source type, target, target type), got {mapping!r}"
+                )
             source, _stype, target, ttype = mapping
             parts = fieldpaths.split_path(source)
             found = fieldpaths.field_type(self._df.schema, parts)
@@ -214,10 +253,18 @@ class DynamicFrame:
             leaves.append((fieldpaths.split_path(target), value))
         return self._with(self._df.select(*_build(leaves)))
 
-    def resolveChoice(self, specs: list[tuple[str, str]] | None = None, choice: str = "",
-                      database: str | None = None, table_name: str | None = None,
-                      transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-                      totalThreshold: int = 0, catalog_id: str | None = None) -> "DynamicFrame":
+    def resolveChoice(
+        self,
+        specs: list[tuple[str, str]] | None = None,
+        choice: str = "",
+        database: str | None = None,
+        table_name: str | None = None,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+        catalog_id: str | None = None,
+    ) -> DynamicFrame:
         action_all = choice
         if specs and action_all:
             raise SourceError("ResolveChoice takes specs or choice, not both")
@@ -227,19 +274,24 @@ class DynamicFrame:
         if action_all:
             targets = [(fieldpaths.quote(p), action_all) for p in choices.choice_paths(df.schema)]
         else:
-            targets = list(specs)
+            targets = list(specs or [])
         if any(a == "match_catalog" for _, a in targets):
             targets = self._match_catalog(targets, database, table_name)
-        needs_types = [fieldpaths.split_path(p) for p, a in targets if a in ("make_struct", "make_cols")
-                       and isinstance(fieldpaths.field_type(df.schema, fieldpaths.split_path(p)), VariantType)]
+        needs_types = [
+            fieldpaths.split_path(p)
+            for p, a in targets
+            if a in ("make_struct", "make_cols")
+            and isinstance(fieldpaths.field_type(df.schema, fieldpaths.split_path(p)), VariantType)
+        ]
         known = choices.observed_types(df, needs_types)
         for path, action in targets:
             parts = fieldpaths.split_path(path)
             df = choices.resolve(df, path, action, known.get(fieldpaths.quote(parts)))
         return self._with(df)
 
-    def _match_catalog(self, targets: list[tuple[str, str]], database: str | None,
-                       table_name: str | None) -> list[tuple[str, str]]:
+    def _match_catalog(
+        self, targets: list[tuple[str, str]], database: str | None, table_name: str | None
+    ) -> list[tuple[str, str]]:
         """match_catalog → cast:<the catalog column's type>, field by field."""
         if not database or not table_name:
             raise SourceError("ResolveChoice match_catalog needs database= and table_name=")
@@ -259,14 +311,22 @@ class DynamicFrame:
             resolved.append((path, f"cast:{types[top]}"))
         return resolved
 
-    def unbox(self, path: str, format: str, transformation_ctx: str = "", info: str = "",
-              stageThreshold: int = 0, totalThreshold: int = 0, **options) -> "DynamicFrame":
+    def unbox(
+        self,
+        path: str,
+        format: str,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+        **options,
+    ) -> DynamicFrame:
         """Parse a string field holding JSON into a struct (choice fields where records disagree)."""
         if format.lower() != "json":
             raise SourceError(f"unbox supports format 'json', not {format!r}")
         parts, _ = fieldpaths.require(self._df.schema, path)
         parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(fieldpaths.column(parts)))
-        ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).first()[0]
+        ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).head(1)[0][0]
         if not ddl or not ddl.startswith("OBJECT<"):
             raise SourceError(f"field {path!r} holds no JSON objects to unbox")
         struct_ddl = choices.to_ddl(ddl)
@@ -274,19 +334,23 @@ class DynamicFrame:
         out = fieldpaths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
         return self._with(out)
 
-    def unnest(self, transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-               totalThreshold: int = 0) -> "DynamicFrame":
+    def unnest(
+        self, transformation_ctx: str = "", info: str = "", stageThreshold: int = 0, totalThreshold: int = 0
+    ) -> DynamicFrame:
         """Flatten nested structs into top-level fields named ``a.b``."""
         cols = [fieldpaths.column(p).alias(".".join(p)) for p in fieldpaths.leaf_paths(self._df.schema)]
         return self._with(self._df.select(*cols))
 
-    def drop_null_fields(self, transformation_ctx: str = "", info: str = "",
-                         stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def drop_null_fields(
+        self, transformation_ctx: str = "", info: str = "", stageThreshold: int = 0, totalThreshold: int = 0
+    ) -> DynamicFrame:
         """Drop fields that are null (or missing) in every record."""
         leaves = fieldpaths.leaf_paths(self._df.schema)
         if not leaves:
             return self._with(self._df)
-        counts = self._df.agg(*[F.count(fieldpaths.column(p)).alias(f"c{i}") for i, p in enumerate(leaves)]).first()
+        counts = self._df.agg(
+            *[F.count(fieldpaths.column(p)).alias(f"c{i}") for i, p in enumerate(leaves)]
+        ).head(1)[0]
         df = self._df
         for i, p in enumerate(leaves):
             dtype = fieldpaths.field_type(df.schema, p)
@@ -296,8 +360,9 @@ class DynamicFrame:
 
     # ------------------------------------------------------------ record functions
 
-    def _run(self, f: Callable, keep_input: bool, name: str, stageThreshold: int,
-             totalThreshold: int) -> "DynamicFrame":
+    def _run(
+        self, f: Callable, keep_input: bool, name: str, stageThreshold: int, totalThreshold: int
+    ) -> DynamicFrame:
         out = records.apply(self._df, f, keep_input=keep_input)
         stage = ErrorStage(name, _error_frame(out, name))
         good = out.where(F.col("__sm_error").isNull() & F.col("__sm_json").isNotNull())
@@ -307,19 +372,38 @@ class DynamicFrame:
             parsed, _ = choices.parse_records(good, "__sm_json", [])  # map output is always JSON
         return self._with(parsed, stage=stage, stageThreshold=stageThreshold, totalThreshold=totalThreshold)
 
-    def filter(self, f: Callable[[dict], bool], transformation_ctx: str = "", info: str = "",
-               stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def filter(
+        self,
+        f: Callable[[dict], bool],
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         return self._run(f, True, transformation_ctx or "Filter", stageThreshold, totalThreshold)
 
-    def map(self, f: Callable[[dict], dict], transformation_ctx: str = "", info: str = "",
-            stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def map(
+        self,
+        f: Callable[[dict], dict],
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         return self._run(f, False, transformation_ctx or "Map", stageThreshold, totalThreshold)
 
     # ------------------------------------------------------------ combining
 
-    def join(self, paths1: list[str] | str, paths2: list[str] | str, frame2: "DynamicFrame",
-             transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-             totalThreshold: int = 0) -> "DynamicFrame":
+    def join(
+        self,
+        paths1: list[str] | str,
+        paths2: list[str] | str,
+        frame2: DynamicFrame,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         """Equality join on paths1 = paths2. Keys of both sides are kept; when both sides
         use the same key name it appears once; other fields of frame2 whose names clash
         with this frame's are prefixed with '.'."""
@@ -328,44 +412,77 @@ class DynamicFrame:
         if len(keys1) != len(keys2) or not keys1:
             raise SourceError("join needs the same number of key paths on both sides")
         left, right = self._df.alias("__l"), frame2._df
-        shared = [k for k1, k in zip(keys1, keys2) if k1 == k]
+        shared = [k for k1, k in zip(keys1, keys2, strict=False) if k1 == k]
         renames = {c: "." + c for c in right.columns if c in left.columns and c not in shared}
         for old, new in renames.items():
             right = right.withColumnRenamed(old, new)
         right = right.alias("__r")
-        condition = reduce(lambda a, b: a & b, [
-            F.col("__l." + fieldpaths.quote(fieldpaths.split_path(k1))) == F.col("__r." + fieldpaths.quote(fieldpaths.split_path(renames.get(k2, k2))))
-            for k1, k2 in zip(keys1, keys2)
-        ])
+        condition = reduce(
+            lambda a, b: a & b,
+            [
+                F.col("__l." + fieldpaths.quote(fieldpaths.split_path(k1)))
+                == F.col("__r." + fieldpaths.quote(fieldpaths.split_path(renames.get(k2, k2))))
+                for k1, k2 in zip(keys1, keys2, strict=False)
+            ],
+        )
         joined = left.join(right, condition, "inner")
         keep = [F.col("__l." + fieldpaths.quote([c])) for c in left.columns]
         keep += [F.col("__r." + fieldpaths.quote([c])) for c in right.columns if c not in shared]
         return self._with(joined.select(*keep), name=f"{self.name}_{frame2.name}".strip("_"))
 
-    def union(self, other_frame: "DynamicFrame", transformation_ctx: str = "", info: str = "",
-              stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrame":
+    def union(
+        self,
+        other_frame: DynamicFrame,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrame:
         """Rows of both frames; a field whose types differ becomes a choice."""
         left, right = self._df, other_frame._df
         for f in left.schema.fields:
             if f.name in right.columns and right.schema[f.name].dataType != f.dataType:
                 left = left.withColumn(f.name, _to_variant(F.col(fieldpaths.quote([f.name])), f.dataType))
-                right = right.withColumn(f.name, _to_variant(F.col(fieldpaths.quote([f.name])), right.schema[f.name].dataType))
+                right = right.withColumn(
+                    f.name, _to_variant(F.col(fieldpaths.quote([f.name])), right.schema[f.name].dataType)
+                )
         merged = left.unionByName(right, allowMissingColumns=True)
         return DynamicFrame(merged, self.glue_ctx, self.name, errors=self._errors + other_frame._errors)
 
-    def split_fields(self, paths: list[str], name1: str, name2: str, transformation_ctx: str = "",
-                     info: str = "", stageThreshold: int = 0, totalThreshold: int = 0) -> "DynamicFrameCollection":
+    def split_fields(
+        self,
+        paths: list[str],
+        name1: str,
+        name2: str,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrameCollection:
         first = self.select_fields(paths)
         second = self.drop_fields(paths)
         first.name, second.name = name1, name2
         return DynamicFrameCollection({name1: first, name2: second}, self.glue_ctx)
 
-    def split_rows(self, comparison_dict: Mapping[str, Mapping[str, Any]], name1: str, name2: str,
-                   transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-                   totalThreshold: int = 0) -> "DynamicFrameCollection":
-        ops = {"<": lambda c, v: c < v, ">": lambda c, v: c > v, "=": lambda c, v: c == v,
-               "==": lambda c, v: c == v, "!=": lambda c, v: c != v, "<=": lambda c, v: c <= v,
-               ">=": lambda c, v: c >= v}
+    def split_rows(
+        self,
+        comparison_dict: Mapping[str, Mapping[str, Any]],
+        name1: str,
+        name2: str,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrameCollection:
+        ops = {
+            "<": lambda c, v: c < v,
+            ">": lambda c, v: c > v,
+            "=": lambda c, v: c == v,
+            "==": lambda c, v: c == v,
+            "!=": lambda c, v: c != v,
+            "<=": lambda c, v: c <= v,
+            ">=": lambda c, v: c >= v,
+        }
         terms: list[Column] = []
         for path, tests in comparison_dict.items():
             parts, _ = fieldpaths.require(self._df.schema, path)
@@ -375,22 +492,37 @@ class DynamicFrame:
                 terms.append(ops[op](fieldpaths.column(parts), F.lit(value)))
         cond = reduce(lambda a, b: a & b, terms) if terms else F.lit(True)
         first = DynamicFrame(self._df.where(cond), self.glue_ctx, name1, errors=self._errors)
-        second = DynamicFrame(self._df.where(~cond | cond.isNull()), self.glue_ctx, name2, errors=self._errors)
+        second = DynamicFrame(
+            self._df.where(~cond | cond.isNull()), self.glue_ctx, name2, errors=self._errors
+        )
         return DynamicFrameCollection({name1: first, name2: second}, self.glue_ctx)
 
-    def spigot(self, path: str, options: Mapping[str, Any] | None = None,
-               transformation_ctx: str = "") -> "DynamicFrame":
+    def spigot(
+        self, path: str, options: Mapping[str, Any] | None = None, transformation_ctx: str = ""
+    ) -> DynamicFrame:
         """Write a sample (``topk`` records, default 100, or a ``prob`` fraction) as JSON
         to ``path`` and pass the frame on unchanged."""
         opts = dict(options or {})
-        sample = self._df.sample(fraction=float(opts["prob"])) if "prob" in opts else self._df.limit(int(opts.get("topk", 100)))
-        sample.select(F.to_json(F.struct(*[F.col(fieldpaths.quote([c])) for c in sample.columns]))).write.mode(
-            "overwrite").text(path)
+        sample = (
+            self._df.sample(fraction=float(opts["prob"]))
+            if "prob" in opts
+            else self._df.limit(int(opts.get("topk", 100)))
+        )
+        sample.select(
+            F.to_json(F.struct(*[F.col(fieldpaths.quote([c])) for c in sample.columns]))
+        ).write.mode("overwrite").text(path)
         return self
 
-    def relationalize(self, root_table_name: str, staging_path: str, options: Mapping | None = None,
-                      transformation_ctx: str = "", info: str = "", stageThreshold: int = 0,
-                      totalThreshold: int = 0) -> "DynamicFrameCollection":
+    def relationalize(
+        self,
+        root_table_name: str,
+        staging_path: str,
+        options: Mapping | None = None,
+        transformation_ctx: str = "",
+        info: str = "",
+        stageThreshold: int = 0,
+        totalThreshold: int = 0,
+    ) -> DynamicFrameCollection:
         """Flatten into a root table and one child table per array, joined by ``id``.
 
         Nested struct fields become columns named ``a.b``. An array field in a table
@@ -453,10 +585,11 @@ def _relationalize(df: DataFrame, table: str, tables: dict[str, DataFrame]) -> N
         else:
             cols.append(fieldpaths.column(parts).alias(name))
     tables[table] = df.select(*cols)
-    for parts, dtype in arrays:
+    for parts, _dtype in arrays:
         name = ".".join(parts)
-        child = df.select(F.col("__sm_rowid").alias("id"),
-                          F.posexplode(fieldpaths.column(parts)).alias("index", "__sm_val"))
+        child = df.select(
+            F.col("__sm_rowid").alias("id"), F.posexplode(fieldpaths.column(parts)).alias("index", "__sm_val")
+        )
         child = child.select("id", "index", F.struct(F.col("__sm_val").alias("val")).alias(name))
         _relationalize(child, f"{table}_{name}", tables)
 
@@ -488,5 +621,9 @@ class DynamicFrameCollection:
             raise SourceError(f"no frame {key!r} in the collection (frames: {', '.join(self._frames)})")
         return self._frames[key]
 
-    def map(self, callable_: Callable[[DynamicFrame, str], DynamicFrame], transformation_ctx: str = "") -> "DynamicFrameCollection":
-        return DynamicFrameCollection({k: callable_(v, transformation_ctx) for k, v in self._frames.items()}, self.glue_ctx)
+    def map(
+        self, callable_: Callable[[DynamicFrame, str], DynamicFrame], transformation_ctx: str = ""
+    ) -> DynamicFrameCollection:
+        return DynamicFrameCollection(
+            {k: callable_(v, transformation_ctx) for k, v in self._frames.items()}, self.glue_ctx
+        )

@@ -13,7 +13,9 @@ from ..errors import SourceError
 
 def split_path(path: str) -> list[str]:
     """``"a.`b.c`.d"`` → ``["a", "b.c", "d"]``."""
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in path:
         if ch == "`":
             quoted = not quoted

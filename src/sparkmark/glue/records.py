@@ -37,7 +37,9 @@ def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> Da
 
     def run(batches):
         for batch in batches:
-            out, errors, inputs = [], [], []
+            out: list[str | None] = []
+            errors: list[str | None] = []
+            inputs: list[str | None] = []
             for text in batch.column(0).to_pylist():
                 try:
                     result = func(json.loads(text))

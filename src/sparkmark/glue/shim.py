@@ -42,7 +42,7 @@ class AwsGlueFinder(importlib.abc.MetaPathFinder):
         alias = next((a for a in ALIASES if fullname == a or fullname.startswith(a + ".")), None)
         if alias is None:
             return None
-        real = ALIASES[alias] + fullname[len(alias):]
+        real = ALIASES[alias] + fullname[len(alias) :]
         try:
             found = importlib.util.find_spec(real)
         except ModuleNotFoundError:

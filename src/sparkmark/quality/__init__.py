@@ -1,8 +1,8 @@
 """Data quality: DQDL rulesets evaluated on Spark, with row-level outcomes.
 
-    from sparkmark import quality
-    result = quality.evaluate(df, 'Rules = [ IsComplete "id", ColumnValues "qty" > 0 ]')
-    result.passed, result.outcomes, result.rows   # rows: df + DataQualityRules* columns
+from sparkmark import quality
+result = quality.evaluate(df, 'Rules = [ IsComplete "id", ColumnValues "qty" > 0 ]')
+result.passed, result.outcomes, result.rows   # rows: df + DataQualityRules* columns
 """
 
 from .evaluate import (
@@ -18,6 +18,15 @@ from .evaluate import (
 from .ruleset import DQDLError, Ruleset, parse_ruleset
 
 __all__ = [
-    "DQDLError", "FAIL_COLUMN", "PASS_COLUMN", "QualityResult", "RESULT_COLUMN", "ROW_COLUMNS",
-    "RuleOutcome", "Ruleset", "SKIP_COLUMN", "evaluate", "parse_ruleset",
+    "FAIL_COLUMN",
+    "PASS_COLUMN",
+    "RESULT_COLUMN",
+    "ROW_COLUMNS",
+    "SKIP_COLUMN",
+    "DQDLError",
+    "QualityResult",
+    "RuleOutcome",
+    "Ruleset",
+    "evaluate",
+    "parse_ruleset",
 ]

@@ -9,7 +9,7 @@ row's value (a Spark column), with Glue's rules for NULL, EMPTY and WHITESPACES_
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import Column
@@ -41,15 +41,24 @@ def holds(condition: Condition, value: Any, now: datetime) -> bool:
             if isinstance(x, Keyword):
                 raise DQDLError(f"{x.value} cannot be compared with a rule's value")
             value, x = _comparable(value, x)
-            return {"=": value == x, "!=": value != x, ">": value > x, "<": value < x,
-                    ">=": value >= x, "<=": value <= x}[op]
+            return {
+                "=": value == x,
+                "!=": value != x,
+                ">": value > x,
+                "<": value < x,
+                ">=": value >= x,
+                "<=": value <= x,
+            }[op]
         if op in ("between", "not between"):
             lo, hi = (_comparable(value, o)[1] for o in ops)
             inside = lo < _comparable(value, lo)[0] < hi
             return inside if op == "between" else not inside
         if op in ("in", "not in"):
-            found = any(_comparable(value, o)[0] == _comparable(value, o)[1]
-                        for o in ops if not isinstance(o, Keyword))
+            found = any(
+                _comparable(value, o)[0] == _comparable(value, o)[1]
+                for o in ops
+                if not isinstance(o, Keyword)
+            )
             return found if op == "in" else not found
         if op in ("matches", "not matches"):
             found = re.fullmatch(str(ops[0]), str(value)) is not None
@@ -68,12 +77,12 @@ def _comparable(value: Any, other: Any) -> tuple[Any, Any]:
 
 
 def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _literal(value: Any) -> Column:
     if isinstance(value, datetime):
-        return F.lit(value.astimezone(timezone.utc).replace(tzinfo=None)).cast("timestamp")
+        return F.lit(value.astimezone(UTC).replace(tzinfo=None)).cast("timestamp")
     return F.lit(value)
 
 

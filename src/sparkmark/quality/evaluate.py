@@ -9,9 +9,10 @@ Row-level outcomes are a lazy DataFrame with Glue's four columns added.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -81,10 +82,19 @@ class QualityResult:
 
     def outcomes_frame(self, spark) -> DataFrame:
         """Rule outcomes as a DataFrame, in the shape of Glue's ruleOutcomes."""
-        rows = [(o.rule, o.outcome, o.failure_reason, json.dumps(o.evaluated_metrics, default=str),
-                 json.dumps(o.labels)) for o in self.outcomes]
+        rows = [
+            (
+                o.rule,
+                o.outcome,
+                o.failure_reason,
+                json.dumps(o.evaluated_metrics, default=str),
+                json.dumps(o.labels),
+            )
+            for o in self.outcomes
+        ]
         return spark.createDataFrame(
-            rows, "Rule string, Outcome string, FailureReason string, EvaluatedMetrics string, Labels string")
+            rows, "Rule string, Outcome string, FailureReason string, EvaluatedMetrics string, Labels string"
+        )
 
 
 def evaluate(
@@ -111,14 +121,15 @@ def evaluate(
         check_rule(leaf)
     for analyzer in parsed.analyzers:
         check_rule(analyzer, analyzer=True)
-    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
     ctx = Context(df, moment, dict(reference or {}), history)
 
     checks: dict[int, Check | RuleFailure] = {}
     for leaf in parsed.leaves():
         checks[id(leaf)] = _compile(leaf, ctx)
     analyzers: list[tuple[Rule, Check | RuleFailure]] = [
-        (a, _compile(_as_measure(a), ctx)) for a in parsed.analyzers]
+        (a, _compile(_as_measure(a), ctx)) for a in parsed.analyzers
+    ]
 
     compiled = [c for c in list(checks.values()) + [c for _, c in analyzers] if isinstance(c, Check)]
     results: dict[str, Any] = {}
@@ -141,9 +152,9 @@ def evaluate(
         leaf_outcomes[id(leaf)] = _outcome(leaf, checks[id(leaf)], results, failures, metrics)
     outcomes = [_entry_outcome(e, leaf_outcomes) for e in parsed.rules]
     analyzer_metrics = {}
-    for rule, check in analyzers:
-        if isinstance(check, Check) and id(check) not in failures:
-            analyzer_metrics[check.metric] = _plain(check.value(results))
+    for _rule, analyzed in analyzers:
+        if isinstance(analyzed, Check) and id(analyzed) not in failures:
+            analyzer_metrics[analyzed.metric] = _plain(analyzed.value(results))
     metrics.update(analyzer_metrics)
 
     rows = _row_level(df, parsed, checks, filtered_rows) if row_level else None
@@ -158,7 +169,7 @@ def _one_pass(df: DataFrame, aggregates: dict[str, Column]) -> dict[str, Any]:
     before = conf.get("spark.sql.adaptive.enabled", None)
     conf.set("spark.sql.adaptive.enabled", "false")
     try:
-        row = df.agg(*[col.alias(key) for key, col in aggregates.items()]).first()
+        row = df.agg(*[col.alias(key) for key, col in aggregates.items()]).head(1)[0]
     finally:
         if before is None:
             conf.unset("spark.sql.adaptive.enabled")
@@ -178,8 +189,13 @@ def _as_measure(analyzer: Rule) -> Rule:
     """An analyzer is measured like its rule type, with a condition that always holds."""
     from .ruleset import Condition
 
-    return Rule(analyzer.rule_type, analyzer.params, Condition(">=", (float("-inf"),)), analyzer.where,
-                text=analyzer.text)
+    return Rule(
+        analyzer.rule_type,
+        analyzer.params,
+        Condition(">=", (float("-inf"),)),
+        analyzer.where,
+        text=analyzer.text,
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -193,8 +209,13 @@ def _plain(value: Any) -> Any:
         return str(value)
 
 
-def _outcome(rule: Rule, check: Check | RuleFailure, results: dict[str, Any], failures: dict[int, str],
-             metrics: dict[str, Any]) -> RuleOutcome:
+def _outcome(
+    rule: Rule,
+    check: Check | RuleFailure,
+    results: dict[str, Any],
+    failures: dict[int, str],
+    metrics: dict[str, Any],
+) -> RuleOutcome:
     if isinstance(check, RuleFailure):
         return RuleOutcome(rule.text, FAILED, str(check), {}, dict(rule.labels))
     if id(check) in failures:
@@ -210,8 +231,11 @@ def _outcome(rule: Rule, check: Check | RuleFailure, results: dict[str, Any], fa
         evaluated.update(check.extra_metrics(results))
     reason = None
     if not ok:
-        reason = ("no rows to evaluate" if value is None
-                  else f"Value: {value} does not meet the constraint requirement!")
+        reason = (
+            "no rows to evaluate"
+            if value is None
+            else f"Value: {value} does not meet the constraint requirement!"
+        )
     return RuleOutcome(rule.text, PASSED if ok else FAILED, reason, evaluated, dict(rule.labels))
 
 
@@ -234,8 +258,9 @@ def _row_pass(entry: Entry, checks: dict[int, Check | RuleFailure]) -> Column | 
         if not isinstance(check, Check) or check.row_pass is None:
             return None
         return F.coalesce(check.row_pass, F.lit(False))
-    parts = [_row_pass(p, checks) for p in entry.parts]
-    if any(p is None for p in parts):
+    judged = [_row_pass(p, checks) for p in entry.parts]
+    parts = [p for p in judged if p is not None]
+    if len(parts) < len(judged):
         return None
     combined = parts[0]
     for part in parts[1:]:
@@ -250,8 +275,9 @@ def _selected(entry: Entry) -> Column:
     return F.coalesce(F.expr(where), F.lit(False))
 
 
-def _row_level(df: DataFrame, parsed: Ruleset, checks: dict[int, Check | RuleFailure],
-               filtered_rows: str) -> DataFrame:
+def _row_level(
+    df: DataFrame, parsed: Ruleset, checks: dict[int, Check | RuleFailure], filtered_rows: str
+) -> DataFrame:
     passed, failed, skipped = [], [], []
     for entry in parsed.rules:
         verdict = _row_pass(entry, checks)
@@ -277,5 +303,6 @@ def _row_level(df: DataFrame, parsed: Ruleset, checks: dict[int, Check | RuleFai
             out = out.drop(name)
     out = out.withColumn(PASS_COLUMN, listed(passed)).withColumn(FAIL_COLUMN, listed(failed))
     out = out.withColumn(SKIP_COLUMN, listed(skipped))
-    return out.withColumn(RESULT_COLUMN, F.when(F.size(F.col(FAIL_COLUMN)) > 0, F.lit(FAILED))
-                          .otherwise(F.lit(PASSED)))
+    return out.withColumn(
+        RESULT_COLUMN, F.when(F.size(F.col(FAIL_COLUMN)) > 0, F.lit(FAILED)).otherwise(F.lit(PASSED))
+    )

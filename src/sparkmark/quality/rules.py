@@ -56,60 +56,89 @@ class RuleType:
     threshold: bool = False  # takes "with threshold"
 
 
-RULE_TYPES = {t.name: t for t in (
-    RuleType("RowCount", (0, 0), "required"),
-    RuleType("ColumnCount", (0, 0), "required"),
-    RuleType("Completeness", (1, 1), "required"),
-    RuleType("IsComplete", (1, 1), "none"),
-    RuleType("Uniqueness", (1, 1), "required"),
-    RuleType("IsUnique", (1, 1), "none"),
-    RuleType("IsPrimaryKey", (1, 8), "none"),
-    RuleType("ColumnValues", (1, 1), "required", threshold=True),
-    RuleType("ColumnLength", (1, 1), "required", threshold=True),
-    RuleType("ColumnExists", (1, 1), "none"),
-    RuleType("ColumnNamesMatchPattern", (1, 1), "none"),
-    RuleType("ColumnDataType", (1, 1), "required", threshold=True),
-    RuleType("ColumnCorrelation", (2, 2), "required"),
-    RuleType("DistinctValuesCount", (1, 1), "required"),
-    RuleType("Entropy", (1, 1), "required"),
-    RuleType("Mean", (1, 1), "required"),
-    RuleType("StandardDeviation", (1, 1), "required"),
-    RuleType("Sum", (1, 1), "required"),
-    RuleType("UniqueValueRatio", (1, 1), "required"),
-    RuleType("DataFreshness", (1, 1), "required", threshold=True),
-    RuleType("CustomSql", (1, 1), "required"),
-    RuleType("ReferentialIntegrity", (2, 2), "required"),
-    RuleType("RowCountMatch", (1, 1), "required"),
-    RuleType("SchemaMatch", (1, 1), "required"),
-    RuleType("DatasetMatch", (2, 3), "required"),
-    RuleType("AggregateMatch", (2, 2), "required"),
-    RuleType("DetectAnomalies", (1, 2), "none"),
-)}
+RULE_TYPES = {
+    t.name: t
+    for t in (
+        RuleType("RowCount", (0, 0), "required"),
+        RuleType("ColumnCount", (0, 0), "required"),
+        RuleType("Completeness", (1, 1), "required"),
+        RuleType("IsComplete", (1, 1), "none"),
+        RuleType("Uniqueness", (1, 1), "required"),
+        RuleType("IsUnique", (1, 1), "none"),
+        RuleType("IsPrimaryKey", (1, 8), "none"),
+        RuleType("ColumnValues", (1, 1), "required", threshold=True),
+        RuleType("ColumnLength", (1, 1), "required", threshold=True),
+        RuleType("ColumnExists", (1, 1), "none"),
+        RuleType("ColumnNamesMatchPattern", (1, 1), "none"),
+        RuleType("ColumnDataType", (1, 1), "required", threshold=True),
+        RuleType("ColumnCorrelation", (2, 2), "required"),
+        RuleType("DistinctValuesCount", (1, 1), "required"),
+        RuleType("Entropy", (1, 1), "required"),
+        RuleType("Mean", (1, 1), "required"),
+        RuleType("StandardDeviation", (1, 1), "required"),
+        RuleType("Sum", (1, 1), "required"),
+        RuleType("UniqueValueRatio", (1, 1), "required"),
+        RuleType("DataFreshness", (1, 1), "required", threshold=True),
+        RuleType("CustomSql", (1, 1), "required"),
+        RuleType("ReferentialIntegrity", (2, 2), "required"),
+        RuleType("RowCountMatch", (1, 1), "required"),
+        RuleType("SchemaMatch", (1, 1), "required"),
+        RuleType("DatasetMatch", (2, 3), "required"),
+        RuleType("AggregateMatch", (2, 2), "required"),
+        RuleType("DetectAnomalies", (1, 2), "none"),
+    )
+}
 
-ANALYZABLE = {"RowCount", "ColumnCount", "Completeness", "Uniqueness", "DistinctValuesCount",
-              "Entropy", "Mean", "StandardDeviation", "Sum", "UniqueValueRatio", "ColumnCorrelation"}
+ANALYZABLE = {
+    "RowCount",
+    "ColumnCount",
+    "Completeness",
+    "Uniqueness",
+    "DistinctValuesCount",
+    "Entropy",
+    "Mean",
+    "StandardDeviation",
+    "Sum",
+    "UniqueValueRatio",
+    "ColumnCorrelation",
+}
 
-DATA_TYPES = {"BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp", "INTEGER": "int",
-              "INT": "int", "LONG": "bigint", "BIGINT": "bigint", "SHORT": "smallint",
-              "FLOAT": "float", "DOUBLE": "double", "DECIMAL": "decimal(38,10)", "STRING": "string"}
+DATA_TYPES = {
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "TIMESTAMP": "timestamp",
+    "INTEGER": "int",
+    "INT": "int",
+    "LONG": "bigint",
+    "BIGINT": "bigint",
+    "SHORT": "smallint",
+    "FLOAT": "float",
+    "DOUBLE": "double",
+    "DECIMAL": "decimal(38,10)",
+    "STRING": "string",
+}
 
 
 def check_rule(rule: Rule, *, analyzer: bool = False) -> None:
     """Raise DQDLError when a rule names an unknown type or has the wrong shape."""
     spec = RULE_TYPES.get(rule.rule_type)
     if spec is None:
-        raise DQDLError(f"unknown rule type {rule.rule_type!r} in {rule.text!r}; known types: "
-                        + ", ".join(sorted(RULE_TYPES)))
+        raise DQDLError(
+            f"unknown rule type {rule.rule_type!r} in {rule.text!r}; known types: "
+            + ", ".join(sorted(RULE_TYPES))
+        )
     if analyzer:
         if rule.rule_type not in ANALYZABLE:
-            raise DQDLError(f"{rule.rule_type} cannot be an analyzer; analyzers: "
-                            + ", ".join(sorted(ANALYZABLE)))
+            raise DQDLError(
+                f"{rule.rule_type} cannot be an analyzer; analyzers: " + ", ".join(sorted(ANALYZABLE))
+            )
         return
     low, high = spec.params
     if not low <= len(rule.params) <= high:
         wanted = str(low) if low == high else f"{low} to {high}"
-        raise DQDLError(f"{rule.rule_type} takes {wanted} quoted parameter(s), got "
-                        f"{len(rule.params)} in {rule.text!r}")
+        raise DQDLError(
+            f"{rule.rule_type} takes {wanted} quoted parameter(s), got {len(rule.params)} in {rule.text!r}"
+        )
     if spec.condition == "required" and rule.condition is None:
         raise DQDLError(f"{rule.rule_type} needs a condition (e.g. > 0.9) in {rule.text!r}")
     if spec.condition == "none" and rule.condition is not None:
@@ -132,15 +161,15 @@ class Context:
 
     def column(self, name: str) -> Column:
         if name not in self.df.columns:
-            raise RuleFailure(f"column {name!r} does not exist; the data has "
-                              + ", ".join(self.df.columns))
+            raise RuleFailure(f"column {name!r} does not exist; the data has " + ", ".join(self.df.columns))
         return F.col(f"`{name}`")
 
     def reference(self, name: str) -> DataFrame:
         if name not in self.references:
             known = ", ".join(sorted(self.references)) or "none"
-            raise RuleFailure(f"reference dataset {name!r} was not given (given: {known}); pass "
-                              f"reference={{{name!r}: df}}")
+            raise RuleFailure(
+                f"reference dataset {name!r} was not given (given: {known}); pass reference={{{name!r}: df}}"
+            )
         return self.references[name]
 
 
@@ -168,16 +197,30 @@ def _all_or_threshold(rule: Rule, now: datetime) -> Callable[[Any], bool]:
 
 
 def _condition_on(rule: Rule, now: datetime) -> Callable[[Any], bool]:
-    condition = rule.condition
+    condition = _required_condition(rule)
     return lambda value: value is not None and holds(condition, value, now)
+
+
+def _required_condition(rule: Rule) -> Condition:
+    """The rule's condition, for the rule types that cannot go without one (the parser
+    accepts a rule without; evaluating it says what is missing)."""
+    if rule.condition is None:
+        raise RuleFailure(f"{rule.rule_type} needs a condition, e.g. {rule.rule_type} ... > 0")
+    return rule.condition
 
 
 def _fraction_check(rule: Rule, ctx: Context, metric: str, predicate: Column) -> Check:
     """A rule whose value is the share of (where-selected) rows meeting ``predicate``."""
     w = _where(rule)
     n, p = ctx.key("rows"), ctx.key(metric)
-    return Check(rule, metric, value=lambda r: _ratio(r, p, n), passes=_all_or_threshold(rule, ctx.now),
-                 aggregates={n: _count_if(w), p: _count_if(w & predicate)}, row_pass=predicate)
+    return Check(
+        rule,
+        metric,
+        value=lambda r: _ratio(r, p, n),
+        passes=_all_or_threshold(rule, ctx.now),
+        aggregates={n: _count_if(w), p: _count_if(w & predicate)},
+        row_pass=predicate,
+    )
 
 
 def compile_rule(rule: Rule, ctx: Context) -> Check:
@@ -185,36 +228,50 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
     kind = rule.rule_type
     w = _where(rule)
     condition = _condition_on(rule, ctx.now) if rule.condition is not None else None
+
+    def required() -> Callable[[Any], bool]:
+        return _condition_on(rule, ctx.now)
+
     params = rule.params
 
     if kind == "RowCount":
         n = ctx.key("rows")
-        return Check(rule, "Dataset.*.RowCount", value=lambda r: r.get(n), passes=condition,
-                     aggregates={n: _count_if(w)})
+        return Check(
+            rule,
+            "Dataset.*.RowCount",
+            value=lambda r: r.get(n),
+            passes=required(),
+            aggregates={n: _count_if(w)},
+        )
     if kind == "ColumnCount":
         count = len(ctx.df.columns)
-        return Check(rule, "Dataset.*.ColumnCount", value=lambda r: count, passes=condition)
+        return Check(rule, "Dataset.*.ColumnCount", value=lambda r: count, passes=required())
     if kind in ("Completeness", "IsComplete"):
         col = ctx.column(params[0])
         n, c = ctx.key("rows"), ctx.key(f"{params[0]}_complete")
-        return Check(rule, f"Column.{params[0]}.Completeness", value=lambda r: _ratio(r, c, n),
-                     passes=condition or (lambda v: v is not None and v >= 1.0),
-                     aggregates={n: _count_if(w), c: _count_if(w & col.isNotNull())},
-                     row_pass=col.isNotNull())
+        return Check(
+            rule,
+            f"Column.{params[0]}.Completeness",
+            value=lambda r: _ratio(r, c, n),
+            passes=condition or (lambda v: v is not None and v >= 1.0),
+            aggregates={n: _count_if(w), c: _count_if(w & col.isNotNull())},
+            row_pass=col.isNotNull(),
+        )
     if kind in ("ColumnValues", "ColumnLength", "DataFreshness"):
         col = ctx.column(params[0])
         if kind == "ColumnLength":
             subject, metric = F.length(col.cast("string")), f"Column.{params[0]}.ColumnLength.Compliance"
         elif kind == "DataFreshness":
-            subject = F.unix_timestamp(F.lit(ctx.now.replace(tzinfo=None)).cast("timestamp")) - F.unix_timestamp(
-                col.cast("timestamp"))
+            subject = F.unix_timestamp(
+                F.lit(ctx.now.replace(tzinfo=None)).cast("timestamp")
+            ) - F.unix_timestamp(col.cast("timestamp"))
             metric = f"Column.{params[0]}.DataFreshness.Compliance"
         else:
             subject, metric = col, f"Column.{params[0]}.ColumnValues.Compliance"
-        return _fraction_check(rule, ctx, metric, row_predicate(rule.condition, subject, ctx.now))
+        return _fraction_check(rule, ctx, metric, row_predicate(_required_condition(rule), subject, ctx.now))
     if kind == "ColumnDataType":
         col = ctx.column(params[0])
-        wanted = _data_types(rule.condition)
+        wanted = _data_types(_required_condition(rule))
         field_type = ctx.df.schema[params[0]].dataType
         fits = F.lit(False)
         for name in wanted:
@@ -228,30 +285,50 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
         return _fraction_check(rule, ctx, f"Column.{params[0]}.ColumnDataType.Compliance", predicate)
     if kind == "ColumnExists":
         present = params[0] in ctx.df.columns
-        return Check(rule, f"Column.{params[0]}.ColumnExists", value=lambda r: 1.0 if present else 0.0,
-                     passes=lambda v: v == 1.0)
+        return Check(
+            rule,
+            f"Column.{params[0]}.ColumnExists",
+            value=lambda r: 1.0 if present else 0.0,
+            passes=lambda v: v == 1.0,
+        )
     if kind == "ColumnNamesMatchPattern":
         pattern = re.compile(params[0])
         names = ctx.df.columns
         share = (sum(1 for c in names if pattern.fullmatch(c)) / len(names)) if names else 1.0
-        return Check(rule, "Dataset.*.ColumnNamesPatternMatchRatio", value=lambda r: share,
-                     passes=lambda v: v >= 1.0)
+        return Check(
+            rule, "Dataset.*.ColumnNamesPatternMatchRatio", value=lambda r: share, passes=lambda v: v >= 1.0
+        )
     if kind in ("Mean", "StandardDeviation", "Sum"):
         col = ctx.column(params[0])
         _numeric(ctx, params[0], kind)
         selected = F.when(w, col)
         agg = {"Mean": F.avg, "StandardDeviation": F.stddev_pop, "Sum": F.sum}[kind](selected)
         m = ctx.key(f"{params[0]}_{kind}")
-        return Check(rule, f"Column.{params[0]}.{kind}", value=lambda r: _number(r.get(m)),
-                     passes=condition, aggregates={m: agg})
+        return Check(
+            rule,
+            f"Column.{params[0]}.{kind}",
+            value=lambda r: _number(r.get(m)),
+            passes=required(),
+            aggregates={m: agg},
+        )
     if kind == "ColumnCorrelation":
         a, b = ctx.column(params[0]), ctx.column(params[1])
         m = ctx.key("corr")
-        return Check(rule, f"Multicolumn.{params[0]},{params[1]}.ColumnCorrelation",
-                     value=lambda r: _number(r.get(m)), passes=condition,
-                     aggregates={m: F.corr(F.when(w, a.cast("double")), F.when(w, b.cast("double")))})
-    if kind in ("Uniqueness", "IsUnique", "UniqueValueRatio", "Entropy", "IsPrimaryKey",
-                "DistinctValuesCount"):
+        return Check(
+            rule,
+            f"Multicolumn.{params[0]},{params[1]}.ColumnCorrelation",
+            value=lambda r: _number(r.get(m)),
+            passes=required(),
+            aggregates={m: F.corr(F.when(w, a.cast("double")), F.when(w, b.cast("double")))},
+        )
+    if kind in (
+        "Uniqueness",
+        "IsUnique",
+        "UniqueValueRatio",
+        "Entropy",
+        "IsPrimaryKey",
+        "DistinctValuesCount",
+    ):
         columns = tuple(params)
         for name in columns:
             ctx.column(name)
@@ -262,47 +339,77 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
             for name in columns:
                 complete = complete & ctx.column(name).isNotNull()
             n, c = ctx.key("rows"), ctx.key("pk_complete")
+
             def pk_value(r, n=n, c=c, key=key):
                 return min(_ratio(r, c, n) or 0.0, _grouped_ratio(r, key, "singles", "rows") or 0.0)
-            return Check(rule, f"Column.{','.join(columns)}.IsPrimaryKey", value=pk_value,
-                         passes=lambda v: v is not None and v >= 1.0, grouped=columns,
-                         aggregates={n: _count_if(w), c: _count_if(w & complete)},
-                         row_pass=complete & (window_count == 1))
+
+            return Check(
+                rule,
+                f"Column.{','.join(columns)}.IsPrimaryKey",
+                value=pk_value,
+                passes=lambda v: v is not None and v >= 1.0,
+                grouped=columns,
+                aggregates={n: _count_if(w), c: _count_if(w & complete)},
+                row_pass=complete & (window_count == 1),
+            )
         if kind in ("Uniqueness", "IsUnique"):
-            return Check(rule, f"Column.{','.join(columns)}.Uniqueness",
-                         value=lambda r, key=key: _grouped_ratio(r, key, "singles", "rows"),
-                         passes=condition or (lambda v: v is not None and v >= 1.0), grouped=columns,
-                         row_pass=ctx.column(columns[0]).isNotNull() & (window_count == 1))
+            return Check(
+                rule,
+                f"Column.{','.join(columns)}.Uniqueness",
+                value=lambda r: _grouped_ratio(r, key, "singles", "rows"),
+                passes=condition or (lambda v: v is not None and v >= 1.0),
+                grouped=columns,
+                row_pass=ctx.column(columns[0]).isNotNull() & (window_count == 1),
+            )
         if kind == "UniqueValueRatio":
-            return Check(rule, f"Column.{','.join(columns)}.UniqueValueRatio",
-                         value=lambda r, key=key: _grouped_ratio(r, key, "singles", "distinct"),
-                         passes=condition, grouped=columns)
+            return Check(
+                rule,
+                f"Column.{','.join(columns)}.UniqueValueRatio",
+                value=lambda r: _grouped_ratio(r, key, "singles", "distinct"),
+                passes=required(),
+                grouped=columns,
+            )
         if kind == "DistinctValuesCount":
-            return Check(rule, f"Column.{params[0]}.DistinctValuesCount",
-                         value=lambda r, key=key: r.get(f"{key}::distinct"), passes=condition, grouped=columns)
-        return Check(rule, f"Column.{params[0]}.Entropy", value=lambda r, key=key: r.get(f"{key}::entropy"),
-                     passes=condition, grouped=columns)
+            return Check(
+                rule,
+                f"Column.{params[0]}.DistinctValuesCount",
+                value=lambda r: r.get(f"{key}::distinct"),
+                passes=required(),
+                grouped=columns,
+            )
+        return Check(
+            rule,
+            f"Column.{params[0]}.Entropy",
+            value=lambda r: r.get(f"{key}::entropy"),
+            passes=required(),
+            grouped=columns,
+        )
     if kind == "CustomSql":
-        return _custom_sql(rule, ctx, condition)
+        return _custom_sql(rule, ctx, required())
     if kind == "ReferentialIntegrity":
-        return _referential_integrity(rule, ctx, condition)
+        return _referential_integrity(rule, ctx, required())
     if kind == "RowCountMatch":
         reference = ctx.reference(params[0])
         n, m = ctx.key("rows"), ctx.key("reference_rows")
-        return Check(rule, f"Dataset.{params[0]}.RowCountMatch",
-                     value=lambda r: None if not r.get(m) else (r.get(n) or 0) / r[m], passes=condition,
-                     aggregates={n: _count_if(w)}, separate=lambda: {m: reference.count()})
+        return Check(
+            rule,
+            f"Dataset.{params[0]}.RowCountMatch",
+            value=lambda r: None if not r.get(m) else (r.get(n) or 0) / r[m],
+            passes=required(),
+            aggregates={n: _count_if(w)},
+            separate=lambda: {m: reference.count()},
+        )
     if kind == "SchemaMatch":
         reference = ctx.reference(params[0])
         mine = {f.name.lower(): f.dataType for f in ctx.df.schema.fields}
         theirs = {f.name.lower(): f.dataType for f in reference.schema.fields}
         same = sum(1 for k, t in mine.items() if theirs.get(k) == t)
         share = same / max(len(mine), len(theirs)) if (mine or theirs) else 1.0
-        return Check(rule, f"Dataset.{params[0]}.SchemaMatch", value=lambda r: share, passes=condition)
+        return Check(rule, f"Dataset.{params[0]}.SchemaMatch", value=lambda r: share, passes=required())
     if kind == "DatasetMatch":
-        return _dataset_match(rule, ctx, condition)
+        return _dataset_match(rule, ctx, required())
     if kind == "AggregateMatch":
-        return _aggregate_match(rule, ctx, condition)
+        return _aggregate_match(rule, ctx, required())
     if kind == "DetectAnomalies":
         return _detect_anomalies(rule, ctx)
     raise DQDLError(f"rule type {kind} is not implemented")
@@ -310,8 +417,9 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
 
 def _numeric(ctx: Context, name: str, kind: str) -> None:
     if not isinstance(ctx.df.schema[name].dataType, NumericType):
-        raise RuleFailure(f"{kind} needs a numeric column; {name!r} is "
-                          f"{ctx.df.schema[name].dataType.simpleString()}")
+        raise RuleFailure(
+            f"{kind} needs a numeric column; {name!r} is {ctx.df.schema[name].dataType.simpleString()}"
+        )
 
 
 def _number(value: Any) -> float | None:
@@ -349,28 +457,31 @@ def grouped_metrics(df: DataFrame, columns: tuple[str, ...], where: str | None) 
         F.count(F.lit(1)).alias("distinct"),
         F.sum(F.when(F.col("count") == 1, 1).otherwise(0)).alias("singles"),
         F.sum(F.col("count") * F.log(F.col("count"))).alias("clogc"),
-    ).first()
+    ).head(1)[0]
     key = grouped_key(columns, where)
     rows = int(row["rows"] or 0)
     entropy = None
     if rows:
         entropy = math.log(rows) - float(row["clogc"] or 0.0) / rows
-    return {f"{key}::rows": rows, f"{key}::distinct": int(row["distinct"] or 0),
-            f"{key}::singles": int(row["singles"] or 0), f"{key}::entropy": entropy}
+    return {
+        f"{key}::rows": rows,
+        f"{key}::distinct": int(row["distinct"] or 0),
+        f"{key}::singles": int(row["singles"] or 0),
+        f"{key}::entropy": entropy,
+    }
 
 
 def _data_types(condition: Condition) -> list[str]:
     if condition.op not in ("=", "in"):
-        raise DQDLError("ColumnDataType takes = \"TYPE\" or in [\"TYPE\", ...]")
+        raise DQDLError('ColumnDataType takes = "TYPE" or in ["TYPE", ...]')
     names = [str(o).upper() for o in condition.operands]
     unknown = [n for n in names if n not in DATA_TYPES]
     if unknown:
-        raise DQDLError(f"unknown data type(s) {', '.join(unknown)}; use "
-                        + ", ".join(sorted(DATA_TYPES)))
+        raise DQDLError(f"unknown data type(s) {', '.join(unknown)}; use " + ", ".join(sorted(DATA_TYPES)))
     return names
 
 
-def _custom_sql(rule: Rule, ctx: Context, condition) -> Check:
+def _custom_sql(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> Check:
     sql = rule.params[0]
     m = ctx.key("custom_sql")
 
@@ -382,11 +493,13 @@ def _custom_sql(rule: Rule, ctx: Context, condition) -> Check:
         try:
             result = spark.sql(sql)
             rows = result.limit(2).collect()
-        except Exception as exc:  # the user's SQL: report it as the rule's failure
+        except Exception as exc:  # noqa: BLE001 - the user's SQL: report it as the rule's failure
             raise RuleFailure(f"the SQL failed: {str(exc).splitlines()[0]}") from None
         if len(result.columns) != 1 or len(rows) != 1:
-            raise RuleFailure("CustomSql needs a statement returning one value (one row, one column), "
-                              "e.g. select count(*) from primary where ...")
+            raise RuleFailure(
+                "CustomSql needs a statement returning one value (one row, one column), "
+                "e.g. select count(*) from primary where ..."
+            )
         return {m: rows[0][0]}
 
     return Check(rule, "Dataset.*.CustomSQL", value=lambda r: r.get(m), passes=condition, separate=run)
@@ -401,7 +514,7 @@ def _split_reference(spec: str) -> tuple[str, list[str]]:
     return match.group(1), [c.strip() for c in columns.split(",")]
 
 
-def _referential_integrity(rule: Rule, ctx: Context, condition) -> Check:
+def _referential_integrity(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> Check:
     mine = [c.strip() for c in rule.params[0].strip("{}").split(",")]
     ref_name, theirs = _split_reference(rule.params[1])
     if len(mine) != len(theirs):
@@ -415,14 +528,21 @@ def _referential_integrity(rule: Rule, ctx: Context, condition) -> Check:
     n, f = ctx.key("ri_rows"), ctx.key("ri_found")
 
     def run() -> dict[str, Any]:
-        selected = ctx.df.where(_where(rule)).select(*[F.col(f"`{c}`").alias(f"k{i}") for i, c in enumerate(mine)])
+        selected = ctx.df.where(_where(rule)).select(
+            *[F.col(f"`{c}`").alias(f"k{i}") for i, c in enumerate(mine)]
+        )
         keys = reference.select(*[F.col(f"`{c}`").alias(f"k{i}") for i, c in enumerate(theirs)]).distinct()
         total = selected.count()
         found = selected.join(keys, on=[f"k{i}" for i in range(len(mine))], how="left_semi").count()
         return {n: total, f: found}
 
-    return Check(rule, f"Column.{ref_name}.ReferentialIntegrity", value=lambda r: _ratio(r, f, n),
-                 passes=condition, separate=run)
+    return Check(
+        rule,
+        f"Column.{ref_name}.ReferentialIntegrity",
+        value=lambda r: _ratio(r, f, n),
+        passes=condition,
+        separate=run,
+    )
 
 
 def _mapping(spec: str) -> list[tuple[str, str]]:
@@ -433,11 +553,14 @@ def _mapping(spec: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _dataset_match(rule: Rule, ctx: Context, condition) -> Check:
+def _dataset_match(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> Check:
     reference = ctx.reference(rule.params[0])
     keys = _mapping(rule.params[1])
-    compared = _mapping(rule.params[2]) if len(rule.params) > 2 else [
-        (c, c) for c in ctx.df.columns if c not in {k for k, _ in keys} and c in reference.columns]
+    compared = (
+        _mapping(rule.params[2])
+        if len(rule.params) > 2
+        else [(c, c) for c in ctx.df.columns if c not in {k for k, _ in keys} and c in reference.columns]
+    )
     for mine, theirs in keys + compared:
         ctx.column(mine)
         if theirs not in reference.columns:
@@ -447,24 +570,32 @@ def _dataset_match(rule: Rule, ctx: Context, condition) -> Check:
     def run() -> dict[str, Any]:
         left = ctx.df.where(_where(rule)).select(
             *[F.col(f"`{a}`").alias(f"k{i}") for i, (a, _) in enumerate(keys)],
-            *[F.col(f"`{a}`").alias(f"v{i}") for i, (a, _) in enumerate(compared)])
+            *[F.col(f"`{a}`").alias(f"v{i}") for i, (a, _) in enumerate(compared)],
+        )
         right = reference.select(
             *[F.col(f"`{b}`").alias(f"k{i}") for i, (_, b) in enumerate(keys)],
             *[F.col(f"`{b}`").alias(f"r{i}") for i, (_, b) in enumerate(compared)],
-            F.lit(True).alias("present")).dropDuplicates([f"k{i}" for i in range(len(keys))])
+            F.lit(True).alias("present"),
+        ).dropDuplicates([f"k{i}" for i in range(len(keys))])
         joined = left.join(right, on=[f"k{i}" for i in range(len(keys))], how="left")
         matched = F.col("present").isNotNull()
         for i in range(len(compared)):
             matched = matched & F.col(f"v{i}").eqNullSafe(F.col(f"r{i}"))
-        row = joined.agg(F.count(F.lit(1)).alias("n"),
-                         F.sum(F.when(matched, 1).otherwise(0)).alias("m")).first()
+        row = joined.agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.when(matched, 1).otherwise(0)).alias("m")
+        ).head(1)[0]
         return {n: int(row["n"] or 0), m: int(row["m"] or 0)}
 
-    return Check(rule, f"Dataset.{rule.params[0]}.DatasetMatch", value=lambda r: _ratio(r, m, n),
-                 passes=condition, separate=run)
+    return Check(
+        rule,
+        f"Dataset.{rule.params[0]}.DatasetMatch",
+        value=lambda r: _ratio(r, m, n),
+        passes=condition,
+        separate=run,
+    )
 
 
-def _aggregate_match(rule: Rule, ctx: Context, condition) -> Check:
+def _aggregate_match(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> Check:
     first, second = ctx.key("agg_a"), ctx.key("agg_b")
 
     def side(expression: str) -> tuple[DataFrame, str]:
@@ -478,22 +609,32 @@ def _aggregate_match(rule: Rule, ctx: Context, condition) -> Check:
         for key, expression in ((first, rule.params[0]), (second, rule.params[1])):
             frame, bare = side(expression)
             try:
-                values[key] = _number(frame.agg(F.expr(bare)).first()[0])
-            except Exception as exc:
+                values[key] = _number(frame.agg(F.expr(bare)).head(1)[0][0])
+            except Exception as exc:  # noqa: BLE001 - the user's expression: report it as the rule's failure
                 raise RuleFailure(f"cannot evaluate {expression!r}: {str(exc).splitlines()[0]}") from None
         return values
 
-    return Check(rule, "Dataset.*.AggregateMatch",
-                 value=lambda r: None if not r.get(second) else (r.get(first) or 0.0) / r[second],
-                 passes=condition, separate=run)
+    return Check(
+        rule,
+        "Dataset.*.AggregateMatch",
+        value=lambda r: None if not r.get(second) else (r.get(first) or 0.0) / r[second],
+        passes=condition,
+        separate=run,
+    )
 
 
 def _detect_anomalies(rule: Rule, ctx: Context) -> Check:
-    measured = Rule(rule.params[0], tuple(rule.params[1:]), Condition(">=", (0,)), rule.where,
-                    text=f"{rule.params[0]} " + " ".join(f'"{p}"' for p in rule.params[1:]))
+    measured = Rule(
+        rule.params[0],
+        tuple(rule.params[1:]),
+        Condition(">=", (0,)),
+        rule.where,
+        text=f"{rule.params[0]} " + " ".join(f'"{p}"' for p in rule.params[1:]),
+    )
     if measured.rule_type not in ANALYZABLE:
-        raise DQDLError(f"DetectAnomalies watches one of {', '.join(sorted(ANALYZABLE))}, "
-                        f"not {measured.rule_type!r}")
+        raise DQDLError(
+            f"DetectAnomalies watches one of {', '.join(sorted(ANALYZABLE))}, not {measured.rule_type!r}"
+        )
     inner = compile_rule(measured, ctx)
     earlier = ctx.history(inner.metric) if ctx.history else []
     notes: dict[str, Any] = {}
@@ -510,5 +651,13 @@ def _detect_anomalies(rule: Rule, ctx: Context) -> Check:
         notes.update(expected_low=mean - 3 * spread, expected_high=mean + 3 * spread)
         return mean - 3 * spread <= float(value) <= mean + 3 * spread
 
-    return Check(rule, inner.metric, value=inner.value, passes=passes, aggregates=inner.aggregates,
-                 grouped=inner.grouped, separate=inner.separate, extra_metrics=lambda r: dict(notes))
+    return Check(
+        rule,
+        inner.metric,
+        value=inner.value,
+        passes=passes,
+        aggregates=inner.aggregates,
+        grouped=inner.grouped,
+        separate=inner.separate,
+        extra_metrics=lambda r: dict(notes),
+    )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
@@ -52,7 +52,7 @@ class Now:
     offset_seconds: float = 0.0
 
 
-Operand = Union[float, int, str, Keyword, Duration, Now]
+Operand = float | int | str | Keyword | Duration | Now
 
 
 @dataclass(frozen=True)
@@ -78,14 +78,14 @@ class Rule:
 @dataclass(frozen=True)
 class Composite:
     op: str  # "and" | "or"
-    parts: tuple[Union["Rule", "Composite"], ...]
+    parts: tuple[Rule | Composite, ...]
     text: str = ""
 
     def leaves(self) -> list[Rule]:
         return leaves(self.parts)
 
 
-Entry = Union[Rule, Composite]
+Entry = Rule | Composite
 
 
 def leaves(entries) -> list[Rule]:
@@ -118,7 +118,9 @@ def _fold(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _string(token: Token) -> str:
+def _string(token: Token | Tree | Any) -> str:
+    if not isinstance(token, Token):
+        raise DQDLError(f"expected a quoted string, got {token!r}")
     return json.loads(token) if "\\" in token else str(token)[1:-1]
 
 
@@ -179,14 +181,14 @@ class _Build(Transformer):
         if isinstance(value, _Variable):
             value = self._resolve(value)
         self.variables[var.name] = value
-        return None
 
     def _resolve(self, value):
         if isinstance(value, _Variable):
             if value.name not in self.variables:
                 raise DQDLError(
                     f"line {value.line}, column {value.column}: variable {value.name} is not "
-                    f"defined; define it before the rules, e.g. {value.name} = 10")
+                    f"defined; define it before the rules, e.g. {value.name} = 10"
+                )
             return self.variables[value.name]
         return value
 
@@ -208,8 +210,10 @@ def _condition(node: Tree, build: _Build) -> Condition:
         return Condition("not in" if negated else "in", values)
     if kind == "matches":
         pattern = kids[0]
-        return Condition("not matches" if negated else "matches",
-                         (_string(pattern) if isinstance(pattern, Token) else str(pattern),))
+        return Condition(
+            "not matches" if negated else "matches",
+            (_string(pattern) if isinstance(pattern, Token) else str(pattern),),
+        )
     raise DQDLError(f"unknown condition {kind}")
 
 
@@ -228,7 +232,9 @@ def _rule(node: Tree, build: _Build) -> Rule:
             threshold = _condition(kid.children[0], build)
         elif isinstance(kid, Tree) and kid.data == "labels":
             labels = kid.children[0] if isinstance(kid.children[0], dict) else {}
-    text = _fold(build.source[node.meta.start_pos:node.meta.end_pos])
+    text = _fold(build.source[node.meta.start_pos : node.meta.end_pos])
+    if rule_type is None:  # the grammar gives every rule a type
+        raise DQDLError(f"a rule without a rule type: {text}")
     return Rule(rule_type, tuple(params), condition, where, threshold, labels, text)
 
 
@@ -237,7 +243,7 @@ def _entry(node: Tree, build: _Build) -> Entry:
         return _rule(node, build)
     if node.data in ("all_of", "any_of"):
         parts = tuple(_entry(k, build) for k in node.children)
-        text = _fold(build.source[node.meta.start_pos:node.meta.end_pos])
+        text = _fold(build.source[node.meta.start_pos : node.meta.end_pos])
         return Composite("and" if node.data == "all_of" else "or", parts, text)
     if node.data == "entry":
         return _entry(node.children[0], build)
@@ -246,12 +252,27 @@ def _entry(node: Tree, build: _Build) -> Entry:
 
 def _tokens(expected: set[str]) -> str:
     names = {
-        "COMPARE": "a comparison (= != > < >= <=)", "STRING": "a quoted string",
-        "NUMBER": "a number", "RULE_TYPE": "a rule type", "LSQB": "'['", "RSQB": "']'",
-        "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "EQUAL": "'='", "VARIABLE": "a $variable",
-        "_AND": "'and'", "_OR": "'or'", "TIME_UNIT": "days or hours", "LBRACE": "'{'",
-        "RBRACE": "'}'", "COLON": "':'", "$END": "the end of the ruleset", "NOW": "now()",
-        "NOT": "not", "SIGN": "+ or -",
+        "COMPARE": "a comparison (= != > < >= <=)",
+        "STRING": "a quoted string",
+        "NUMBER": "a number",
+        "RULE_TYPE": "a rule type",
+        "LSQB": "'['",
+        "RSQB": "']'",
+        "COMMA": "','",
+        "LPAR": "'('",
+        "RPAR": "')'",
+        "EQUAL": "'='",
+        "VARIABLE": "a $variable",
+        "_AND": "'and'",
+        "_OR": "'or'",
+        "TIME_UNIT": "days or hours",
+        "LBRACE": "'{'",
+        "RBRACE": "'}'",
+        "COLON": "':'",
+        "$END": "the end of the ruleset",
+        "NOW": "now()",
+        "NOT": "not",
+        "SIGN": "+ or -",
     }
     shown = sorted({names.get(e, e.strip('"').lower()) for e in expected})
     return ", ".join(shown[:12])
@@ -290,9 +311,9 @@ def parse_ruleset(text: str) -> Ruleset:
                 if isinstance(node, Tree):
                     rule = _rule(node, build)
                     analyzers.append(rule)
-        elif section.data == "metadata":
+        elif section.data == "metadata" and isinstance(section.children[0], dict):
             metadata = section.children[0]
-        elif section.data == "sources":
+        elif section.data == "sources" and isinstance(section.children[0], dict):
             sources = section.children[0]
     if not seen_rules and not analyzers:
         raise DQDLError("the ruleset has no Rules = [ ... ] (nor Analyzers = [ ... ])")
@@ -306,7 +327,7 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
         got = "the end of the ruleset" if exc.token.type == "$END" else repr(str(exc.token))
         what = f"unexpected {got}; expected {_tokens(set(exc.expected))}"
     elif isinstance(exc, UnexpectedCharacters):
-        what = f"unexpected character {text[exc.pos_in_stream]!r}"
+        what = f"unexpected character {text[exc.pos_in_stream or 0]!r}"
         if exc.allowed:
             what += f"; expected {_tokens(set(exc.allowed))}"
     elif isinstance(exc, UnexpectedEOF):

@@ -16,7 +16,8 @@ from ..engine.store import StateStore
 
 metadata = MetaData()
 results = Table(
-    "sm_quality_results", metadata,
+    "sm_quality_results",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("job_name", String(255), nullable=False, index=True),
     Column("run_id", String(80)),
@@ -49,12 +50,18 @@ class QualityStore:
 
     def save(self, job_name: str, run_id: str | None, document: dict[str, Any]) -> None:
         with self.state.engine.begin() as conn:
-            conn.execute(insert(results).values(
-                job_name=job_name, run_id=run_id, ruleset=document["ruleset"],
-                evaluated_at=datetime.fromisoformat(document["evaluated_at"]),
-                passed=bool(document["passed"]), score=float(document["score"]),
-                rules=json.dumps(document["rules"], default=str),
-                metrics=json.dumps(document["metrics"], default=str)))
+            conn.execute(
+                insert(results).values(
+                    job_name=job_name,
+                    run_id=run_id,
+                    ruleset=document["ruleset"],
+                    evaluated_at=datetime.fromisoformat(document["evaluated_at"]),
+                    passed=bool(document["passed"]),
+                    score=float(document["score"]),
+                    rules=json.dumps(document["rules"], default=str),
+                    metrics=json.dumps(document["metrics"], default=str),
+                )
+            )
 
     def results(self, job_name: str, ruleset: str | None = None, limit: int = 50) -> list[StoredResult]:
         query = select(results).where(results.c.job_name == job_name)
@@ -63,17 +70,31 @@ class QualityStore:
         query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
         with self.state.engine.connect() as conn:
             rows = conn.execute(query).all()
-        return [StoredResult(r.job_name, r.run_id, r.ruleset, r.evaluated_at, r.passed, r.score,
-                             json.loads(r.rules), json.loads(r.metrics)) for r in rows]
+        return [
+            StoredResult(
+                r.job_name,
+                r.run_id,
+                r.ruleset,
+                r.evaluated_at,
+                r.passed,
+                r.score,
+                json.loads(r.rules),
+                json.loads(r.metrics),
+            )
+            for r in rows
+        ]
 
     def history(self, job_name: str, ruleset: str, metric: str, limit: int = 100) -> list[float]:
         """A metric's earlier values for this job and ruleset, oldest first, from runs
         that succeeded (or evaluations made outside a run)."""
         runs = engine_tables.runs
-        query = (select(results.c.metrics, runs.c.state)
-                 .select_from(results.outerjoin(runs, runs.c.run_id == results.c.run_id))
-                 .where(results.c.job_name == job_name, results.c.ruleset == ruleset)
-                 .order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit))
+        query = (
+            select(results.c.metrics, runs.c.state)
+            .select_from(results.outerjoin(runs, runs.c.run_id == results.c.run_id))
+            .where(results.c.job_name == job_name, results.c.ruleset == ruleset)
+            .order_by(results.c.evaluated_at.desc(), results.c.id.desc())
+            .limit(limit)
+        )
         with self.state.engine.connect() as conn:
             rows = conn.execute(query).all()
         values = []

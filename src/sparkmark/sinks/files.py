@@ -40,8 +40,16 @@ def _writer(df: DataFrame, fmt: str, partition_by: Sequence[str], options: Mappi
     return writer
 
 
-def stage(df: DataFrame, root: str, key: str, *, fmt: str, mode: str,
-          partition_by: Sequence[str], options: Mapping[str, Any]) -> publish.FileOutputPlan:
+def stage(
+    df: DataFrame,
+    root: str,
+    key: str,
+    *,
+    fmt: str,
+    mode: str,
+    partition_by: Sequence[str],
+    options: Mapping[str, Any],
+) -> publish.FileOutputPlan:
     """Write ``df`` into the staging folder of write ``key`` and return its plan; the
     output folder itself is untouched."""
     staging = publish.staging_url(root, key)
@@ -53,8 +61,9 @@ def stage(df: DataFrame, root: str, key: str, *, fmt: str, mode: str,
     return plan
 
 
-def write_now(df: DataFrame, root: str, *, fmt: str, mode: str, partition_by: Sequence[str],
-              options: Mapping[str, Any]) -> None:
+def write_now(
+    df: DataFrame, root: str, *, fmt: str, mode: str, partition_by: Sequence[str], options: Mapping[str, Any]
+) -> None:
     """A plain Spark write, visible at once (a sink without a ctx, as on Glue)."""
     writer = _writer(df, fmt, partition_by, options)
     if mode == "overwrite_partitions":

@@ -52,7 +52,7 @@ def _unique_sets(inspector, name: str, schema: str | None) -> list[set[str]]:
         sets.append(set(uc["column_names"]))
     for ix in inspector.get_indexes(name, schema=schema):
         if ix.get("unique"):
-            sets.append(set(c for c in ix["column_names"] if c))
+            sets.append({c for c in ix["column_names"] if c})
     return sets
 
 
@@ -77,8 +77,9 @@ def _quoted_stage(database: kr.Database, table: str, stage_name: str) -> str:
     return f"{source.quote(schema)}.{stage_name}" if schema else stage_name
 
 
-def stage(df: DataFrame, database: kr.Database, table: str, *, mode: str,
-          keys: list[str] | None, stage_name: str) -> dict[str, Any]:
+def stage(
+    df: DataFrame, database: kr.Database, table: str, *, mode: str, keys: list[str] | None, stage_name: str
+) -> dict[str, Any]:
     """Check the write and let Spark fill the staging table. Returns the plan that
     ``apply`` needs (no credentials in it)."""
     if mode not in MODES:
@@ -96,7 +97,9 @@ def stage(df: DataFrame, database: kr.Database, table: str, *, mode: str,
                     f"upsert needs the target table {table!r} to exist, with a primary key or "
                     "unique index on the upsert keys"
                 )
-            keys = list(keys or inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or [])
+            keys = list(
+                keys or inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or []
+            )
             if not keys:
                 raise SourceError(f"upsert into {table!r} needs keys=[...]: the table has no primary key")
             if set(keys) not in _unique_sets(inspector, name, schema):
@@ -122,15 +125,19 @@ def stage(df: DataFrame, database: kr.Database, table: str, *, mode: str,
                 kr.execute(conn, f"DROP TABLE IF EXISTS {stage}")
                 kr.execute(conn, _sqlite_stage_ddl(stage, df, q))
             write_mode = "append"
-        to_write.write.jdbc(database.spark_url(driver), stage_spark, mode=write_mode,
-                            properties=database.jdbc_properties(driver))
+        to_write.write.jdbc(
+            database.spark_url(driver),
+            stage_spark,
+            mode=write_mode,
+            properties=database.jdbc_properties(driver),
+        )
         with engine.connect() as conn:
             staged = kr.execute(conn, f"SELECT COUNT(*) FROM {stage}").scalar()
             if mode == "upsert":  # refused now, before the run can commit
                 q = kr.Source(database, table, None, ()).quote
-                key_list = ", ".join(q(k) for k in keys)
-                dup = kr.execute(conn,
-                    f"SELECT {key_list} FROM {stage} GROUP BY {key_list} HAVING COUNT(*) > 1 LIMIT 1"
+                key_list = ", ".join(q(k) for k in keys or [])
+                dup = kr.execute(
+                    conn, f"SELECT {key_list} FROM {stage} GROUP BY {key_list} HAVING COUNT(*) > 1 LIMIT 1"
                 ).first()
                 if dup is not None:
                     raise SourceError(
@@ -139,14 +146,22 @@ def stage(df: DataFrame, database: kr.Database, table: str, *, mode: str,
                     )
     except sa.exc.DBAPIError as exc:
         drop_stage(database, {"table": table, "stage": stage_name})
-        raise SourceError(f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}") from None
+        raise SourceError(
+            f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}"
+        ) from None
     except BaseException:
         drop_stage(database, {"table": table, "stage": stage_name})
         raise
     finally:
         engine.dispose()
-    return {"table": table, "stage": stage_name, "mode": mode, "keys": keys, "columns": columns,
-            "rows_staged": staged}
+    return {
+        "table": table,
+        "stage": stage_name,
+        "mode": mode,
+        "keys": keys,
+        "columns": columns,
+        "rows_staged": staged,
+    }
 
 
 def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None) -> dict[str, Any]:
@@ -165,11 +180,13 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
         if key is not None:
             _applied.create(engine, checkfirst=True)
             with engine.connect() as conn:
-                done = conn.execute(sa.select(_applied.c.rows_applied)
-                                    .where(_applied.c.output_key == key)).scalar()
+                done = conn.execute(
+                    sa.select(_applied.c.rows_applied).where(_applied.c.output_key == key)
+                ).scalar()
             if done is not None:
-                log.info("write %s to %s was already applied (%d rows); not applying it again",
-                         key, table, done)
+                log.info(
+                    "write %s to %s was already applied (%d rows); not applying it again", key, table, done
+                )
                 drop_stage(database, plan, engine=engine)
                 return {"table": table, "mode": mode, "rows_written": int(done), "already_applied": True}
         if not sa.inspect(engine).has_table(plan["stage"], schema=schema):
@@ -191,16 +208,19 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
             elif mode == "append":
                 kr.execute(conn, insert)
             else:
-                kr.execute(conn, _upsert_sql(database.dialect.name, target, stage, columns, keys, q))
+                kr.execute(conn, _upsert_sql(database.dialect.name, target, stage, columns, keys or [], q))
             if key is not None:
-                conn.execute(sa.insert(_applied).values(output_key=key, target=table[:512],
-                                                        rows_applied=staged))
+                conn.execute(
+                    sa.insert(_applied).values(output_key=key, target=table[:512], rows_applied=staged)
+                )
                 crash_point("applying")
         log.info("wrote %d rows to %s (%s)", staged, table, mode)
         drop_stage(database, plan, engine=engine)
         return {"table": table, "mode": mode, "rows_written": staged}
     except sa.exc.DBAPIError as exc:
-        raise SourceError(f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}") from None
+        raise SourceError(
+            f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}"
+        ) from None
     finally:
         engine.dispose()
 
@@ -219,29 +239,36 @@ def drop_stage(database: kr.Database, plan: dict[str, Any], *, engine: sa.Engine
             engine.dispose()
 
 
-def write(df: DataFrame, database: kr.Database, table: str, *, mode: str,
-          keys: list[str] | None) -> dict[str, Any]:
+def write(
+    df: DataFrame, database: kr.Database, table: str, *, mode: str, keys: list[str] | None
+) -> dict[str, Any]:
     """Stage and apply at once: the write is visible when this returns."""
     plan = stage(df, database, table, mode=mode, keys=keys, stage_name=stage_name_for(None))
     try:
         return apply(database, plan)
     finally:
         drop_stage(database, plan)
+
+
 def _upsert_sql(dialect: str, target: str, stage: str, columns: list[str], keys: list[str], q) -> str:
     col_list = ", ".join(q(c) for c in columns)
     key_list = ", ".join(q(k) for k in keys)
     others = [c for c in columns if c not in keys]
     if dialect == "mysql":
         updates = ", ".join(f"{q(c)} = VALUES({q(c)})" for c in (others or keys[:1]))
-        return (f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage} "
-                f"ON DUPLICATE KEY UPDATE {updates}")
+        return (
+            f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage} "
+            f"ON DUPLICATE KEY UPDATE {updates}"
+        )
     where = " WHERE true" if dialect == "sqlite" else ""  # SQLite's parser needs it before ON CONFLICT
     if not others:
         action = "DO NOTHING"
     else:
         action = "DO UPDATE SET " + ", ".join(f"{q(c)} = excluded.{q(c)}" for c in others)
-    return (f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage}{where} "
-            f"ON CONFLICT ({key_list}) {action}")
+    return (
+        f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage}{where} "
+        f"ON CONFLICT ({key_list}) {action}"
+    )
 
 
 def _sqlite_stage_ddl(stage: str, df: DataFrame, q) -> str:

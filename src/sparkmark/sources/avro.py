@@ -8,7 +8,8 @@ partition, and Hive partition folders (``dt=…``) become string columns.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, cast
 
 import fastavro
 import fsspec
@@ -47,8 +48,16 @@ def _spark_type(avro: Any) -> tuple[str, bool]:
         if kind == "fixed":
             return "BINARY", False
         return _spark_type(kind)
-    simple = {"null": "STRING", "boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT",
-              "double": "DOUBLE", "bytes": "BINARY", "string": "STRING"}
+    simple = {
+        "null": "STRING",
+        "boolean": "BOOLEAN",
+        "int": "INT",
+        "long": "BIGINT",
+        "float": "FLOAT",
+        "double": "DOUBLE",
+        "bytes": "BINARY",
+        "string": "STRING",
+    }
     if avro not in simple:
         raise SourceError(f"unsupported Avro type {avro!r}")
     return simple[avro], avro == "null"
@@ -71,8 +80,9 @@ def _as_row(value: Any, avro: Any) -> Any:
 
 
 def _partition_values(path: str, root: str) -> list[tuple[str, str]]:
-    relative = path[len(root):].strip("/").split("/")[:-1]
-    return [tuple(p.split("=", 1)) for p in relative if "=" in p]
+    relative = path[len(root) :].strip("/").split("/")[:-1]
+    pairs = [p.split("=", 1) for p in relative if "=" in p]
+    return [(key, value) for key, value in pairs]
 
 
 class AvroDataSource(DataSource):
@@ -83,10 +93,10 @@ class AvroDataSource(DataSource):
     def _files(self) -> list[dict[str, str]]:
         return json.loads(self.options["files"])
 
-    def _writer_schema(self) -> dict:
+    def _writer_schema(self) -> dict[str, Any]:
         first = self._files()[0]["path"]
         with fsspec.open(first, "rb") as fo:
-            return fastavro.reader(fo).writer_schema
+            return cast(dict[str, Any], fastavro.reader(fo).writer_schema)
 
     def schema(self) -> str:
         writer = self._writer_schema()
@@ -113,8 +123,8 @@ class _AvroReader(DataSourceReader):
         extra = tuple(v for _, v in _partition_values(f["path"], f["root"]))
         with fsspec.open(f["path"], "rb") as fo:
             reader = fastavro.reader(fo)
-            fields = reader.writer_schema["fields"]
-            for record in reader:
+            fields = cast(dict[str, Any], reader.writer_schema)["fields"]
+            for record in cast(Iterator[dict[str, Any]], reader):
                 yield tuple(_as_row(record.get(x["name"]), x["type"]) for x in fields) + extra
 
 

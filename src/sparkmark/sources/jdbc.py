@@ -39,15 +39,30 @@ class JdbcRequest:
     fetchsize: int | None = None
 
     @classmethod
-    def build(cls, database: kr.Database, *, table, query, keys, keys_sort_order, hashfield,
-              hashexpression, hashpartitions, lag, on_null_key, fetchsize=None) -> "JdbcRequest":
+    def build(
+        cls,
+        database: kr.Database,
+        *,
+        table,
+        query,
+        keys,
+        keys_sort_order,
+        hashfield,
+        hashexpression,
+        hashpartitions,
+        lag,
+        on_null_key,
+        fetchsize=None,
+    ) -> JdbcRequest:
         if (table is None) == (query is None):
             raise SourceError("read_jdbc needs exactly one of table= or query=")
         order = str(keys_sort_order or "asc").lower()
         if order not in ("asc", "desc"):
             raise SourceError(f"keys_sort_order must be 'asc' or 'desc', got {keys_sort_order!r}")
         if on_null_key not in NULL_KEY_POLICIES:
-            raise SourceError(f"on_null_key must be one of {', '.join(NULL_KEY_POLICIES)}, got {on_null_key!r}")
+            raise SourceError(
+                f"on_null_key must be one of {', '.join(NULL_KEY_POLICIES)}, got {on_null_key!r}"
+            )
         try:
             partitions = int(hashpartitions)
         except (TypeError, ValueError):
@@ -65,8 +80,19 @@ class JdbcRequest:
                 raise SourceError("lag must be a number ≥ 0 (seconds for time keys, units for numbers)")
         if isinstance(keys, str):
             keys = [keys]
-        return cls(database, table, query, tuple(keys) if keys else None, order == "desc",
-                   hashfield, hashexpression, partitions, lag, on_null_key, fetchsize)
+        return cls(
+            database,
+            table,
+            query,
+            tuple(keys) if keys else None,
+            order == "desc",
+            hashfield,
+            hashexpression,
+            partitions,
+            lag,
+            on_null_key,
+            fetchsize,
+        )
 
 
 @dataclass
@@ -94,7 +120,7 @@ def _identity(req: JdbcRequest) -> dict[str, Any]:
     if req.table:
         ident["table"] = req.table
     else:
-        ident["query_sha256"] = hashlib.sha256(req.query.encode()).hexdigest()[:16]
+        ident["query_sha256"] = hashlib.sha256((req.query or "").encode()).hexdigest()[:16]
     return ident
 
 
@@ -114,8 +140,17 @@ def read(
     engine = req.database.engine()
     try:
         with engine.connect() as conn:
-            return _read(spark, conn, req, ctx=ctx, previous=previous or {}, bookmarked=bookmarked,
-                         commit_state=commit_state, bounds=bounds, run_id=run_id)
+            return _read(
+                spark,
+                conn,
+                req,
+                ctx=ctx,
+                previous=previous or {},
+                bookmarked=bookmarked,
+                commit_state=commit_state,
+                bounds=bounds,
+                run_id=run_id,
+            )
     except sa.exc.OperationalError as exc:
         raise SourceError(f"cannot reach {req.database.display}: {str(exc.orig).strip()}") from None
     finally:
@@ -129,8 +164,11 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
         need_pk = not req.keys or (req.lag is not None and bookmarked)
         # The primary key a bookmark was kept on is reused rather than looked up again
         # (a catalogue lookup costs more than the rest of a small increment's queries).
-        remembered = (list(previous.get("keys") or []) if bookmarked and previous.get("keys_are_primary_key")
-                      and not req.keys and req.lag is None else [])
+        remembered = (
+            list(previous.get("keys") or [])
+            if bookmarked and previous.get("keys_are_primary_key") and not req.keys and req.lag is None
+            else []
+        )
         shape = kr.table_shape(conn, probe, with_primary_key=need_pk and not remembered)
         primary = remembered or list(shape.primary_key)
         keys = req.keys or tuple(primary)
@@ -149,13 +187,16 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
     source = kr.Source(req.database, req.table, req.query, tuple(keys), req.descending)
     order = "desc" if req.descending else "asc"
 
-    if bookmarked and previous:
-        if previous.get("keys") != list(keys) or previous.get("keys_sort_order") != order:
-            raise SourceError(
-                f"source {ctx!r} was bookmarked on keys {previous.get('keys')} "
-                f"{previous.get('keys_sort_order')}; it is now read on {list(keys)} {order}. "
-                "Reset the bookmark to change the keys"
-            )
+    if (
+        bookmarked
+        and previous
+        and (previous.get("keys") != list(keys) or previous.get("keys_sort_order") != order)
+    ):
+        raise SourceError(
+            f"source {ctx!r} was bookmarked on keys {previous.get('keys')} "
+            f"{previous.get('keys_sort_order')}; it is now read on {list(keys)} {order}. "
+            "Reset the bookmark to change the keys"
+        )
     if req.lag is not None and (len(keys) != 1 or req.descending):
         raise SourceError("lag needs a single ascending key")
     if req.lag is not None and bookmarked and not primary:
@@ -166,8 +207,7 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
     upper = tuple(top) if top is not None else None
     # Primary-key columns cannot hold NULL; other keys are counted.
     null_rows = (
-        0 if set(keys) <= set(primary)
-        else kr.execute(conn, source.count_sql(source.any_null())).scalar()
+        0 if set(keys) <= set(primary) else kr.execute(conn, source.count_sql(source.any_null())).scalar()
     )
 
     if null_rows and bookmarked and req.on_null_key == "raise":
@@ -184,6 +224,7 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
     elif last is not None and req.lag is not None:
         lower = (kr.minus_lag(last[0], req.lag),)
 
+    where: sa.ColumnElement[bool] | None
     if not bookmarked:
         where = None
     elif upper is None:
@@ -196,9 +237,7 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
     if bookmarked and null_rows and req.on_null_key == "include":
         where = sa.or_(where, source.any_null()) if where is not None else None
 
-    in_range = kr.execute(
-        conn, source.count_sql(where if where is not None else sa.true())
-    ).scalar()
+    in_range = kr.execute(conn, source.count_sql(where if where is not None else sa.true())).scalar()
 
     driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
     url = req.database.spark_url(driver)
@@ -223,8 +262,13 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
                 if hi > lo:
                     count = min(req.hashpartitions, hi - lo)
                     frame = spark.read.jdbc(
-                        url, dbtable, column=keys[0], lowerBound=lo, upperBound=hi,
-                        numPartitions=count, properties=props,
+                        url,
+                        dbtable,
+                        column=keys[0],
+                        lowerBound=lo,
+                        upperBound=hi,
+                        numPartitions=count,
+                        properties=props,
                     )
                     partitioning, partitions = f"range({keys[0]})", count
         if frame is None:

@@ -26,9 +26,14 @@ def _wait(check: Callable[[], bool], timeout: float | None, poll: float = 0.5) -
         time.sleep(poll)
 
 
-def start_workflow(scheduler: Scheduler, name: str, *, wait: bool = True,
-                   properties: dict[str, str] | None = None,
-                   timeout: float | None = None) -> WorkflowRunRecord:
+def start_workflow(
+    scheduler: Scheduler,
+    name: str,
+    *,
+    wait: bool = True,
+    properties: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> WorkflowRunRecord:
     store = scheduler.store
     scheduler.leading = False  # drive this run only: schedules stay with `sparkmark scheduler`
     leader = store.leader(utcnow())
@@ -45,8 +50,14 @@ def start_workflow(scheduler: Scheduler, name: str, *, wait: bool = True,
     return store.workflow_run(run_id)
 
 
-def run_job(scheduler: Scheduler, name: str, arguments: dict[str, str] | None = None, *,
-            wait: bool = True, timeout: float | None = None) -> ActionRecord:
+def run_job(
+    scheduler: Scheduler,
+    name: str,
+    arguments: dict[str, str] | None = None,
+    *,
+    wait: bool = True,
+    timeout: float | None = None,
+) -> ActionRecord:
     """Run a declared job (with its retries) and return its last attempt."""
     store = scheduler.store
     scheduler.leading = False

@@ -16,18 +16,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
 from ..errors import ConfigError
 
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"])}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+    )
+}
 _DAYS = {d: i + 1 for i, d in enumerate(["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"])}
 _FIELDS = ("minutes", "hours", "day-of-month", "month", "day-of-week", "year")
-_RANGES = {"minutes": (0, 59), "hours": (0, 23), "day-of-month": (1, 31), "month": (1, 12),
-           "day-of-week": (1, 7), "year": (1970, 2199)}
+_RANGES = {
+    "minutes": (0, 59),
+    "hours": (0, 23),
+    "day-of-month": (1, 31),
+    "month": (1, 12),
+    "day-of-week": (1, 7),
+    "year": (1970, 2199),
+}
 _WRAPPED = re.compile(r"^\s*cron\((?P<body>.*)\)\s*$", re.IGNORECASE)
 _MAX_SCAN = 100_000  # candidate times examined while looking for a year that matches
 
@@ -37,9 +47,11 @@ class CronError(ConfigError):
 
 
 def _bad(expr: str, why: str) -> CronError:
-    return CronError(f"invalid schedule {expr!r}: {why} "
-                     "(expected cron(Minutes Hours Day-of-month Month Day-of-week Year), e.g. "
-                     "cron(15 12 * * ? *))")
+    return CronError(
+        f"invalid schedule {expr!r}: {why} "
+        "(expected cron(Minutes Hours Day-of-month Month Day-of-week Year), e.g. "
+        "cron(15 12 * * ? *))"
+    )
 
 
 def _number(token: str, field: str, expr: str, names: dict[str, int] | None = None) -> int:
@@ -57,7 +69,7 @@ def _number(token: str, field: str, expr: str, names: dict[str, int] | None = No
 
 def _translate_list(text: str, field: str, expr: str, names=None, shift: int = 0) -> str:
     """Translate ``a,b-c,d/e,*`` items, checking each value; ``shift`` moves day numbers."""
-    low, high = _RANGES[field]
+    _low, high = _RANGES[field]
     out = []
     for item in text.split(","):
         if not item:
@@ -101,8 +113,11 @@ def _day_of_month(text: str, expr: str) -> str:
     if upper == "L":
         return "L"
     if upper == "LW":
-        raise _bad(expr, "LW (the last weekday of the month) is not supported by sparkmark; "
-                         "use L, or a day-of-week such as 6L")
+        raise _bad(
+            expr,
+            "LW (the last weekday of the month) is not supported by sparkmark; "
+            "use L, or a day-of-week such as 6L",
+        )
     if upper.endswith("W"):
         return f"{_number(upper[:-1], 'day-of-month', expr)}W"
     return _translate_list(upper, "day-of-month", expr)
@@ -140,25 +155,27 @@ class Schedule:
 
     def next_after(self, moment: datetime) -> datetime | None:
         """The first firing strictly after ``moment`` (UTC), or None when no year is left."""
-        moment = moment.astimezone(timezone.utc)
+        moment = moment.astimezone(UTC)
         it = croniter(self.croniter_expression, moment)
         last_year = max(self.years) if self.years else None
         for _ in range(_MAX_SCAN):
-            candidate = it.get_next(datetime).astimezone(timezone.utc)
+            candidate = it.get_next(datetime).astimezone(UTC)
             if last_year is not None and candidate.year > last_year:
                 return None
             if self.years is None or candidate.year in self.years:
                 return candidate
             if self.years and candidate.year < min(self.years):
-                it = croniter(self.croniter_expression,
-                              datetime(min(self.years), 1, 1, tzinfo=timezone.utc) - timedelta(seconds=1))
+                it = croniter(
+                    self.croniter_expression,
+                    datetime(min(self.years), 1, 1, tzinfo=UTC) - timedelta(seconds=1),
+                )
         return None
 
     def latest_in(self, after: datetime, until: datetime) -> datetime | None:
         """The last firing in ``(after, until]``, or None."""
-        it = croniter(self.croniter_expression, until.astimezone(timezone.utc) + timedelta(seconds=1))
+        it = croniter(self.croniter_expression, until.astimezone(UTC) + timedelta(seconds=1))
         for _ in range(_MAX_SCAN):
-            candidate = it.get_prev(datetime).astimezone(timezone.utc)
+            candidate = it.get_prev(datetime).astimezone(UTC)
             if candidate <= after:
                 return None
             if self.years is None or candidate.year in self.years:
@@ -171,10 +188,10 @@ class Schedule:
         """How many firings fall in ``(after, before)`` (counted up to ``cap``)."""
         count, moment = 0, after
         while count < cap:
-            moment = self.next_after(moment)
-            if moment is None or moment >= before:
+            following = self.next_after(moment)
+            if following is None or following >= before:
                 return count
-            count += 1
+            moment, count = following, count + 1
         return count
 
     def between(self, after: datetime, until: datetime) -> list[datetime]:
@@ -196,13 +213,19 @@ def parse(expression: str) -> Schedule:
         raise _bad(expression, "a schedule is written cron(...)")
     fields = match.group("body").split()
     if len(fields) != 6:
-        raise _bad(expression, f"it has {len(fields)} fields; Glue's cron has 6 "
-                               "(minutes hours day-of-month month day-of-week year)")
+        raise _bad(
+            expression,
+            f"it has {len(fields)} fields; Glue's cron has 6 "
+            "(minutes hours day-of-month month day-of-week year)",
+        )
     minutes, hours, dom, month, dow, year = fields
     if (dom == "?") == (dow == "?"):
-        raise _bad(expression, "exactly one of day-of-month and day-of-week must be '?' "
-                               "(you cannot restrict both, and one must be given)")
-    for name, value in zip(_FIELDS, fields):
+        raise _bad(
+            expression,
+            "exactly one of day-of-month and day-of-week must be '?' "
+            "(you cannot restrict both, and one must be given)",
+        )
+    for name, value in zip(_FIELDS, fields, strict=True):
         if value == "?" and name not in ("day-of-month", "day-of-week"):
             raise _bad(expression, f"'?' is only allowed in day-of-month or day-of-week, not {name}")
     parts = [

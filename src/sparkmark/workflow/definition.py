@@ -121,7 +121,7 @@ class Condition(_Model):
     CrawlState: CrawlStateKind | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Condition":
+    def _one_kind(self) -> Condition:
         if self.LogicalOperator != "EQUALS":
             raise ValueError("LogicalOperator must be EQUALS, the only operator Glue has")
         if (self.JobName is None) == (self.CrawlerName is None):
@@ -129,8 +129,7 @@ class Condition(_Model):
         if self.JobName is not None and (self.State is None or self.CrawlState is not None):
             raise ValueError(f"the condition on job {self.JobName!r} needs State (and no CrawlState)")
         if self.CrawlerName is not None and (self.CrawlState is None or self.State is not None):
-            raise ValueError(
-                f"the condition on crawler {self.CrawlerName!r} needs CrawlState (and no State)")
+            raise ValueError(f"the condition on crawler {self.CrawlerName!r} needs CrawlState (and no State)")
         return self
 
     @property
@@ -154,7 +153,7 @@ class Action(_Model):
     Timeout: float | None = Field(default=None, gt=0)  # minutes; overrides the job's
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Action":
+    def _one_kind(self) -> Action:
         if (self.JobName is None) == (self.CrawlerName is None):
             raise ValueError("an action names exactly one of JobName and CrawlerName")
         if self.CrawlerName and (self.Arguments or self.Timeout):
@@ -178,10 +177,10 @@ class TriggerDefinition(_Model):
     StartOnCreation: bool = False
 
     @model_validator(mode="after")
-    def _by_type(self) -> "TriggerDefinition":
+    def _by_type(self) -> TriggerDefinition:
         if self.Type is TriggerType.SCHEDULED:
             if not self.Schedule:
-                raise ValueError("a SCHEDULED trigger needs Schedule = \"cron(...)\"")
+                raise ValueError('a SCHEDULED trigger needs Schedule = "cron(...)"')
             cron.parse(self.Schedule)
         elif self.Schedule:
             raise ValueError(f"only SCHEDULED triggers take a Schedule, not {self.Type.value}")
@@ -217,9 +216,14 @@ class WorkflowDefinition(_Model):
 class Project:
     """Everything one ``sparkmark.toml`` declares, checked as a whole."""
 
-    def __init__(self, path: Path, jobs: dict[str, JobDefinition],
-                 triggers: dict[str, TriggerDefinition], workflows: dict[str, WorkflowDefinition],
-                 crawlers: dict[str, CrawlerDefinition]):
+    def __init__(
+        self,
+        path: Path,
+        jobs: dict[str, JobDefinition],
+        triggers: dict[str, TriggerDefinition],
+        workflows: dict[str, WorkflowDefinition],
+        crawlers: dict[str, CrawlerDefinition],
+    ):
         self.path = path
         self.jobs, self.triggers, self.workflows, self.crawlers = jobs, triggers, workflows, crawlers
         self._check_references()
@@ -227,20 +231,26 @@ class Project:
 
     def job(self, name: str) -> JobDefinition:
         if name not in self.jobs:
-            raise ConfigError(f"no job {name!r} is declared in {self.path} "
-                              f"(declared: {', '.join(sorted(self.jobs)) or 'none'})")
+            raise ConfigError(
+                f"no job {name!r} is declared in {self.path} "
+                f"(declared: {', '.join(sorted(self.jobs)) or 'none'})"
+            )
         return self.jobs[name]
 
     def workflow(self, name: str) -> WorkflowDefinition:
         if name not in self.workflows:
-            raise ConfigError(f"no workflow {name!r} is declared in {self.path} "
-                              f"(declared: {', '.join(sorted(self.workflows)) or 'none'})")
+            raise ConfigError(
+                f"no workflow {name!r} is declared in {self.path} "
+                f"(declared: {', '.join(sorted(self.workflows)) or 'none'})"
+            )
         return self.workflows[name]
 
     def trigger(self, name: str) -> TriggerDefinition:
         if name not in self.triggers:
-            raise ConfigError(f"no trigger {name!r} is declared in {self.path} "
-                              f"(declared: {', '.join(sorted(self.triggers)) or 'none'})")
+            raise ConfigError(
+                f"no trigger {name!r} is declared in {self.path} "
+                f"(declared: {', '.join(sorted(self.triggers)) or 'none'})"
+            )
         return self.triggers[name]
 
     def workflow_triggers(self, workflow: str) -> list[TriggerDefinition]:
@@ -249,8 +259,10 @@ class Project:
     def start_trigger(self, workflow: str) -> TriggerDefinition:
         starts = [t for t in self.workflow_triggers(workflow) if t.is_start]
         if not starts:
-            raise ConfigError(f"workflow {workflow!r} has no start trigger (an ON_DEMAND or "
-                              f"SCHEDULED trigger with WorkflowName = \"{workflow}\")")
+            raise ConfigError(
+                f"workflow {workflow!r} has no start trigger (an ON_DEMAND or "
+                f'SCHEDULED trigger with WorkflowName = "{workflow}")'
+            )
         return starts[0]
 
     def graph(self, workflow: str) -> dict[str, Any]:
@@ -269,7 +281,7 @@ class Project:
             tid = node("TRIGGER", t.Name)
             for a in t.Actions:
                 edges.append({"SourceId": tid, "DestinationId": node(*a.node)})
-            for c in (t.Predicate.Conditions if t.Predicate else []):
+            for c in t.Predicate.Conditions if t.Predicate else []:
                 edges.append({"SourceId": node(*c.node), "DestinationId": tid})
         return {"Nodes": list(nodes.values()), "Edges": edges}
 
@@ -280,35 +292,42 @@ class Project:
         for trigger in self.triggers.values():
             where = f"trigger {trigger.Name!r}"
             if trigger.WorkflowName and trigger.WorkflowName not in self.workflows:
-                raise ConfigError(f"{where} belongs to workflow {trigger.WorkflowName!r}, which is "
-                                  f"not declared: add [workflows.{trigger.WorkflowName}]")
+                raise ConfigError(
+                    f"{where} belongs to workflow {trigger.WorkflowName!r}, which is "
+                    f"not declared: add [workflows.{trigger.WorkflowName}]"
+                )
             named = [a.node for a in trigger.Actions]
             if trigger.Predicate:
                 named += [c.node for c in trigger.Predicate.Conditions]
             for kind, name in named:
                 if not self._exists(kind, name):
                     section = "jobs" if kind == "JOB" else "crawlers"
-                    raise ConfigError(f"{where} names {kind.lower()} {name!r}, which is not declared: "
-                                      f"add [{section}.{name}] or fix the name")
+                    raise ConfigError(
+                        f"{where} names {kind.lower()} {name!r}, which is not declared: "
+                        f"add [{section}.{name}] or fix the name"
+                    )
         for workflow in self.workflows:
             members = self.workflow_triggers(workflow)
             starts = [t.Name for t in members if t.is_start]
             if len(starts) > 1:
-                raise ConfigError(f"workflow {workflow!r} has {len(starts)} start triggers "
-                                  f"({', '.join(starts)}); a workflow has exactly one")
+                raise ConfigError(
+                    f"workflow {workflow!r} has {len(starts)} start triggers "
+                    f"({', '.join(starts)}); a workflow has exactly one"
+                )
             started = {a.node for t in members for a in t.Actions}
             for t in members:
-                for c in (t.Predicate.Conditions if t.Predicate else []):
+                for c in t.Predicate.Conditions if t.Predicate else []:
                     if c.node not in started:
                         raise ConfigError(
                             f"trigger {t.Name!r} in workflow {workflow!r} watches "
-                            f"{c.node[0].lower()} {c.node[1]!r}, which no trigger of the workflow starts")
+                            f"{c.node[0].lower()} {c.node[1]!r}, which no trigger of the workflow starts"
+                        )
 
     def _check_cycles(self) -> None:
         """A cycle of conditional triggers would run jobs forever: refuse it."""
         edges: dict[tuple[str, str], list[tuple[tuple[str, str], str]]] = {}
         for t in self.triggers.values():
-            for c in (t.Predicate.Conditions if t.Predicate else []):
+            for c in t.Predicate.Conditions if t.Predicate else []:
                 for a in t.Actions:
                     edges.setdefault(c.node, []).append((a.node, t.Name))
         state: dict[tuple[str, str], int] = {}
@@ -321,9 +340,11 @@ class Project:
                 if state.get(nxt) == 1:
                     start = path.index(f"{nxt[0].lower()} {nxt[1]}")
                     loop = " -> ".join(path[start:] + [f"{nxt[0].lower()} {nxt[1]}"])
-                    raise ConfigError(f"the triggers form a cycle ({loop}, closed by trigger "
-                                      f"{via!r}); conditional triggers must not lead back to "
-                                      "what they watch")
+                    raise ConfigError(
+                        f"the triggers form a cycle ({loop}, closed by trigger "
+                        f"{via!r}); conditional triggers must not lead back to "
+                        "what they watch"
+                    )
                 if nxt not in state:
                     visit(nxt)
             path.pop()
@@ -350,8 +371,9 @@ def _validate(model: type[BaseModel], section: str, name: str, body: Any):
         if first["type"] == "extra_forbidden":
             message = f"unknown key {first['loc'][-1]!r}"
             where = ".".join(str(p) for p in first["loc"][:-1])
-        raise ConfigError(f"invalid [{section}.{name}]" + (f" at {where}" if where else "")
-                          + f": {message}") from None
+        raise ConfigError(
+            f"invalid [{section}.{name}]" + (f" at {where}" if where else "") + f": {message}"
+        ) from None
     except cron.CronError as exc:
         raise ConfigError(f"invalid [{section}.{name}]: {exc}") from None
 
@@ -362,24 +384,28 @@ def load_project(path: Path | str) -> Project:
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path} does not exist: declare jobs, triggers and workflows there "
-                          "(or point SPARKMARK_CONFIG at the file)") from None
+        raise ConfigError(
+            f"{path} does not exist: declare jobs, triggers and workflows there "
+            "(or point SPARKMARK_CONFIG at the file)"
+        ) from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     unknown = sorted(set(document) - set(SECTIONS))
     if unknown:
-        raise ConfigError(f"{path}: unknown section {unknown[0]!r}; the sections are "
-                          + ", ".join(SECTIONS))
+        raise ConfigError(f"{path}: unknown section {unknown[0]!r}; the sections are " + ", ".join(SECTIONS))
     base = path.resolve().parent
     jobs = {}
     for name, body in (document.get("jobs") or {}).items():
         job = _validate(JobDefinition, "jobs", name, body)
         script = job.Script if job.Script.is_absolute() else base / job.Script
         jobs[name] = job.model_copy(update={"Script": script})
-    triggers = {n: _validate(TriggerDefinition, "triggers", n, b)
-                for n, b in (document.get("triggers") or {}).items()}
-    workflows = {n: _validate(WorkflowDefinition, "workflows", n, b)
-                 for n, b in (document.get("workflows") or {}).items()}
+    triggers = {
+        n: _validate(TriggerDefinition, "triggers", n, b) for n, b in (document.get("triggers") or {}).items()
+    }
+    workflows = {
+        n: _validate(WorkflowDefinition, "workflows", n, b)
+        for n, b in (document.get("workflows") or {}).items()
+    }
     crawlers = {}
     for name, body in (document.get("crawlers") or {}).items():
         crawlers[name] = load_definition({"Name": name, **body})

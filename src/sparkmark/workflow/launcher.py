@@ -9,6 +9,7 @@ runs can still learn how it ended.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -50,12 +51,17 @@ class Launcher:
         with open(spec.log_path, "ab") as log:
             child = subprocess.Popen(
                 [sys.executable, "-m", "sparkmark", *spec.argv],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True, close_fds=True)
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
         self._children[spec.action_id] = child
         return child.pid
 
-    def exit_status(self, action_id: str, pid: int | None, log_path: str | None) -> int | None | bool:
+    def exit_status(self, action_id: str, pid: int | None, log_path: str | None) -> int | bool | None:
         """None while the process runs; its exit status when it ended; False when it
         ended and its status is unknown (killed before it could write it)."""
         child = self._children.get(action_id)
@@ -107,10 +113,8 @@ class Launcher:
         ends are seen on the next pass)."""
         children = list(self._children.values())
         if children:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 children[0].wait(timeout=seconds)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def _is_zombie(pid: int) -> bool:
@@ -139,10 +143,8 @@ def record_exit(code: int) -> None:
     target = os.environ.get(EXIT_FILE_ENV)
     if not target:
         return
-    try:
+    with contextlib.suppress(OSError):
         Path(target).write_text(json.dumps({"code": code}), encoding="utf-8")
-    except OSError:
-        pass
 
 
 def log_tail(log_path: str | None, lines: int = 8) -> str:

@@ -26,8 +26,10 @@ from .store import WorkflowStore
 def _ids(args: Mapping[str, str]) -> tuple[str, str]:
     name, run_id = args.get("WORKFLOW_NAME"), args.get("WORKFLOW_RUN_ID")
     if not name or not run_id:
-        raise ArgumentError("this run was not started by a workflow: it has no --WORKFLOW_NAME and "
-                            "--WORKFLOW_RUN_ID arguments (start it with `sparkmark workflow run`)")
+        raise ArgumentError(
+            "this run was not started by a workflow: it has no --WORKFLOW_NAME and "
+            "--WORKFLOW_RUN_ID arguments (start it with `sparkmark workflow run`)"
+        )
     return name, run_id
 
 
@@ -35,10 +37,12 @@ def get_run_properties(workflow: str, run_id: str, store: StateStore | None = No
     return WorkflowStore(store or StateStore.from_settings()).run_properties(workflow, run_id)
 
 
-def put_run_properties(workflow: str, run_id: str, values: Mapping[str, str],
-                       store: StateStore | None = None) -> dict[str, str]:
+def put_run_properties(
+    workflow: str, run_id: str, values: Mapping[str, str], store: StateStore | None = None
+) -> dict[str, str]:
     return WorkflowStore(store or StateStore.from_settings()).put_run_properties(
-        workflow, run_id, dict(values))
+        workflow, run_id, dict(values)
+    )
 
 
 def get(args: Mapping[str, str], store: StateStore | None = None) -> dict[str, str]:
@@ -46,6 +50,8 @@ def get(args: Mapping[str, str], store: StateStore | None = None) -> dict[str, s
     return get_run_properties(*_ids(args), store=store)
 
 
-def put(args: Mapping[str, str], values: Mapping[str, str], store: StateStore | None = None) -> dict[str, str]:
+def put(
+    args: Mapping[str, str], values: Mapping[str, str], store: StateStore | None = None
+) -> dict[str, str]:
     """Merge ``values`` into the properties of the workflow run that started this job."""
     return put_run_properties(*_ids(args), values, store=store)

@@ -20,28 +20,46 @@ def _seconds(action: ActionRecord) -> float | None:
 
 def job_run(action: ActionRecord) -> dict[str, Any]:
     return {
-        "Id": action.action_id, "Attempt": action.attempt, "PreviousRunId": action.previous_id,
-        "JobName": action.name, "JobRunState": action.state.value, "TriggerName": action.trigger,
-        "Arguments": action.arguments, "StartedOn": _iso(action.started_at),
+        "Id": action.action_id,
+        "Attempt": action.attempt,
+        "PreviousRunId": action.previous_id,
+        "JobName": action.name,
+        "JobRunState": action.state.value,
+        "TriggerName": action.trigger,
+        "Arguments": action.arguments,
+        "StartedOn": _iso(action.started_at),
         "CompletedOn": _iso(action.ended_at),
         "ExecutionTime": _seconds(action),
-        "ErrorMessage": action.error, "LogPath": action.log_path,
+        "ErrorMessage": action.error,
+        "LogPath": action.log_path,
     }
 
 
 def crawl(action: ActionRecord) -> dict[str, Any]:
-    return {"CrawlId": action.action_id, "State": action.state.value,
-            "StartedOn": _iso(action.started_at), "CompletedOn": _iso(action.ended_at),
-            "ExecutionTime": _seconds(action), "ErrorMessage": action.error, "LogPath": action.log_path}
+    return {
+        "CrawlId": action.action_id,
+        "State": action.state.value,
+        "StartedOn": _iso(action.started_at),
+        "CompletedOn": _iso(action.ended_at),
+        "ExecutionTime": _seconds(action),
+        "ErrorMessage": action.error,
+        "LogPath": action.log_path,
+    }
 
 
-def workflow_run(run: WorkflowRunRecord, *, graph: bool = False,
-                 firings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def workflow_run(
+    run: WorkflowRunRecord, *, graph: bool = False, firings: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "Name": run.workflow, "WorkflowRunId": run.run_id, "Status": run.status.value,
-        "StartedOn": _iso(run.started_at), "CompletedOn": _iso(run.completed_at),
-        "StartTrigger": run.start_trigger, "ErrorMessage": run.error,
-        "Statistics": run.statistics, "WorkflowRunProperties": run.properties,
+        "Name": run.workflow,
+        "WorkflowRunId": run.run_id,
+        "Status": run.status.value,
+        "StartedOn": _iso(run.started_at),
+        "CompletedOn": _iso(run.completed_at),
+        "StartTrigger": run.start_trigger,
+        "ErrorMessage": run.error,
+        "Statistics": run.statistics,
+        "WorkflowRunProperties": run.properties,
     }
     if graph:
         fired = {f["trigger"]: f for f in firings or []}
@@ -55,8 +73,10 @@ def workflow_run(run: WorkflowRunRecord, *, graph: bool = False,
                 entry["CrawlerDetails"] = {"Crawls": [crawl(a) for a in mine]}
             else:
                 hit = fired.get(node["Name"])
-                entry["TriggerDetails"] = {"Fired": hit is not None,
-                                           "FiredOn": _iso(hit["fired_at"]) if hit else None}
+                entry["TriggerDetails"] = {
+                    "Fired": hit is not None,
+                    "FiredOn": _iso(hit["fired_at"]) if hit else None,
+                }
             nodes.append(entry)
         doc["Graph"] = {"Nodes": nodes, "Edges": run.graph.get("Edges", [])}
     return doc

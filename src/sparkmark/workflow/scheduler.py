@@ -20,6 +20,7 @@ firing is written in the same transaction as the runs it starts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -50,17 +51,30 @@ from .store import (
 log = logging.getLogger("sparkmark.scheduler")
 
 Clock = Callable[[], datetime]
-_JOB_STATES = {s.value: ActionState(s.value) for s in
-               (RunState.SUCCEEDED, RunState.FAILED, RunState.STOPPED, RunState.TIMEOUT)}
-_CRAWL_STATES = {"SUCCEEDED": ActionState.SUCCEEDED, "FAILED": ActionState.FAILED,
-                 "CANCELLED": ActionState.CANCELLED}
+_JOB_STATES = {
+    s.value: ActionState(s.value)
+    for s in (RunState.SUCCEEDED, RunState.FAILED, RunState.STOPPED, RunState.TIMEOUT)
+}
+_CRAWL_STATES = {
+    "SUCCEEDED": ActionState.SUCCEEDED,
+    "FAILED": ActionState.FAILED,
+    "CANCELLED": ActionState.CANCELLED,
+}
 
 
 class Scheduler:
-    def __init__(self, project: Project, store: StateStore, *, clock: Clock | None = None,
-                 launcher: Launcher | None = None, owner: str | None = None,
-                 lease_seconds: float = 30.0, leading: bool = True,
-                 settings: Settings | None = None):
+    def __init__(
+        self,
+        project: Project,
+        store: StateStore,
+        *,
+        clock: Clock | None = None,
+        launcher: Launcher | None = None,
+        owner: str | None = None,
+        lease_seconds: float = 30.0,
+        leading: bool = True,
+        settings: Settings | None = None,
+    ):
         self.project = project
         self.state = store
         self.store = WorkflowStore(store)
@@ -105,8 +119,13 @@ class Scheduler:
             self.crawlers.save(crawler)
         self._synced = True
 
-    def run(self, *, until: Callable[[], bool] | None = None, max_seconds: float | None = None,
-            poll_seconds: float = 0.5) -> bool:
+    def run(
+        self,
+        *,
+        until: Callable[[], bool] | None = None,
+        max_seconds: float | None = None,
+        poll_seconds: float = 0.5,
+    ) -> bool:
         """Tick until ``until()`` is true (True) or ``max_seconds`` pass (False); between
         passes, wait for a child process to end or ``poll_seconds``."""
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
@@ -127,9 +146,15 @@ class Scheduler:
 
     # ------------------------------------------------------------------ starting things
 
-    def start_workflow_run(self, workflow: str, *, trigger: TriggerDefinition | None = None,
-                           key: str | None = None, supervisor: str | None = None,
-                           properties: dict[str, str] | None = None) -> str | None:
+    def start_workflow_run(
+        self,
+        workflow: str,
+        *,
+        trigger: TriggerDefinition | None = None,
+        key: str | None = None,
+        supervisor: str | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> str | None:
         """Start a run of ``workflow`` through its start trigger. With ``key`` (a
         schedule's window) the start happens at most once per key."""
         definition = self.project.workflow(workflow)
@@ -140,45 +165,83 @@ class Scheduler:
             if not self.store.fire(conn, trigger.Name, key or run_id, now, workflow_run_id=run_id):
                 return None  # this window already started a run
             self.store.start_workflow_run(
-                conn, run_id=run_id, workflow=workflow,
+                conn,
+                run_id=run_id,
+                workflow=workflow,
                 properties={**definition.DefaultRunProperties, **(properties or {})},
-                graph=self.project.graph(workflow), start_trigger=trigger.Name,
-                supervisor=supervisor, now=now)
+                graph=self.project.graph(workflow),
+                start_trigger=trigger.Name,
+                supervisor=supervisor,
+                now=now,
+            )
             self._queue_actions(conn, trigger, now, workflow_run_id=run_id, supervisor=supervisor)
         log.info("workflow %s: run %s started by trigger %s", workflow, run_id, trigger.Name)
         return run_id
 
-    def start_job_run(self, job: str, arguments: dict[str, str] | None = None, *,
-                      supervisor: str | None = None) -> str:
+    def start_job_run(
+        self, job: str, arguments: dict[str, str] | None = None, *, supervisor: str | None = None
+    ) -> str:
         """Queue one run of a declared job, outside any workflow."""
         definition = self.project.job(job)
         now = self.clock()
         with self.state.engine.begin() as conn:
-            return self.store.add_action(conn, kind="JOB", name=definition.Name, now=now,
-                                         arguments=definition.arguments(arguments),
-                                         timeout_minutes=definition.Timeout, supervisor=supervisor)
+            return self.store.add_action(
+                conn,
+                kind="JOB",
+                name=definition.Name,
+                now=now,
+                arguments=definition.arguments(arguments),
+                timeout_minutes=definition.Timeout,
+                supervisor=supervisor,
+            )
 
-    def _queue_actions(self, conn, trigger: TriggerDefinition, now: datetime, *,
-                       workflow_run_id: str | None, supervisor: str | None) -> list[str]:
+    def _queue_actions(
+        self,
+        conn,
+        trigger: TriggerDefinition,
+        now: datetime,
+        *,
+        workflow_run_id: str | None,
+        supervisor: str | None,
+    ) -> list[str]:
         ids = []
         for action in trigger.Actions:
             if action.JobName:
                 job = self.project.job(action.JobName)
-                ids.append(self.store.add_action(
-                    conn, kind="JOB", name=job.Name, now=now, arguments=job.arguments(action.Arguments),
-                    timeout_minutes=action.Timeout or job.Timeout, workflow_run_id=workflow_run_id,
-                    trigger=trigger.Name, supervisor=supervisor))
+                ids.append(
+                    self.store.add_action(
+                        conn,
+                        kind="JOB",
+                        name=job.Name,
+                        now=now,
+                        arguments=job.arguments(action.Arguments),
+                        timeout_minutes=action.Timeout or job.Timeout,
+                        workflow_run_id=workflow_run_id,
+                        trigger=trigger.Name,
+                        supervisor=supervisor,
+                    )
+                )
             else:
-                ids.append(self.store.add_action(
-                    conn, kind="CRAWLER", name=action.CrawlerName or "", now=now,
-                    workflow_run_id=workflow_run_id, trigger=trigger.Name, supervisor=supervisor))
+                ids.append(
+                    self.store.add_action(
+                        conn,
+                        kind="CRAWLER",
+                        name=action.CrawlerName or "",
+                        now=now,
+                        workflow_run_id=workflow_run_id,
+                        trigger=trigger.Name,
+                        supervisor=supervisor,
+                    )
+                )
         return ids
 
     def _fire(self, trigger: TriggerDefinition, key: str, now: datetime) -> bool:
         """Fire a trigger that is not inside a running workflow run."""
         if trigger.WorkflowName and trigger.is_start:
-            return self.start_workflow_run(trigger.WorkflowName, trigger=trigger, key=key,
-                                           supervisor=self.owner) is not None
+            return (
+                self.start_workflow_run(trigger.WorkflowName, trigger=trigger, key=key, supervisor=self.owner)
+                is not None
+            )
         with self.state.engine.begin() as conn:
             if not self.store.fire(conn, trigger.Name, key, now):
                 return False
@@ -190,15 +253,22 @@ class Scheduler:
 
     def _adopt(self, now: datetime) -> None:
         """Take over runs whose supervisor is gone (a scheduler or command that died)."""
-        for run in self.store.workflow_runs(statuses=(WorkflowRunStatus.RUNNING.value,
-                                                       WorkflowRunStatus.STOPPING.value)):
+        for run in self.store.workflow_runs(
+            statuses=(WorkflowRunStatus.RUNNING.value, WorkflowRunStatus.STOPPING.value)
+        ):
             if run.supervisor != self.owner and self.store.supervisor_gone(run.supervisor, now):
-                log.warning("workflow run %s: adopting it (its supervisor %s is gone)",
-                            run.run_id, run.supervisor or "was never set")
+                log.warning(
+                    "workflow run %s: adopting it (its supervisor %s is gone)",
+                    run.run_id,
+                    run.supervisor or "was never set",
+                )
                 self.store.supervise(run.run_id, self.owner)
         for action in self.store.active_actions():
-            if action.workflow_run_id is None and action.supervisor != self.owner \
-                    and self.store.supervisor_gone(action.supervisor, now):
+            if (
+                action.workflow_run_id is None
+                and action.supervisor != self.owner
+                and self.store.supervisor_gone(action.supervisor, now)
+            ):
                 self.store.claim(action.action_id, self.owner)
 
     def _fire_schedules(self, now: datetime) -> None:
@@ -215,16 +285,23 @@ class Scheduler:
             if window is not None:
                 missed = schedule.count_in(watermark, window)
                 if missed:
-                    log.warning("trigger %s: %d earlier window(s) passed while no scheduler ran; "
-                                "they are covered by this one firing", trigger.Name, missed)
+                    log.warning(
+                        "trigger %s: %d earlier window(s) passed while no scheduler ran; "
+                        "they are covered by this one firing",
+                        trigger.Name,
+                        missed,
+                    )
                 self._fire(trigger, window.isoformat(), now)
             with self.state.engine.begin() as conn:
                 self.store.advance_watermark(conn, trigger.Name, now)
 
     def _fire_standalone(self, now: datetime) -> None:
         """Conditional triggers outside workflows, on job and crawler completion events."""
-        watching = [t for t in self.project.triggers.values()
-                    if t.Type is TriggerType.CONDITIONAL and not t.WorkflowName]
+        watching = [
+            t
+            for t in self.project.triggers.values()
+            if t.Type is TriggerType.CONDITIONAL and not t.WorkflowName
+        ]
         rows = self.store.trigger_rows()
         with self.state.engine.connect() as conn:
             cursor = self.store.cursor(conn)
@@ -238,19 +315,27 @@ class Scheduler:
                 state, active_since = rows.get(trigger.Name, ("CREATED", None))
                 if state != "ACTIVATED" or active_since is None or event.at < active_since:
                     continue  # off, or the run ended before the trigger was switched on
-                conditions = trigger.Predicate.Conditions if trigger.Predicate else []
+                if trigger.Predicate is None:
+                    continue
+                conditions = trigger.Predicate.Conditions
                 if not any(c.node == (event.kind, event.name) for c in conditions):
                     continue
                 if trigger.Predicate.Logical is LogicalKind.ANY:
-                    hit = any(c.node == (event.kind, event.name) and c.wanted == event.state
-                              for c in conditions)
+                    hit = any(
+                        c.node == (event.kind, event.name) and c.wanted == event.state for c in conditions
+                    )
                 else:
                     with self.state.engine.connect() as conn:
                         if latest is None:
                             latest = self.store.latest_events(conn, standalone=True)
                         since = self.store.last_firing_seq(conn, trigger.Name)
-                    hit = all((e := latest.get(c.node)) is not None and e.seq <= event.seq
-                              and e.seq > since and e.state == c.wanted for c in conditions)
+                    hit = all(
+                        (e := latest.get(c.node)) is not None
+                        and e.seq <= event.seq
+                        and e.seq > since
+                        and e.state == c.wanted
+                        for c in conditions
+                    )
                 if hit:
                     self._fire(trigger, f"event-{event.seq}", now)
         # Only now: a scheduler that dies above sees these events again, and the
@@ -276,7 +361,7 @@ class Scheduler:
             else:
                 self._ended(action, None if status is False else status, now)
 
-    def _remote_status(self, action: ActionRecord) -> int | None | bool:
+    def _remote_status(self, action: ActionRecord) -> int | bool | None:
         """How a process on another host is doing, from what it records in the state
         store: None while it runs, False when it ended (its exit status unknown here)."""
         if action.kind == "JOB":
@@ -297,14 +382,22 @@ class Scheduler:
         if action.workflow_run_id:
             run = self.store.workflow_run(action.workflow_run_id)
             if run.status is WorkflowRunStatus.STOPPING:
-                self._kill(action, ActionState.CANCELLED if action.kind == "CRAWLER" else ActionState.STOPPED,
-                           "stopped with its workflow run", now)
+                self._kill(
+                    action,
+                    ActionState.CANCELLED if action.kind == "CRAWLER" else ActionState.STOPPED,
+                    "stopped with its workflow run",
+                    now,
+                )
                 return
         if action.timeout_minutes and action.started_at is not None:
             elapsed = (now - action.started_at).total_seconds() / 60
             if elapsed > action.timeout_minutes:
-                self._kill(action, ActionState.TIMEOUT if action.kind == "JOB" else ActionState.CANCELLED,
-                           f"timed out after {action.timeout_minutes:g} minutes", now)
+                self._kill(
+                    action,
+                    ActionState.TIMEOUT if action.kind == "JOB" else ActionState.CANCELLED,
+                    f"timed out after {action.timeout_minutes:g} minutes",
+                    now,
+                )
 
     def _kill(self, action: ActionRecord, state: ActionState, why: str, now: datetime) -> None:
         log.warning("%s %s run %s: %s", action.kind.lower(), action.name, action.action_id, why)
@@ -323,27 +416,35 @@ class Scheduler:
             except NotFound:
                 return
             if run.state is RunState.RUNNING:
-                try:
+                with contextlib.suppress(RunFinished):
                     self.state.finish_run(action.action_id, RunState(state.value), error=why)
-                except RunFinished:
-                    pass
         else:
             record = self.crawlers.crawl(action.action_id)
             if record and record.state == "RUNNING":
-                self.crawlers.finish(action.name, action.action_id, state.value, {}, [
-                    {"path": "(crawl)", "error": why}])
+                self.crawlers.finish(
+                    action.name, action.action_id, state.value, {}, [{"path": "(crawl)", "error": why}]
+                )
 
     def _ended(self, action: ActionRecord, code: int | None, now: datetime) -> None:
         state, error = self._outcome(action, code)
         retry = False
         if state is ActionState.FAILED and action.kind == "JOB":
             job = self.project.jobs.get(action.name)
-            stopping = bool(action.workflow_run_id) and \
-                self.store.workflow_run(action.workflow_run_id).status is not WorkflowRunStatus.RUNNING
+            stopping = (
+                action.workflow_run_id is not None
+                and self.store.workflow_run(action.workflow_run_id).status is not WorkflowRunStatus.RUNNING
+            )
             retry = job is not None and action.attempt < job.MaxRetries and not stopping
         next_id = self.store.finish_action(action, state, now, error=error, retry=retry)
-        log.info("%s %s run %s (attempt %d): %s%s", action.kind.lower(), action.name, action.action_id,
-                 action.attempt, state.value, f"; retrying as {next_id}" if next_id else "")
+        log.info(
+            "%s %s run %s (attempt %d): %s%s",
+            action.kind.lower(),
+            action.name,
+            action.action_id,
+            action.attempt,
+            state.value,
+            f"; retrying as {next_id}" if next_id else "",
+        )
 
     def _outcome(self, action: ActionRecord, code: int | None) -> tuple[ActionState, str | None]:
         tail = log_tail(action.log_path)
@@ -354,8 +455,9 @@ class Scheduler:
                 run = None
             if run is not None and run.state is not RunState.RUNNING:
                 return _JOB_STATES[run.state.value], run.error
-            why = ("its process ended" + (f" with status {code}" if code is not None else
-                                          " and its exit status is unknown"))
+            why = "its process ended" + (
+                f" with status {code}" if code is not None else " and its exit status is unknown"
+            )
             if run is not None:  # the process died before the run could end itself
                 self._close_records(action, ActionState.FAILED, why)
                 return ActionState.FAILED, f"{why}: {tail}" if tail else why
@@ -365,12 +467,16 @@ class Scheduler:
         record = self.crawlers.crawl(action.action_id)
         if record and record.state in _CRAWL_STATES:
             errors = record.errors
-            return _CRAWL_STATES[record.state], (errors[0]["error"] if errors and
-                                                 record.state != "SUCCEEDED" else None)
+            return _CRAWL_STATES[record.state], (
+                errors[0]["error"] if errors and record.state != "SUCCEEDED" else None
+            )
         if record:
             self._close_records(action, ActionState.FAILED, "its process died")
-        return (ActionState.SUCCEEDED, None) if code == 0 else \
-            (ActionState.FAILED, f"the crawl process ended with status {code}: {tail}")
+        return (
+            (ActionState.SUCCEEDED, None)
+            if code == 0
+            else (ActionState.FAILED, f"the crawl process ended with status {code}: {tail}")
+        )
 
     def _launch(self, now: datetime) -> None:
         stopping: dict[str, bool] = {}
@@ -398,14 +504,28 @@ class Scheduler:
             except OSError as exc:
                 self.store.finish_action(action, ActionState.ERROR, now, error=f"could not start: {exc}")
                 continue
-            self.store.mark_started(action.action_id, host=self.host, pid=pid, supervisor=self.owner,
-                                    log_path=str(spec.log_path), now=now)
-            log.info("%s %s: run %s started (attempt %d, pid %d, log %s)", action.kind.lower(),
-                     action.name, action.action_id, action.attempt, pid, spec.log_path)
+            self.store.mark_started(
+                action.action_id,
+                host=self.host,
+                pid=pid,
+                supervisor=self.owner,
+                log_path=str(spec.log_path),
+                now=now,
+            )
+            log.info(
+                "%s %s: run %s started (attempt %d, pid %d, log %s)",
+                action.kind.lower(),
+                action.name,
+                action.action_id,
+                action.attempt,
+                pid,
+                spec.log_path,
+            )
 
     def _stop_unstarted(self, action: ActionRecord, now: datetime) -> None:
-        self.store.finish_action(action, ActionState.STOPPED, now,
-                                 error="its workflow run was stopped before it started")
+        self.store.finish_action(
+            action, ActionState.STOPPED, now, error="its workflow run was stopped before it started"
+        )
 
     def _spec(self, action: ActionRecord) -> LaunchSpec:
         logs = self.settings.home / "logs" / ("jobs" if action.kind == "JOB" else "crawlers") / action.name
@@ -413,9 +533,15 @@ class Scheduler:
         if action.kind == "CRAWLER":
             if action.name not in self.project.crawlers:
                 raise ConfigError(f"crawler {action.name!r} is no longer declared in {self.project.path}")
-            return LaunchSpec(action.action_id, "CRAWLER", action.name, 0,
-                              ["crawler", "run", action.name, "--crawl-id", action.action_id],
-                              {"SPARKMARK_CONFIG": str(self.project.path)}, log_path)
+            return LaunchSpec(
+                action.action_id,
+                "CRAWLER",
+                action.name,
+                0,
+                ["crawler", "run", action.name, "--crawl-id", action.action_id],
+                {"SPARKMARK_CONFIG": str(self.project.path)},
+                log_path,
+            )
         job = self.project.job(action.name)
         if not Path(job.Script).is_file():
             raise ConfigError(f"job {job.Name!r}: script {str(job.Script)!r} does not exist")
@@ -427,8 +553,11 @@ class Scheduler:
         argv = ["run", str(job.Script)]
         for key, value in arguments.items():
             argv += [key, value]
-        env = {"SPARKMARK_RUN_ID": action.action_id, "SPARKMARK_ATTEMPT": str(action.attempt),
-               "SPARKMARK_CONFIG": str(self.project.path)}
+        env = {
+            "SPARKMARK_RUN_ID": action.action_id,
+            "SPARKMARK_ATTEMPT": str(action.attempt),
+            "SPARKMARK_CONFIG": str(self.project.path),
+        }
         if job.Spark.master:
             env["SPARKMARK_SPARK_MASTER"] = job.Spark.master
         if job.Spark.conf:
@@ -457,8 +586,9 @@ class Scheduler:
     # ------------------------------------------------------------------ workflow runs
 
     def _advance_workflow_runs(self, now: datetime) -> None:
-        for run in self.store.workflow_runs(statuses=(WorkflowRunStatus.RUNNING.value,
-                                                       WorkflowRunStatus.STOPPING.value)):
+        for run in self.store.workflow_runs(
+            statuses=(WorkflowRunStatus.RUNNING.value, WorkflowRunStatus.STOPPING.value)
+        ):
             if run.supervisor != self.owner:
                 continue
             if run.status is WorkflowRunStatus.STOPPING:
@@ -466,23 +596,36 @@ class Scheduler:
                     if action.state is ActionState.WAITING:
                         self._stop_unstarted(action, now)
                 if not any(a.state is ActionState.RUNNING for a in run.actions):
-                    self.store.set_workflow_status(run.run_id, WorkflowRunStatus.STOPPED, now,
-                                                   only_from=(WorkflowRunStatus.STOPPING.value,))
+                    self.store.set_workflow_status(
+                        run.run_id,
+                        WorkflowRunStatus.STOPPED,
+                        now,
+                        only_from=(WorkflowRunStatus.STOPPING.value,),
+                    )
                     log.info("workflow %s: run %s STOPPED", run.workflow, run.run_id)
                 continue
             if run.workflow not in self.project.workflows:
                 self.store.set_workflow_status(
-                    run.run_id, WorkflowRunStatus.ERROR, now, only_from=(WorkflowRunStatus.RUNNING.value,),
-                    error=f"workflow {run.workflow!r} is no longer declared in {self.project.path}")
+                    run.run_id,
+                    WorkflowRunStatus.ERROR,
+                    now,
+                    only_from=(WorkflowRunStatus.RUNNING.value,),
+                    error=f"workflow {run.workflow!r} is no longer declared in {self.project.path}",
+                )
                 continue
             fired = self._fire_conditions(run, now)
             if fired:
                 continue
             if not any(a.state.value in ("WAITING", "RUNNING") for a in run.actions):
-                self.store.set_workflow_status(run.run_id, WorkflowRunStatus.COMPLETED, now,
-                                               only_from=(WorkflowRunStatus.RUNNING.value,))
-                log.info("workflow %s: run %s COMPLETED %s", run.workflow, run.run_id,
-                         json.dumps(self.store.workflow_run(run.run_id).statistics))
+                self.store.set_workflow_status(
+                    run.run_id, WorkflowRunStatus.COMPLETED, now, only_from=(WorkflowRunStatus.RUNNING.value,)
+                )
+                log.info(
+                    "workflow %s: run %s COMPLETED %s",
+                    run.workflow,
+                    run.run_id,
+                    json.dumps(self.store.workflow_run(run.run_id).statistics),
+                )
 
     def _fire_conditions(self, run: WorkflowRunRecord, now: datetime) -> bool:
         """Fire the run's conditional triggers whose predicate its finished actions meet."""
@@ -496,15 +639,15 @@ class Scheduler:
         for trigger in self.project.workflow_triggers(run.workflow):
             if trigger.Type is not TriggerType.CONDITIONAL or trigger.Name in fired:
                 continue
-            conditions = trigger.Predicate.Conditions if trigger.Predicate else []
-            met = [states.get(c.node) == c.wanted for c in conditions]
+            if trigger.Predicate is None:
+                continue
+            met = [states.get(c.node) == c.wanted for c in trigger.Predicate.Conditions]
             if not (all(met) if trigger.Predicate.Logical is LogicalKind.AND else any(met)):
                 continue
             with self.state.engine.begin() as conn:
                 if not self.store.fire(conn, trigger.Name, run.run_id, now, workflow_run_id=run.run_id):
                     continue
-                self._queue_actions(conn, trigger, now, workflow_run_id=run.run_id,
-                                    supervisor=run.supervisor)
+                self._queue_actions(conn, trigger, now, workflow_run_id=run.run_id, supervisor=run.supervisor)
             log.info("workflow %s: run %s: trigger %s fired", run.workflow, run.run_id, trigger.Name)
             fired_any = True
         return fired_any
@@ -514,8 +657,11 @@ class Scheduler:
         not started are not started, and running ones are stopped by its supervisor."""
         run = self.store.workflow_run(run_id, workflow)
         if run.status is not WorkflowRunStatus.RUNNING:
-            raise SparkmarkError(f"workflow run {run_id} is {run.status.value}, not RUNNING; "
-                                 "only a running workflow run can be stopped")
-        self.store.set_workflow_status(run_id, WorkflowRunStatus.STOPPING, self.clock(),
-                                       only_from=(WorkflowRunStatus.RUNNING.value,))
+            raise SparkmarkError(
+                f"workflow run {run_id} is {run.status.value}, not RUNNING; "
+                "only a running workflow run can be stopped"
+            )
+        self.store.set_workflow_status(
+            run_id, WorkflowRunStatus.STOPPING, self.clock(), only_from=(WorkflowRunStatus.RUNNING.value,)
+        )
         return self.store.workflow_run(run_id)

@@ -46,14 +46,16 @@ SCHEMA_KEY = "workflow_schema_version"
 metadata = MetaData()
 
 triggers = Table(
-    "sm_wf_triggers", metadata,
+    "sm_wf_triggers",
+    metadata,
     Column("name", String(255), primary_key=True),
     Column("state", String(16), nullable=False),  # CREATED, ACTIVATED, DEACTIVATED
     Column("watermark", UTCDateTime),  # schedules are evaluated up to here
     Column("updated_at", UTCDateTime, nullable=False),
 )
 firings = Table(
-    "sm_wf_firings", metadata,
+    "sm_wf_firings",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("trigger", String(255), nullable=False),
     Column("fire_key", String(255), nullable=False),
@@ -63,7 +65,8 @@ firings = Table(
     UniqueConstraint("trigger", "fire_key", name="sm_wf_firings_once"),
 )
 workflow_runs = Table(
-    "sm_wf_runs", metadata,
+    "sm_wf_runs",
+    metadata,
     Column("run_id", String(80), primary_key=True),
     Column("workflow", String(255), nullable=False),
     Column("status", String(16), nullable=False),
@@ -76,7 +79,8 @@ workflow_runs = Table(
     Column("error", Text),
 )
 actions = Table(
-    "sm_wf_actions", metadata,
+    "sm_wf_actions",
+    metadata,
     Column("action_id", String(96), primary_key=True),  # the job run id, or the crawl id
     Column("kind", String(8), nullable=False),  # JOB, CRAWLER
     Column("name", String(255), nullable=False),
@@ -100,7 +104,8 @@ actions = Table(
     Index("sm_wf_actions_by_state", "state"),
 )
 events = Table(
-    "sm_wf_events", metadata,
+    "sm_wf_events",
+    metadata,
     Column("seq", Integer, primary_key=True, autoincrement=True),
     Column("action_id", String(96), nullable=False),
     Column("kind", String(8), nullable=False),
@@ -110,12 +115,14 @@ events = Table(
     Column("at", UTCDateTime, nullable=False),
 )
 supervisors = Table(
-    "sm_wf_supervisors", metadata,
+    "sm_wf_supervisors",
+    metadata,
     Column("owner", String(255), primary_key=True),  # host:pid
     Column("expires_at", UTCDateTime, nullable=False),
 )
 meta = Table(
-    "sm_wf_meta", metadata,
+    "sm_wf_meta",
+    metadata,
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
     Column("owner", String(255)),
@@ -243,8 +250,11 @@ class WorkflowStore:
                     return True
                 if row.owner != owner and row.owner and row.expires_at > now and not is_dead(row.owner):
                     return False
-                conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == row.owner)
-                             .values(owner=owner, expires_at=expires))
+                conn.execute(
+                    update(meta)
+                    .where(meta.c.key == "leader", meta.c.owner == row.owner)
+                    .values(owner=owner, expires_at=expires)
+                )
                 return True
         except IntegrityError:
             return False
@@ -259,15 +269,18 @@ class WorkflowStore:
 
     def resign(self, owner: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == owner)
-                         .values(owner=None))
+            conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == owner).values(owner=None))
 
     def beat(self, owner: str, now: datetime, lease_seconds: float) -> None:
         """Say that ``owner`` still supervises its runs, for the next ``lease_seconds``."""
         expires = now + timedelta(seconds=lease_seconds)
         with self.engine.begin() as conn:
-            if conn.execute(update(supervisors).where(supervisors.c.owner == owner)
-                            .values(expires_at=expires)).rowcount == 0:
+            if (
+                conn.execute(
+                    update(supervisors).where(supervisors.c.owner == owner).values(expires_at=expires)
+                ).rowcount
+                == 0
+            ):
                 conn.execute(insert(supervisors).values(owner=owner, expires_at=expires))
 
     def supervisor_gone(self, owner: str | None, now: datetime) -> bool:
@@ -276,8 +289,9 @@ class WorkflowStore:
         if owner is None or is_dead(owner):
             return True
         with self.engine.connect() as conn:
-            expires = conn.execute(select(supervisors.c.expires_at)
-                                   .where(supervisors.c.owner == owner)).scalar()
+            expires = conn.execute(
+                select(supervisors.c.expires_at).where(supervisors.c.owner == owner)
+            ).scalar()
         return expires is None or expires <= now
 
     def cursor(self, conn: Connection) -> int:
@@ -285,7 +299,10 @@ class WorkflowStore:
         return int(value) if value else 0
 
     def set_cursor(self, conn: Connection, seq: int) -> None:
-        if conn.execute(update(meta).where(meta.c.key == "event_cursor").values(value=str(seq))).rowcount == 0:
+        if (
+            conn.execute(update(meta).where(meta.c.key == "event_cursor").values(value=str(seq))).rowcount
+            == 0
+        ):
             conn.execute(insert(meta).values(key="event_cursor", value=str(seq)))
 
     # ----------------------------------------------------------------- triggers
@@ -320,18 +337,34 @@ class WorkflowStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def fire(self, conn: Connection, trigger: str, key: str, now: datetime, *,
-             status: str = "FIRED", workflow_run_id: str | None = None) -> bool:
+    def fire(
+        self,
+        conn: Connection,
+        trigger: str,
+        key: str,
+        now: datetime,
+        *,
+        status: str = "FIRED",
+        workflow_run_id: str | None = None,
+    ) -> bool:
         """Record a firing once; False when (trigger, key) already fired. Runs inside the
         caller's transaction, in a savepoint, so a duplicate rolls back nothing else."""
-        exists = conn.execute(select(firings.c.id).where(
-            firings.c.trigger == trigger, firings.c.fire_key == key)).first()
+        exists = conn.execute(
+            select(firings.c.id).where(firings.c.trigger == trigger, firings.c.fire_key == key)
+        ).first()
         if exists:
             return False
         try:
             with conn.begin_nested():
-                conn.execute(insert(firings).values(trigger=trigger, fire_key=key, status=status,
-                                                    fired_at=now, workflow_run_id=workflow_run_id))
+                conn.execute(
+                    insert(firings).values(
+                        trigger=trigger,
+                        fire_key=key,
+                        status=status,
+                        fired_at=now,
+                        workflow_run_id=workflow_run_id,
+                    )
+                )
         except IntegrityError:
             return False
         return True
@@ -341,25 +374,65 @@ class WorkflowStore:
 
     # ----------------------------------------------------------------- actions
 
-    def add_action(self, conn: Connection, *, kind: str, name: str, now: datetime,
-                   arguments: dict[str, str] | None = None, timeout_minutes: float | None = None,
-                   workflow_run_id: str | None = None, trigger: str | None = None,
-                   supervisor: str | None = None, attempt: int = 0, first_id: str | None = None) -> str:
+    def add_action(
+        self,
+        conn: Connection,
+        *,
+        kind: str,
+        name: str,
+        now: datetime,
+        arguments: dict[str, str] | None = None,
+        timeout_minutes: float | None = None,
+        workflow_run_id: str | None = None,
+        trigger: str | None = None,
+        supervisor: str | None = None,
+        attempt: int = 0,
+        first_id: str | None = None,
+    ) -> str:
         first = first_id or new_action_id(kind)
         action_id = first if attempt == 0 else f"{first}_attempt_{attempt}"
-        conn.execute(insert(actions).values(
-            action_id=action_id, kind=kind, name=name, attempt=attempt, first_id=first,
-            state=ActionState.WAITING.value, final=False, workflow_run_id=workflow_run_id,
-            trigger=trigger, arguments=json.dumps(mask_arguments(arguments or {})),
-            timeout_minutes=timeout_minutes, supervisor=supervisor, queued_at=now))
+        conn.execute(
+            insert(actions).values(
+                action_id=action_id,
+                kind=kind,
+                name=name,
+                attempt=attempt,
+                first_id=first,
+                state=ActionState.WAITING.value,
+                final=False,
+                workflow_run_id=workflow_run_id,
+                trigger=trigger,
+                arguments=json.dumps(mask_arguments(arguments or {})),
+                timeout_minutes=timeout_minutes,
+                supervisor=supervisor,
+                queued_at=now,
+            )
+        )
         return action_id
 
     @staticmethod
     def _action(row) -> ActionRecord:
-        return ActionRecord(row.action_id, row.kind, row.name, row.attempt, row.first_id,
-                            ActionState(row.state), bool(row.final), row.workflow_run_id, row.trigger,
-                            json.loads(row.arguments), row.timeout_minutes, row.supervisor, row.host, row.pid,
-                            row.queued_at, row.started_at, row.ended_at, row.error, row.log_path)
+        return ActionRecord(
+            row.action_id,
+            row.kind,
+            row.name,
+            row.attempt,
+            row.first_id,
+            ActionState(row.state),
+            bool(row.final),
+            row.workflow_run_id,
+            row.trigger,
+            json.loads(row.arguments),
+            row.timeout_minutes,
+            row.supervisor,
+            row.host,
+            row.pid,
+            row.queued_at,
+            row.started_at,
+            row.ended_at,
+            row.error,
+            row.log_path,
+        )
 
     def action(self, action_id: str) -> ActionRecord:
         with self.engine.connect() as conn:
@@ -370,13 +443,22 @@ class WorkflowStore:
 
     def active_actions(self) -> list[ActionRecord]:
         with self.engine.connect() as conn:
-            rows = conn.execute(select(actions).where(actions.c.state.in_(ACTIVE))
-                                .order_by(actions.c.queued_at, actions.c.action_id)).all()
+            rows = conn.execute(
+                select(actions)
+                .where(actions.c.state.in_(ACTIVE))
+                .order_by(actions.c.queued_at, actions.c.action_id)
+            ).all()
         return [self._action(r) for r in rows]
 
-    def actions_of(self, *, workflow_run_id: str | None = None, kind: str | None = None,
-                   name: str | None = None, first_id: str | None = None,
-                   limit: int | None = None) -> list[ActionRecord]:
+    def actions_of(
+        self,
+        *,
+        workflow_run_id: str | None = None,
+        kind: str | None = None,
+        name: str | None = None,
+        first_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[ActionRecord]:
         query = select(actions).order_by(actions.c.queued_at, actions.c.attempt)
         if first_id:
             query = query.where(actions.c.first_id == first_id)
@@ -393,49 +475,93 @@ class WorkflowStore:
 
     def running_count(self, kind: str, name: str) -> int:
         with self.engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(actions).where(
-                actions.c.kind == kind, actions.c.name == name,
-                actions.c.state == ActionState.RUNNING.value)).scalar_one()
+            return conn.execute(
+                select(func.count())
+                .select_from(actions)
+                .where(
+                    actions.c.kind == kind,
+                    actions.c.name == name,
+                    actions.c.state == ActionState.RUNNING.value,
+                )
+            ).scalar_one()
 
-    def mark_started(self, action_id: str, *, host: str, pid: int, supervisor: str, log_path: str,
-                     now: datetime) -> bool:
+    def mark_started(
+        self, action_id: str, *, host: str, pid: int, supervisor: str, log_path: str, now: datetime
+    ) -> bool:
         with self.engine.begin() as conn:
-            return conn.execute(update(actions).where(
-                actions.c.action_id == action_id, actions.c.state == ActionState.WAITING.value
-            ).values(state=ActionState.RUNNING.value, host=host, pid=pid, supervisor=supervisor,
-                     log_path=log_path, started_at=now)).rowcount == 1
+            return (
+                conn.execute(
+                    update(actions)
+                    .where(actions.c.action_id == action_id, actions.c.state == ActionState.WAITING.value)
+                    .values(
+                        state=ActionState.RUNNING.value,
+                        host=host,
+                        pid=pid,
+                        supervisor=supervisor,
+                        log_path=log_path,
+                        started_at=now,
+                    )
+                ).rowcount
+                == 1
+            )
 
     def claim(self, action_id: str, supervisor: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(update(actions).where(actions.c.action_id == action_id)
-                         .values(supervisor=supervisor))
+            conn.execute(
+                update(actions).where(actions.c.action_id == action_id).values(supervisor=supervisor)
+            )
 
-    def finish_action(self, action: ActionRecord, state: ActionState, now: datetime, *,
-                      error: str | None = None, retry: bool = False) -> str | None:
+    def finish_action(
+        self,
+        action: ActionRecord,
+        state: ActionState,
+        now: datetime,
+        *,
+        error: str | None = None,
+        retry: bool = False,
+    ) -> str | None:
         """End an action. With ``retry`` the next attempt is queued in the same
         transaction and no event is recorded; otherwise the end is an event that
         conditional triggers see. Returns the retry's id."""
         with self.engine.begin() as conn:
-            done = conn.execute(update(actions).where(
-                actions.c.action_id == action.action_id, actions.c.state.in_(ACTIVE)
-            ).values(state=state.value, ended_at=now, error=error, final=not retry)).rowcount
+            done = conn.execute(
+                update(actions)
+                .where(actions.c.action_id == action.action_id, actions.c.state.in_(ACTIVE))
+                .values(state=state.value, ended_at=now, error=error, final=not retry)
+            ).rowcount
             if not done:
                 return None
             if retry:
                 return self.add_action(
-                    conn, kind=action.kind, name=action.name, now=now, arguments=action.arguments,
-                    timeout_minutes=action.timeout_minutes, workflow_run_id=action.workflow_run_id,
-                    trigger=action.trigger, supervisor=action.supervisor, attempt=action.attempt + 1,
-                    first_id=action.first_id)
-            conn.execute(insert(events).values(
-                action_id=action.action_id, kind=action.kind, name=action.name, state=state.value,
-                workflow_run_id=action.workflow_run_id, at=now))
+                    conn,
+                    kind=action.kind,
+                    name=action.name,
+                    now=now,
+                    arguments=action.arguments,
+                    timeout_minutes=action.timeout_minutes,
+                    workflow_run_id=action.workflow_run_id,
+                    trigger=action.trigger,
+                    supervisor=action.supervisor,
+                    attempt=action.attempt + 1,
+                    first_id=action.first_id,
+                )
+            conn.execute(
+                insert(events).values(
+                    action_id=action.action_id,
+                    kind=action.kind,
+                    name=action.name,
+                    state=state.value,
+                    workflow_run_id=action.workflow_run_id,
+                    at=now,
+                )
+            )
         return None
 
     def events_after(self, conn: Connection, seq: int) -> list[EventRecord]:
         rows = conn.execute(select(events).where(events.c.seq > seq).order_by(events.c.seq)).all()
-        return [EventRecord(r.seq, r.action_id, r.kind, r.name, r.state, r.workflow_run_id, r.at)
-                for r in rows]
+        return [
+            EventRecord(r.seq, r.action_id, r.kind, r.name, r.state, r.workflow_run_id, r.at) for r in rows
+        ]
 
     def latest_events(self, conn: Connection, *, standalone: bool) -> dict[tuple[str, str], EventRecord]:
         """The latest final state of each job and crawler, outside workflows or in any."""
@@ -444,43 +570,84 @@ class WorkflowStore:
             query = query.where(events.c.workflow_run_id.is_(None))
         latest: dict[tuple[str, str], EventRecord] = {}
         for r in conn.execute(query):
-            latest[(r.kind, r.name)] = EventRecord(r.seq, r.action_id, r.kind, r.name, r.state,
-                                                   r.workflow_run_id, r.at)
+            latest[(r.kind, r.name)] = EventRecord(
+                r.seq, r.action_id, r.kind, r.name, r.state, r.workflow_run_id, r.at
+            )
         return latest
 
     def last_firing_seq(self, conn: Connection, trigger: str) -> int:
-        keys = conn.execute(select(firings.c.fire_key).where(
-            firings.c.trigger == trigger, firings.c.fire_key.like("event-%"))).scalars().all()
+        keys = (
+            conn.execute(
+                select(firings.c.fire_key).where(
+                    firings.c.trigger == trigger, firings.c.fire_key.like("event-%")
+                )
+            )
+            .scalars()
+            .all()
+        )
         return max((int(k.removeprefix("event-")) for k in keys), default=0)
 
     # ----------------------------------------------------------------- workflow runs
 
-    def start_workflow_run(self, conn: Connection, *, run_id: str, workflow: str,
-                           properties: dict[str, str], graph: dict[str, Any], start_trigger: str | None,
-                           supervisor: str | None, now: datetime) -> str:
-        conn.execute(insert(workflow_runs).values(
-            run_id=run_id, workflow=workflow, status=WorkflowRunStatus.RUNNING.value, started_at=now,
-            properties=json.dumps(properties), graph=json.dumps(graph), start_trigger=start_trigger,
-            supervisor=supervisor))
+    def start_workflow_run(
+        self,
+        conn: Connection,
+        *,
+        run_id: str,
+        workflow: str,
+        properties: dict[str, str],
+        graph: dict[str, Any],
+        start_trigger: str | None,
+        supervisor: str | None,
+        now: datetime,
+    ) -> str:
+        conn.execute(
+            insert(workflow_runs).values(
+                run_id=run_id,
+                workflow=workflow,
+                status=WorkflowRunStatus.RUNNING.value,
+                started_at=now,
+                properties=json.dumps(properties),
+                graph=json.dumps(graph),
+                start_trigger=start_trigger,
+                supervisor=supervisor,
+            )
+        )
         return run_id
 
     def _workflow_run(self, row, with_actions: bool) -> WorkflowRunRecord:
         acts = self.actions_of(workflow_run_id=row.run_id) if with_actions else []
-        return WorkflowRunRecord(row.run_id, row.workflow, WorkflowRunStatus(row.status), row.started_at,
-                                 row.completed_at, json.loads(row.properties), json.loads(row.graph),
-                                 row.start_trigger, row.supervisor, row.error, acts)
+        return WorkflowRunRecord(
+            row.run_id,
+            row.workflow,
+            WorkflowRunStatus(row.status),
+            row.started_at,
+            row.completed_at,
+            json.loads(row.properties),
+            json.loads(row.graph),
+            row.start_trigger,
+            row.supervisor,
+            row.error,
+            acts,
+        )
 
     def workflow_run(self, run_id: str, workflow: str | None = None) -> WorkflowRunRecord:
         with self.engine.connect() as conn:
             row = conn.execute(select(workflow_runs).where(workflow_runs.c.run_id == run_id)).first()
         if row is None or (workflow and row.workflow != workflow):
             where = f" of workflow {workflow!r}" if workflow else ""
-            raise NotFound(f"unknown workflow run {run_id!r}{where}: list them with "
-                           "`sparkmark workflow runs NAME`")
+            raise NotFound(
+                f"unknown workflow run {run_id!r}{where}: list them with `sparkmark workflow runs NAME`"
+            )
         return self._workflow_run(row, with_actions=True)
 
-    def workflow_runs(self, workflow: str | None = None, *, statuses: tuple[str, ...] | None = None,
-                      limit: int | None = None) -> list[WorkflowRunRecord]:
+    def workflow_runs(
+        self,
+        workflow: str | None = None,
+        *,
+        statuses: tuple[str, ...] | None = None,
+        limit: int | None = None,
+    ) -> list[WorkflowRunRecord]:
         query = select(workflow_runs).order_by(workflow_runs.c.started_at.desc())
         if workflow:
             query = query.where(workflow_runs.c.workflow == workflow)
@@ -492,34 +659,56 @@ class WorkflowStore:
             rows = conn.execute(query).all()
         return [self._workflow_run(r, with_actions=True) for r in rows]
 
-    def set_workflow_status(self, run_id: str, status: WorkflowRunStatus, now: datetime, *,
-                            only_from: tuple[str, ...], error: str | None = None) -> bool:
+    def set_workflow_status(
+        self,
+        run_id: str,
+        status: WorkflowRunStatus,
+        now: datetime,
+        *,
+        only_from: tuple[str, ...],
+        error: str | None = None,
+    ) -> bool:
         values: dict[str, Any] = {"status": status.value}
         if status in (WorkflowRunStatus.COMPLETED, WorkflowRunStatus.STOPPED, WorkflowRunStatus.ERROR):
             values["completed_at"] = now
         if error:
             values["error"] = error
         with self.engine.begin() as conn:
-            return conn.execute(update(workflow_runs).where(
-                workflow_runs.c.run_id == run_id, workflow_runs.c.status.in_(only_from)
-            ).values(**values)).rowcount == 1
+            return (
+                conn.execute(
+                    update(workflow_runs)
+                    .where(workflow_runs.c.run_id == run_id, workflow_runs.c.status.in_(only_from))
+                    .values(**values)
+                ).rowcount
+                == 1
+            )
 
     def supervise(self, run_id: str, supervisor: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(update(workflow_runs).where(workflow_runs.c.run_id == run_id)
-                         .values(supervisor=supervisor))
-            conn.execute(update(actions).where(actions.c.workflow_run_id == run_id,
-                                               actions.c.state.in_(ACTIVE))
-                         .values(supervisor=supervisor))
+            conn.execute(
+                update(workflow_runs).where(workflow_runs.c.run_id == run_id).values(supervisor=supervisor)
+            )
+            conn.execute(
+                update(actions)
+                .where(actions.c.workflow_run_id == run_id, actions.c.state.in_(ACTIVE))
+                .values(supervisor=supervisor)
+            )
 
     def run_firings(self, workflow_run_id: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(select(firings).where(
-                firings.c.workflow_run_id == workflow_run_id).order_by(firings.c.id))]
+            return [
+                dict(r._mapping)
+                for r in conn.execute(
+                    select(firings).where(firings.c.workflow_run_id == workflow_run_id).order_by(firings.c.id)
+                )
+            ]
 
     def fired_in_run(self, conn: Connection, workflow_run_id: str) -> set[str]:
-        return set(conn.execute(select(firings.c.trigger).where(
-            firings.c.workflow_run_id == workflow_run_id)).scalars())
+        return set(
+            conn.execute(
+                select(firings.c.trigger).where(firings.c.workflow_run_id == workflow_run_id)
+            ).scalars()
+        )
 
     # ----------------------------------------------------------------- run properties
 
@@ -532,11 +721,17 @@ class WorkflowStore:
         if bad:
             raise SparkmarkError(f"run properties are strings; {bad[0]!r} is not")
         with self.engine.begin() as conn:
-            row = conn.execute(select(workflow_runs.c.properties, workflow_runs.c.workflow).where(
-                workflow_runs.c.run_id == run_id)).first()
+            row = conn.execute(
+                select(workflow_runs.c.properties, workflow_runs.c.workflow).where(
+                    workflow_runs.c.run_id == run_id
+                )
+            ).first()
             if row is None or row.workflow != workflow:
                 raise NotFound(f"unknown workflow run {run_id!r} of workflow {workflow!r}")
             merged = {**json.loads(row.properties), **values}
-            conn.execute(update(workflow_runs).where(workflow_runs.c.run_id == run_id)
-                         .values(properties=json.dumps(merged)))
+            conn.execute(
+                update(workflow_runs)
+                .where(workflow_runs.c.run_id == run_id)
+                .values(properties=json.dumps(merged))
+            )
         return merged

@@ -21,8 +21,14 @@ def _frame_df(frame) -> Any:
     return frame.toDF() if isinstance(frame, DynamicFrame) else frame
 
 
-def _evaluate(frame, ruleset: str, publishing_options: dict | None, additional_options: dict | None,
-              additional_data_sources: dict | None, row_level: bool):
+def _evaluate(
+    frame,
+    ruleset: str,
+    publishing_options: dict | None,
+    additional_options: dict | None,
+    additional_data_sources: dict | None,
+    row_level: bool,
+):
     options = dict(publishing_options or {})
     extra = dict(additional_options or {})
     name = str(options.get(CONTEXT) or "default")
@@ -35,30 +41,44 @@ def _evaluate(frame, ruleset: str, publishing_options: dict | None, additional_o
     job = getattr(glue_ctx, "_job", None) if glue_ctx is not None else None
     filtered = label.lower()
     if job is not None and options.get("enableDataQualityResultsPublishing", True):
-        result = job.evaluate_quality(df, ruleset, name=name, reference=references, row_level=row_level,
-                                      filtered_rows=filtered)
+        result = job.evaluate_quality(
+            df, ruleset, name=name, reference=references, row_level=row_level, filtered_rows=filtered
+        )
     else:
-        result = evaluate(df, ruleset, reference=references, name=name, row_level=row_level,
-                          filtered_rows=filtered)
+        result = evaluate(
+            df, ruleset, reference=references, name=name, row_level=row_level, filtered_rows=filtered
+        )
     return result, glue_ctx, df
 
 
 class EvaluateDataQuality:
     """Glue's EvaluateDataQuality transform."""
 
-    def process_rows(self, frame, ruleset: str, publishing_options: dict | None = None,
-                     additional_options: dict | None = None,
-                     additional_data_sources: dict | None = None) -> DynamicFrameCollection:
-        result, glue_ctx, df = _evaluate(frame, ruleset, publishing_options, additional_options,
-                                         additional_data_sources, True)
+    def process_rows(
+        self,
+        frame,
+        ruleset: str,
+        publishing_options: dict | None = None,
+        additional_options: dict | None = None,
+        additional_data_sources: dict | None = None,
+    ) -> DynamicFrameCollection:
+        result, glue_ctx, df = _evaluate(
+            frame, ruleset, publishing_options, additional_options, additional_data_sources, True
+        )
         outcomes = DynamicFrame(result.outcomes_frame(df.sparkSession), glue_ctx, "ruleOutcomes")
         rows = DynamicFrame(result.rows, glue_ctx, "rowLevelOutcomes")
         return DynamicFrameCollection({"ruleOutcomes": outcomes, "rowLevelOutcomes": rows}, glue_ctx)
 
     @classmethod
-    def apply(cls, frame, ruleset: str, publishing_options: dict | None = None,
-              additional_options: dict | None = None,
-              additional_data_sources: dict | None = None) -> DynamicFrame:
-        result, glue_ctx, df = _evaluate(frame, ruleset, publishing_options, additional_options,
-                                         additional_data_sources, False)
+    def apply(
+        cls,
+        frame,
+        ruleset: str,
+        publishing_options: dict | None = None,
+        additional_options: dict | None = None,
+        additional_data_sources: dict | None = None,
+    ) -> DynamicFrame:
+        result, glue_ctx, df = _evaluate(
+            frame, ruleset, publishing_options, additional_options, additional_data_sources, False
+        )
         return DynamicFrame(result.outcomes_frame(df.sparkSession), glue_ctx, "ruleOutcomes")

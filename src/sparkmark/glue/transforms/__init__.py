@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..dynamicframe import DynamicFrame, DynamicFrameCollection
 
 __all__ = [
-    "ApplyMapping", "DropFields", "DropNullFields", "Filter", "GlueTransform", "Join", "Map",
-    "Relationalize", "RenameField", "ResolveChoice", "SelectFields", "SelectFromCollection",
-    "Spigot", "SplitFields", "SplitRows", "Unbox", "Union", "UnnestFrame",
+    "ApplyMapping",
+    "DropFields",
+    "DropNullFields",
+    "Filter",
+    "GlueTransform",
+    "Join",
+    "Map",
+    "Relationalize",
+    "RenameField",
+    "ResolveChoice",
+    "SelectFields",
+    "SelectFromCollection",
+    "Spigot",
+    "SplitFields",
+    "SplitRows",
+    "Unbox",
+    "Union",
+    "UnnestFrame",
 ]
 
 
 class GlueTransform:
     """Base of the transforms: ``Transform.apply(...)`` or ``Transform()(...)``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define __call__")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -28,8 +48,11 @@ class GlueTransform:
 
 
 def _pop_common(kwargs: dict) -> dict:
-    return {k: kwargs.pop(k) for k in ("transformation_ctx", "info", "stageThreshold", "totalThreshold")
-            if k in kwargs}
+    return {
+        k: kwargs.pop(k)
+        for k in ("transformation_ctx", "info", "stageThreshold", "totalThreshold")
+        if k in kwargs
+    }
 
 
 class ApplyMapping(GlueTransform):
@@ -42,10 +65,12 @@ class ApplyMapping(GlueTransform):
 class ResolveChoice(GlueTransform):
     """Resolve choice fields: cast:T, project:T, make_struct, make_cols."""
 
-    def __call__(self, frame: DynamicFrame, specs=None, choice: str = "", database=None,
-                 table_name=None, **kwargs):
-        return frame.resolveChoice(specs=specs, choice=choice, database=database,
-                                   table_name=table_name, **_pop_common(kwargs))
+    def __call__(
+        self, frame: DynamicFrame, specs=None, choice: str = "", database=None, table_name=None, **kwargs
+    ):
+        return frame.resolveChoice(
+            specs=specs, choice=choice, database=database, table_name=table_name, **_pop_common(kwargs)
+        )
 
 
 class Filter(GlueTransform):
@@ -100,25 +125,29 @@ class DropNullFields(GlueTransform):
 class Relationalize(GlueTransform):
     """Flatten into a root table and child tables for arrays."""
 
-    def __call__(self, frame: DynamicFrame, staging_path: str = "", name: str = "roottable",
-                 options=None, **kwargs):
+    def __call__(
+        self, frame: DynamicFrame, staging_path: str = "", name: str = "roottable", options=None, **kwargs
+    ):
         return frame.relationalize(name, staging_path, options, **_pop_common(kwargs))
 
 
 class SplitFields(GlueTransform):
     """Split into a frame of the given fields and a frame of the rest."""
 
-    def __call__(self, frame: DynamicFrame, paths, name1: str | None = None, name2: str | None = None,
-                 **kwargs):
-        return frame.split_fields(paths, name1 or f"{frame.name}_fields", name2 or f"{frame.name}_rest",
-                                  **_pop_common(kwargs))
+    def __call__(
+        self, frame: DynamicFrame, paths, name1: str | None = None, name2: str | None = None, **kwargs
+    ):
+        return frame.split_fields(
+            paths, name1 or f"{frame.name}_fields", name2 or f"{frame.name}_rest", **_pop_common(kwargs)
+        )
 
 
 class SplitRows(GlueTransform):
     """Split rows by comparisons: {"path": {">": v}}."""
 
-    def __call__(self, frame: DynamicFrame, comparison_dict, name1: str = "frame1", name2: str = "frame2",
-                 **kwargs):
+    def __call__(
+        self, frame: DynamicFrame, comparison_dict, name1: str = "frame1", name2: str = "frame2", **kwargs
+    ):
         return frame.split_rows(comparison_dict, name1, name2, **_pop_common(kwargs))
 
 
