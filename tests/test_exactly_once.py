@@ -13,7 +13,7 @@ import pytest
 from sparkmark.engine import publish
 from sparkmark.engine.models import OutputState, RunState
 from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
-from sparkmark.errors import SourceError
+from sparkmark.errors import SinkError
 
 from .conftest import PG_DSN, write_json
 
@@ -101,7 +101,7 @@ def test_next_run_discards_a_crashed_uncommitted_write(runner, tmp_path, spark):
     crashed = runner.start()
     crashed.write_files(crashed.read_files(str(src), ctx="src"), str(out), ctx="out")
     # The process "dies": its run stays RUNNING with a lease nobody renews.
-    crashed._end()
+    crashed.job_run.abandon()
     runner.store.finish_run(crashed.run_id, RunState.FAILED, error="killed")
     job = runner.start()
     [old] = runner.store.outputs(runner.name, run_id=crashed.run_id)
@@ -117,8 +117,8 @@ def test_next_run_finishes_publishing_a_committed_write(runner, tmp_path, spark)
     write_json(src / "a.json", [1, 2, 3])
     job = runner.start()
     job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
-    [record] = job._outputs
-    job._outputs = []  # the process dies right after the store commit, before publishing
+    [record] = job.job_run.outputs
+    job.job_run.outputs.clear()  # the process dies right after the store commit, before publishing
     job.commit()
     assert data_files(out) == []
     assert runner.store.get_output(record.run_id, record.seq).state is OutputState.COMMITTED
@@ -142,8 +142,8 @@ def test_sparkmark_reader_skips_a_write_being_published(runner, spark, tmp_path)
     write_json(src / "a.json", [1, 2])
     job = runner.start()
     job.write_files(job.read_files(str(src), ctx="src"), str(out), format="json", ctx="out")
-    [record] = job._outputs
-    job._outputs = []
+    [record] = job.job_run.outputs
+    job.job_run.outputs.clear()
     job.commit()
     plan = publish.FileOutputPlan.from_json(record.plan)
     publish.publish(plan)  # files in place …
@@ -198,12 +198,12 @@ def test_sink_arguments_are_checked(runner, tmp_path):
     write_json(src / "a.json", [1])
     job = runner.start()
     df = job.read_files(str(src), ctx="src")
-    with pytest.raises(SourceError, match="overwrite_partitions needs partition_by"):
+    with pytest.raises(SinkError, match="overwrite_partitions needs partition_by"):
         job.write_files(df, str(tmp_path / "o"), mode="overwrite_partitions", ctx="o")
-    with pytest.raises(SourceError, match="not columns"):
+    with pytest.raises(SinkError, match="not columns"):
         job.write_files(df, str(tmp_path / "o"), partition_by=["nope"], ctx="o")
     job.write_files(df, str(tmp_path / "o"), ctx="o")
-    with pytest.raises(SourceError, match="already written"):
+    with pytest.raises(SinkError, match="already written"):
         job.write_files(df, str(tmp_path / "o2"), ctx="o")
     job.commit()
 
@@ -260,7 +260,7 @@ def test_jdbc_write_of_a_failed_run_is_dropped(runner, tmp_path, pg_table):
     write_json(src / "a.json", [1], v="x")
     job = runner.start()
     job.write_jdbc(job.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table, mode="upsert", ctx="db")
-    [record] = job._outputs
+    [record] = job.job_run.outputs
     stage = record.plan["stage"]
     assert pg_rows(f"SELECT count(*) FROM {stage}") == [(1,)]
     job.fail("stopped")
@@ -273,7 +273,7 @@ def test_jdbc_committed_write_is_applied_by_the_next_run(runner, tmp_path, pg_ta
     write_json(src / "a.json", [7, 8], v="y")
     job = runner.start()
     job.write_jdbc(job.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table, ctx="db")
-    job._outputs = []  # dies after the commit, before the merge
+    job.job_run.outputs.clear()  # dies after the commit, before the merge
     job.commit()
     assert pg_rows(f"SELECT count(*) FROM {pg_table}") == [(0,)]
     runner.start().commit()
@@ -295,7 +295,7 @@ def test_outputs_cli_lists_and_recovers(tmp_path, spark, sparkmark_home):
     write_json(src / "a.json", [1, 2])
     job = runner.start()
     job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
-    job._outputs = []  # dies between the commit and the publish
+    job.job_run.outputs.clear()  # dies between the commit and the publish
     job.commit()
     cli = CliRunner()
     listed = cli.invoke(app, ["outputs", "list", "cli_outputs", "--unfinished", "--json"])

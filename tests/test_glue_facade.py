@@ -121,6 +121,40 @@ def test_job_bookmarks_by_transformation_ctx(glue, tmp_path):
     assert set(state) == {"src"}
 
 
+def test_skip_unchanged_partitions_through_the_facade(glue, tmp_path):
+    """Glue's file options reach the bookmark engine from connection_options: with
+    skipUnchangedPartitions a run lists only the partition folders that changed."""
+    data = tmp_path / "in"
+    for day in ("d1", "d2", "d3"):
+        write_json(data / f"dt={day}" / "a.json", [int(day[1])])
+    args = {"JOB_NAME": "gj_skip", "job_bookmark_option": "job-bookmark-enable"}
+    options = {"paths": [str(data)], "recurse": True, "skipUnchangedPartitions": "true"}
+
+    def one_run():
+        ctx = GlueContext(glue.spark_session)
+        job = Job(ctx)
+        job.init("gj_skip", args)
+        frame = ctx.create_dynamic_frame.from_options("s3", options, format="json", transformation_ctx="src")
+        ids = sorted(r["id"] for r in frame.toDF().collect())
+        job.commit()
+        return ids, StateStore.from_settings().get_run(job.run_id).metrics["sources"]["src"]
+
+    assert one_run()[0] == [1, 2, 3]
+    write_json(data / "dt=d2" / "b.json", [22])
+    ids, metrics = one_run()
+    assert ids == [22]
+    assert metrics["partitions_skipped"] == 2
+    assert metrics["files_listed"] == 2  # only dt=d2 was listed
+
+
+def test_a_bad_boolean_glue_option_is_a_clear_error(glue, tmp_path):
+    write_json(tmp_path / "in" / "a.csv", [1])
+    with pytest.raises(SparkmarkError, match="option withHeader must be true or false, got 'sometimes'"):
+        glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [str(tmp_path / "in")]}, format="csv", format_options={"withHeader": "sometimes"}
+        )
+
+
 def test_commit_without_init_commits_nothing(glue, tmp_path, caplog):
     write_json(tmp_path / "in" / "a.json", [1])
     job = Job(glue)

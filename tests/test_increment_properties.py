@@ -69,7 +69,9 @@ event = st.one_of(
     st.tuples(st.just("copy_old"), st.sampled_from(PATHS), st.integers(1, 500)),
     st.tuples(st.just("keep_mtime"), st.sampled_from(PATHS), st.integers(1, 500)),
     st.tuples(st.just("delete"), st.sampled_from(PATHS), st.just(0)),
-    st.tuples(st.just("same_mtime"), st.lists(st.sampled_from(PATHS), min_size=2, max_size=4), st.integers(1, 500)),
+    st.tuples(
+        st.just("same_mtime"), st.lists(st.sampled_from(PATHS), min_size=2, max_size=4), st.integers(1, 500)
+    ),
     st.tuples(st.just("tick"), st.just(""), st.integers(1, 2_000_000)),
     st.tuples(st.sampled_from(["commit", "fail", "pause"]), st.just(""), st.just(0)),
 )
@@ -181,9 +183,7 @@ def test_a_range_between_two_bookmarks_is_what_the_runs_between_them_read(histor
             read_between[path] = (mtime, size)  # the later read of a path wins
     listed = {f.url for f in listing.files}
     # The paths the runs read that the bookmark at `from` did not already have as read.
-    expected = {
-        p for p, v in read_between.items() if bookmark.snapshots[lower].get(p) != FileEntry(p, *v)
-    }
+    expected = {p for p, v in read_between.items() if bookmark.snapshots[lower].get(p) != FileEntry(p, *v)}
     assert {f.url for f in inc.selected} == expected & listed
     assert set(missing) == expected - listed
     assert [f.mtime_ms for f in inc.selected] == sorted(f.mtime_ms for f in inc.selected)

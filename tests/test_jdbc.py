@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from sparkmark import SourceError
+from sparkmark import SinkError, SourceError
 from sparkmark.engine.models import RunState
 
 BACKENDS = {
@@ -290,7 +290,7 @@ def test_failed_write_leaves_the_target_as_it_was(runner, db, spark):
     db.insert(target, [{"id": 1, "amount": 10}])
     job = runner.start()
     # Appending a key that exists violates the primary key inside the merge transaction.
-    with pytest.raises(SourceError, match="left as it was"):
+    with pytest.raises(SinkError, match="left as it was"):
         job.write_jdbc(
             spark.createDataFrame([(5, 50), (1, 99)], "id INT, amount INT"),
             db.url,
@@ -298,7 +298,7 @@ def test_failed_write_leaves_the_target_as_it_was(runner, db, spark):
             mode="append",
             user=db.user,
         )
-    with pytest.raises(SourceError, match="more than once"):
+    with pytest.raises(SinkError, match="more than once"):
         job.write_jdbc(
             spark.createDataFrame([(7, 1), (7, 2)], "id INT, amount INT"),
             db.url,

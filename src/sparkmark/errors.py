@@ -20,8 +20,12 @@ class ArgumentError(SparkmarkError):
     """A job argument is missing or invalid (Glue's getResolvedOptions rules)."""
 
 
-class StateStoreError(SparkmarkError):
-    """The state store cannot be opened or is at an unsupported schema version."""
+class StateError(SparkmarkError):
+    """The state store cannot be opened, is at an unsupported schema version, or holds
+    something it should not (a missing version)."""
+
+
+StateStoreError = StateError  # the name earlier releases used
 
 
 class NotFound(SparkmarkError):
@@ -71,3 +75,11 @@ class RunFinished(SparkmarkError):
 
 class SourceError(SparkmarkError):
     """A source's paths or options are invalid, or its data cannot be listed."""
+
+
+class SinkError(SparkmarkError):
+    """A write's target, mode or options are invalid, or the write cannot be staged."""
+
+
+class TransformError(SparkmarkError):
+    """A transform (Glue's DynamicFrame transforms, mappings, choices) cannot apply."""

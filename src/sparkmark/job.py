@@ -1,23 +1,18 @@
 """The native API: a job run with bookmarked sources and an atomic commit.
 
-from sparkmark import Job
-job = Job.from_args()
-df = job.read_files("data/orders", format="json", ctx="orders_src")
-...
-job.commit()
+    from sparkmark import Job
+    job = Job.from_args()
+    df = job.read_files("data/orders", format="json", ctx="orders_src")
+    ...
+    job.commit()
+
+``Job`` is the user's handle; the run itself (lease, pending source states, staged
+outputs, commit and publish) is its ``job_run``, a ``runtime.JobRun``.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import json
 import logging
-import os
-import re
-import sys
-import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,118 +22,33 @@ from pyspark.sql.types import StructType
 from . import args as job_args
 from . import outputs as run_outputs
 from .connections import resolve_connection
-from .connectors import missing_connector
 from .engine import fileplan
 from .engine import jdbc as jdbc_keys
-from .engine.faults import crash_point, crash_when
-from .engine.increment import FileSourceOptions
-from .engine.manifest import manifest_path, quarantine_path, write_manifest
-from .engine.masking import mask_arguments
-from .engine.models import (
-    BookmarkOption,
-    BookmarkVersion,
-    CtxCommit,
-    OutputKind,
-    OutputRecord,
-    OutputState,
-    RunRecord,
-    RunState,
-    new_run_id,
-)
-from .engine.names import check_name, check_run_id
-from .engine.owner import this_process
-from .engine.preview import script_identity
-from .engine.publish import PublishError
+from .engine.models import BookmarkOption, OutputKind, OutputState, RunRecord, RunState
+from .engine.names import check_name
 from .engine.store import StateStore
-from .errors import ArgumentError, RunFinished, SourceError
+from .errors import ArgumentError
+from .runtime import JobRun, describe_error, read_source, running_runs, started_runs
 from .settings import Settings
 from .sinks import files as file_sink
 from .sinks import jdbc as jdbc_sink
-from .sources import files as file_source
-from .sources import jdbc as jdbc_source
+from .sources.files import FileSource
+from .sources.jdbc import JdbcRequest, JdbcSource
 from .spark import create_session
 
 log = logging.getLogger("sparkmark.job")
 
-BAD_RECORDS = ("quarantine", "fail", "keep")  # what read_files does with malformed JSON/CSV
-CORRUPT_RECORD = "_corrupt_record"
-
-_RUNNING: dict[str, Job] = {}
-_STARTED: list[Job] = []
-_RUNNING_LOCK = threading.Lock()
-_hooks_installed = False
+__all__ = ["Job", "describe_error", "running_jobs", "started_jobs"]
 
 
-def running_jobs() -> list[Job]:
-    """Jobs of this process whose run has not ended yet."""
-    with _RUNNING_LOCK:
-        return list(_RUNNING.values())
+def running_jobs() -> list[JobRun]:
+    """Runs of this process that have not ended yet."""
+    return running_runs()
 
 
-def started_jobs() -> list[Job]:
-    """Every job run this process started, in order."""
-    with _RUNNING_LOCK:
-        return list(_STARTED)
-
-
-_UNREADABLE = re.compile(
-    r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
-    r"|AccessDeniedException: (\S+))"
-)
-_READ_FILE = re.compile(r"reading file (\S+?)\.? ")
-
-
-def describe_error(exc: BaseException) -> str:
-    """A run's error message: what went wrong in a few lines (no JVM stack trace), with
-    a hint where we have one."""
-    text = str(exc).strip() or type(exc).__name__
-    lines = [
-        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("at ", "..."))
-    ]
-    summary = " | ".join(dict.fromkeys(lines[:6]))[:3000]
-    missing = missing_connector(text)
-    if missing:
-        return f"{type(exc).__name__}: {missing}"
-    unreadable = _UNREADABLE.search(text)
-    if unreadable:
-        path = unreadable.group(1) or unreadable.group(2)
-        summary = (
-            f"file {path} cannot be read (permission denied); the run commits nothing. Fix "
-            "the file's permissions, or leave it out with exclusions, and re-run. " + summary
-        )
-    elif (
-        "FileNotFoundException" in text
-        or "FILE_NOT_EXIST" in text
-        or ("does not exist" in text and "Path" in text)
-    ):
-        where = _READ_FILE.search(text)
-        summary = (
-            (f"file {where.group(1)}" if where else "a file chosen for this run")
-            + " was deleted or replaced before Spark read it; the run commits nothing and "
-            "the next run lists the source again. " + summary
-        )
-    return f"{type(exc).__name__}: {summary}"
-
-
-class _Heartbeat(threading.Thread):
-    def __init__(self, job: Job, interval: float):
-        super().__init__(name=f"sparkmark-lease-{job.run_id[:10]}", daemon=True)
-        self.job = job
-        self.interval = interval
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.interval):
-            try:
-                if not self.job.store.heartbeat(self.job.name, self.job.run_id, self.job.lease_seconds):
-                    log.error(
-                        "run %s lost the lease of job %s; its commit will be refused",
-                        self.job.run_id,
-                        self.job.name,
-                    )
-                    return
-            except Exception as exc:  # noqa: BLE001 - keep trying: a blip must not kill the run
-                log.warning("could not renew the lease of run %s: %s", self.job.run_id, exc)
+def started_jobs() -> list[JobRun]:
+    """Every run this process started, in order."""
+    return started_runs()
 
 
 class Job:
@@ -181,51 +91,17 @@ class Job:
         self.args.setdefault("TempDir", self.temp_dir)
         self.lease_seconds = self.settings.lease_seconds
         self._spark = spark
-        self._pending: dict[str, CtxCommit] = {}
-        self._metrics: dict[str, dict[str, Any]] = {}
-        self._sinks: list[dict[str, Any]] = []
-        self._outputs: list[OutputRecord] = []  # this run's exactly-once writes
-        self._quality: dict[str, dict[str, Any]] = {}  # ruleset name → outcome summary
-        self._databases: dict[str, jdbc_keys.Database] = {}  # by JDBC URL, with credentials
-        self._started = time.monotonic()
-        self._committed = False
-        self._script = script_identity(sys.argv[0] if sys.argv else None)
-
-        self._range: tuple[BookmarkVersion, BookmarkVersion] | None = None
-        if bookmark_from is not None:
-            if bookmark_to is None:
-                raise ArgumentError("--job-bookmark-from needs --job-bookmark-to (a run id)")
-            lower = self.store.version_after_run(self.name, bookmark_from)
-            upper = self.store.version_after_run(self.name, bookmark_to)
-            self._range = (lower, upper)
-
-        given_id, given_attempt = _scheduled_run()
-        self.run: RunRecord = self.store.start_run(
-            job_name=self.name,
-            run_id=run_id or given_id or new_run_id(),
-            attempt=given_attempt if attempt is None else attempt,
-            option=self.bookmark_option,
-            arguments=mask_arguments(self.args),
-            owner=this_process(),
-            lease_seconds=self.lease_seconds,
-        )
-        self._base = (
-            self.store.get_version(self.name, self.run.base_version) if self.run.base_version else None
-        )
-        with _RUNNING_LOCK:
-            _RUNNING[self.run_id] = self
-            _STARTED.append(self)
-        _install_process_hooks()
-        self._heartbeat = _Heartbeat(self, max(self.lease_seconds / 3, 0.05))
-        self._heartbeat.start()
-        # Holding the job's lease, finish what earlier runs of the job left half-done.
-        run_outputs.recover(self.store, self.name, running_run=self.run_id)
-        log.info(
-            "job %s: run %s started (%s, bookmark version %d)",
+        self.job_run = JobRun(
             self.name,
-            self.run_id,
-            self.bookmark_option.value,
-            self.run.base_version,
+            store=self.store,
+            option=self.bookmark_option,
+            args=self.args,
+            temp_dir=self.temp_dir,
+            lease_seconds=self.lease_seconds,
+            bookmark_from=bookmark_from,
+            bookmark_to=bookmark_to,
+            attempt=attempt,
+            run_id=run_id,
         )
 
     # ------------------------------------------------------------ creation
@@ -240,6 +116,8 @@ class Job:
         settings: Settings | None = None,
     ) -> Job:
         """Start a run from Glue-style arguments (``sys.argv`` by default)."""
+        import sys
+
         argv = list(sys.argv if argv is None else argv)
         resolved = job_args.resolve(
             argv[1:], default_job_name=job_args.script_job_name(argv[0] if argv else None)
@@ -259,8 +137,13 @@ class Job:
     # ------------------------------------------------------------ properties
 
     @property
+    def run(self) -> RunRecord:
+        """The run's record, as the state store has it."""
+        return self.job_run.record
+
+    @property
     def run_id(self) -> str:
-        return self.run.run_id
+        return self.job_run.run_id
 
     @property
     def spark(self) -> SparkSession:
@@ -272,42 +155,13 @@ class Job:
 
     @property
     def finished(self) -> bool:
-        return self.run_id not in _RUNNING
+        return self.job_run.finished
 
     @property
     def metrics(self) -> dict[str, Any]:
-        metrics = {
-            "sources": dict(self._metrics),
-            "sinks": list(self._sinks),
-            "duration_seconds": round(time.monotonic() - self._started, 3),
-        }
-        if self._script is not None:
-            metrics["script"] = self._script
-        if self._quality:
-            metrics["quality"] = dict(self._quality)
-        return metrics
+        return self.job_run.metrics
 
     # --------------------------------------------------------------- reading
-
-    def _require_running(self) -> None:
-        if self.finished:
-            raise RunFinished(f"run {self.run_id} of job {self.name!r} has already ended; start a new run")
-
-    def _claim_ctx(self, ctx: str | None, what: str) -> str | None:
-        """Check a source's ctx; the ctx when the source is bookmarked in this run, else None."""
-        if ctx is not None:
-            check_name("transformation_ctx", ctx)
-        if ctx is not None and ctx in self._metrics:
-            raise SourceError(
-                f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "
-                "its own ctx (transformation_ctx)"
-            )
-        if ctx is None and self.bookmark_option is not BookmarkOption.DISABLE:
-            log.warning(
-                "source %s has no ctx (transformation_ctx): it is read in full and not bookmarked",
-                what,
-            )
-        return ctx if self.bookmark_option is not BookmarkOption.DISABLE else None
 
     def read_files(
         self,
@@ -322,130 +176,16 @@ class Job:
 
         ``ctx`` names the source in the bookmark; without it the source is read
         in full and never bookmarked. ``options`` take Glue's file options
-        (recurse, exclusions, maxBand, maxFilesInBand, boundedFiles, boundedSize)
-        and any Spark reader option. ``path_columns`` adds constant columns to the
-        files under each given path (a catalog partition's values).
+        (recurse, exclusions, maxBand, maxFilesInBand, boundedFiles, boundedSize,
+        skipUnchangedPartitions), ``bad_records`` (quarantine, fail or keep) and any
+        Spark reader option. ``path_columns`` adds constant columns to the files under
+        each given path (a catalog partition's values).
         """
-        self._require_running()
-        began = time.monotonic()
-        fmt = format.lower()
-        if fmt not in file_source.FORMATS:
-            raise SourceError(f"unsupported format {format!r}; use one of {', '.join(file_source.FORMATS)}")
-        path_list = fileplan.as_path_list(paths)
-        bad_records = str(options.pop("bad_records", "quarantine")).lower()
-        if bad_records not in BAD_RECORDS:
-            raise ArgumentError(f"bad_records must be one of {', '.join(BAD_RECORDS)}, got {bad_records!r}")
-        opts, spark_options = FileSourceOptions.split(options)
-        corrupt_column = None
-        if fmt in ("json", "csv") and "mode" not in {k.lower() for k in spark_options}:
-            if bad_records == "fail":
-                spark_options["mode"] = "FAILFAST"
-            else:
-                corrupt_column = spark_options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        bookmark_ctx = self._claim_ctx(ctx, ", ".join(path_list))
-
-        previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
-        if bookmark_ctx is None:
-            plan = fileplan.plan_files(
-                path_list,
-                opts,
-                ctx=ctx,
-                processed=None,
-                known_dirs=None,
-                high_water_ms=None,
-                now_ms=fileplan.now_ms(),
-            )
-        elif self._range is not None:
-            lower, upper = self._range
-            plan = fileplan.plan_range(
-                path_list,
-                opts,
-                ctx=bookmark_ctx,
-                upper=self.store.processed_files(self.name, bookmark_ctx, upper.lineage),
-                lower=self.store.processed_files(self.name, bookmark_ctx, lower.lineage),
-            )
-        else:
-            plan = fileplan.plan_bookmarked(
-                self.store,
-                self.name,
-                bookmark_ctx,
-                path_list,
-                opts,
-                lineage=self._base.lineage if self._base else (),
-                previous=previous,
-                now_ms=fileplan.now_ms(),
-            )
-        plan.log_partitions()
-
-        manifest = None
-        if ctx is not None:
-            manifest = manifest_path(self.temp_dir, self.name, self.run_id, ctx)
-            write_manifest(manifest, plan.increment.selected)
-
-        stored_schema = previous.get("schema")
-        crash_when("reading", lambda: bool(self.spark.sparkContext.statusTracker().getActiveJobsIds()))
-        df = file_source.read_selected(
-            self.spark,
-            plan.increment.selected,
-            fmt=fmt,
-            spark_options=spark_options,
-            schema=schema,
-            empty_schema=StructType.fromJson(json.loads(stored_schema)) if stored_schema else None,
-            root_columns={fileplan.root_url(p): dict(cols) for p, cols in (path_columns or {}).items()},
-            corrupt_column=corrupt_column if bad_records == "quarantine" else None,
+        self.job_run.require_running()
+        source = FileSource(
+            paths, format=format, ctx=ctx, schema=schema, path_columns=path_columns, options=options
         )
-        metrics = plan.metrics()
-        if bad_records == "quarantine" and corrupt_column in df.columns:
-            df = self._quarantine(df, corrupt_column, ctx, metrics)
-        metrics["manifest"] = manifest
-        metrics["duration_seconds"] = round(time.monotonic() - began, 4)
-        key = ctx if ctx is not None else f"(no ctx) {', '.join(path_list)}"
-        self._metrics[key] = metrics
-        log.info(
-            "job %s ctx %s: %d files listed, %d to read (%d new, %d modified), %d already "
-            "processed, %d deferred",
-            self.name,
-            key,
-            metrics["files_listed"],
-            metrics["files_read"],
-            metrics["files_new"],
-            metrics["files_modified"],
-            metrics["files_skipped"],
-            metrics["files_deferred"],
-        )
-        if bookmark_ctx is not None and self.bookmark_option is BookmarkOption.ENABLE:
-            self._pending[bookmark_ctx] = fileplan.ctx_commit(
-                plan,
-                previous=previous,
-                schema_json=df.schema.json() if plan.increment.selected else None,
-                run_id=self.run_id,
-            )
-        return df
-
-    def _quarantine(self, df: DataFrame, column: str, ctx: str | None, metrics: dict[str, Any]) -> DataFrame:
-        """Set malformed records aside, with their file, under the run's TempDir; the
-        rest goes on. The records count as processed: the bookmark passes them."""
-        from pyspark.sql import functions as F
-
-        df = df.persist()  # Spark refuses to filter raw JSON/CSV on the corrupt column alone
-        bad = df.filter(F.col(column).isNotNull())
-        count = bad.count()
-        metrics["records_quarantined"] = count
-        if count:
-            where = quarantine_path(self.temp_dir, self.name, self.run_id, ctx or "no_ctx")
-            bad.select(
-                F.col(file_source.SOURCE_FILE).alias("file"), F.col(column).alias("record")
-            ).write.mode("append").json(where)
-            metrics["quarantine"] = where
-            log.warning(
-                "job %s ctx %s: %d malformed records set aside in %s (file, record); "
-                "the rest of their files is read",
-                self.name,
-                ctx,
-                count,
-                where,
-            )
-        return df.filter(F.col(column).isNull()).drop(column, file_source.SOURCE_FILE)
+        return read_source(self.spark, source, self.job_run)
 
     def read_table(
         self,
@@ -492,7 +232,7 @@ class Job:
         if not url:
             raise ArgumentError("give a JDBC url or connection=NAME")
         database = jdbc_keys.parse_database(url, user, password)
-        self._databases[database.jdbc_url] = database
+        self.job_run.add_database(database)
         return database
 
     def read_jdbc(
@@ -519,10 +259,9 @@ class Job:
         ``keys_sort_order="desc"``); the run reads ``last < key <= upper`` and the
         commit records ``upper``. ``keys`` default to the table's primary key.
         """
-        self._require_running()
-        began = time.monotonic()
+        self.job_run.require_running()
         database = self._database(url, connection, user, password)
-        request = jdbc_source.JdbcRequest.build(
+        request = JdbcRequest.build(
             database,
             table=table,
             query=query,
@@ -535,33 +274,9 @@ class Job:
             on_null_key=on_null_key,
             fetchsize=fetchsize,
         )
-        bookmark_ctx = self._claim_ctx(ctx, table or "query")
-        bookmarked = bookmark_ctx is not None
-        previous = (self._base.ctx_states.get(ctx) if (self._base and ctx) else None) or {}
-        bounds = None
-        if bookmark_ctx is not None and self._range is not None:
-            lower, upper = self._range
-            bounds = (lower.ctx_states.get(bookmark_ctx), upper.ctx_states.get(bookmark_ctx))
-        outcome = jdbc_source.read(
-            self.spark,
-            request,
-            ctx=ctx,
-            previous=previous,
-            bookmarked=bookmarked,
-            commit_state=bookmarked and self.bookmark_option is BookmarkOption.ENABLE,
-            bounds=bounds,
-            run_id=self.run_id,
-        )
-        metrics = dict(outcome.metrics)
-        metrics["duration_seconds"] = round(time.monotonic() - began, 4)
-        key = ctx if ctx is not None else f"(no ctx) {table or 'query'}"
-        self._metrics[key] = metrics
-        log.info(
-            "job %s ctx %s: %s rows in range %s", self.name, key, metrics["rows_read"], metrics["key_range"]
-        )
-        if outcome.commit is not None and bookmark_ctx is not None:
-            self._pending[bookmark_ctx] = outcome.commit
-        return outcome.frame
+        return read_source(self.spark, JdbcSource(request, ctx=ctx), self.job_run)
+
+    # --------------------------------------------------------------- writing
 
     def write_jdbc(
         self,
@@ -583,19 +298,20 @@ class Job:
         records the write, so a retry never applies them twice. Without ``ctx`` they
         are merged now, as on Glue.
         """
-        self._require_running()
+        run = self.job_run
+        run.require_running()
         if not table:
             raise ArgumentError("write_jdbc needs table=")
         database = self._database(url, connection, user, password)
         keys = list(keys) if keys else None
         if ctx is None:
             result = jdbc_sink.write(df, database, table, mode=mode, keys=keys)
-            self._sinks.append(result)
+            run.record_sink(result)
             return result
-        self._claim_sink(ctx)
+        run.claim_sink(ctx)
         # Committed writes of earlier runs to this database may have waited for its password.
         run_outputs.recover(
-            self.store, self.name, running_run=self.run_id, known=self._databases, only_url=database.jdbc_url
+            self.store, self.name, running_run=self.run_id, known=run.databases, only_url=database.jdbc_url
         )
         record = self.store.stage_output(
             self.run_id,
@@ -619,7 +335,7 @@ class Job:
             raise
         plan = {**record.plan, **staged}
         self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan)
-        self._outputs.append(self.store.get_output(record.run_id, record.seq))
+        run.add_output(self.store.get_output(record.run_id, record.seq))
         log.info(
             "job %s: %d rows for %s staged as write %s; they are merged when the run commits",
             self.name,
@@ -642,7 +358,7 @@ class Job:
         """Evaluate a DQDL ruleset on ``df`` (see ``sparkmark.quality.evaluate``) and keep
         the result with this run under ``name``; DetectAnomalies compares with the values
         earlier successful runs of the job recorded under the same name."""
-        self._require_running()
+        self.job_run.require_running()
         from .quality import evaluate
         from .quality.store import QualityStore
 
@@ -659,11 +375,14 @@ class Job:
         )
         document = result.to_dict()
         store.save(self.name, self.run_id, document)
-        self._quality[name] = {
-            "passed": result.passed,
-            "score": document["score"],
-            "failed_rules": [o.rule for o in result.failed()],
-        }
+        self.job_run.record_quality(
+            name,
+            {
+                "passed": result.passed,
+                "score": document["score"],
+                "failed_rules": [o.rule for o in result.failed()],
+            },
+        )
         log.info(
             "job %s: data quality %s: %d of %d rules passed",
             self.name,
@@ -691,16 +410,17 @@ class Job:
         the next run finishes publishing a committed run's files. Without ``ctx`` the
         files are written in place at once, as on Glue. ``options`` go to Spark's writer.
         """
-        self._require_running()
+        run = self.job_run
+        run.require_running()
         fmt = format.lower()
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
         file_sink.check(fmt, mode, columns)
         root = fileplan.root_url(fileplan.as_path_list(path)[0])
         if ctx is None:
             file_sink.write_now(df, root, fmt=fmt, mode=mode, partition_by=columns, options=options)
-            self._sinks.append({"path": root, "mode": mode, "format": fmt})
+            run.record_sink({"path": root, "mode": mode, "format": fmt})
             return {"path": root, "mode": mode}
-        self._claim_sink(ctx)
+        run.claim_sink(ctx)
         record = self.store.stage_output(
             self.run_id,
             ctx=ctx,
@@ -716,7 +436,7 @@ class Job:
             run_outputs.discard_output(self.store, record)
             raise
         self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan.to_json())
-        self._outputs.append(self.store.get_output(record.run_id, record.seq))
+        run.add_output(self.store.get_output(record.run_id, record.seq))
         log.info(
             "job %s: %d files for %s staged as write %s; they are published when the run commits",
             self.name,
@@ -726,133 +446,23 @@ class Job:
         )
         return {"path": root, "mode": mode, "ctx": ctx, "files_staged": len(plan.files)}
 
-    def _claim_sink(self, ctx: str) -> None:
-        check_name("transformation_ctx", ctx)
-        if any(o.ctx == ctx for o in self._outputs):
-            raise SourceError(
-                f"sink ctx {ctx!r} was already written in run {self.run_id}; give each sink "
-                "its own ctx (transformation_ctx)"
-            )
-
-    def _publish(self) -> None:
-        """Publish this run's committed writes; a failure leaves them for the next run."""
-        problems = []
-        for record in self._outputs:
-            try:
-                self._sinks.append(run_outputs.publish_output(self.store, record, self._databases))
-            except Exception as exc:  # noqa: BLE001 - each write's problem is reported; the others still publish
-                problems.append(f"{record.ctx} -> {record.target}: {exc}")
-        if problems:
-            raise PublishError(
-                f"run {self.run_id} of job {self.name!r} committed, but publishing its output "
-                "failed: " + "; ".join(problems) + ". Nothing is lost: the next run of the job, "
-                f"or `sparkmark outputs recover {self.name}`, finishes publishing it"
-            )
-
-    def _discard(self, why: str) -> None:
-        for record in self._outputs:
-            try:
-                if not run_outputs.discard_output(self.store, record, self._databases):
-                    continue
-                log.warning(
-                    "job %s: write %s (%s -> %s) discarded: %s",
-                    self.name,
-                    record.key,
-                    record.ctx,
-                    record.target,
-                    why,
-                )
-            except Exception as exc:  # noqa: BLE001 - discarding goes on for the other writes; this one is logged
-                log.error(
-                    "job %s: could not discard write %s yet (%s); the next run will: %s",
-                    self.name,
-                    record.key,
-                    record.target,
-                    exc,
-                )
-
     # ------------------------------------------------------------ ending
-
-    def _end(self) -> None:
-        self._heartbeat.stopped.set()
-        with _RUNNING_LOCK:
-            _RUNNING.pop(self.run_id, None)
 
     def commit(self) -> RunRecord:
         """Persist every source's new state atomically and mark the run SUCCEEDED.
 
         With bookmarks disabled or paused the run succeeds and the bookmark stays.
         """
-        if self.finished:
-            if self._committed:
-                log.warning("run %s was already committed; this commit does nothing", self.run_id)
-                return self.run
-            raise RunFinished(
-                f"run {self.run_id} already ended as {self.store.get_run(self.run_id).state}; "
-                "it cannot commit"
-            )
-        crash_point("staged")
-        try:
-            if self.bookmark_option is BookmarkOption.ENABLE:
-                version = self.store.commit(self.run, self._pending.values(), metrics=self.metrics)
-                log.info(
-                    "job %s: run %s committed bookmark version %d",
-                    self.name,
-                    self.run_id,
-                    version.version,
-                )
-            else:
-                self.store.finish_run(
-                    self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=True
-                )
-        except Exception as exc:
-            self.fail(exc)
-            raise
-        crash_point("committed")
-        self._committed = True
-        self._end()
-        try:
-            self._publish()
-        finally:
-            self.run = self.store.get_run(self.run_id)
-        return self.run
+        return self.job_run.commit()
 
     def finish_without_commit(self) -> RunRecord:
         """End a run whose script finished without calling commit(): as on Glue, the
         run succeeds and the bookmark does not advance."""
-        if self.finished:
-            return self.run
-        log.warning(
-            "job %s: run %s ended without job.commit(); the bookmark did not advance",
-            self.name,
-            self.run_id,
-        )
-        self._end()
-        # With bookmarks on, the next run reads this run's input again: publishing its
-        # output too would write it twice.
-        publish = self.bookmark_option is not BookmarkOption.ENABLE
-        self.run = self.store.finish_run(
-            self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=publish
-        )
-        if publish:
-            self._publish()
-        else:
-            self._discard("the run ended without job.commit(), so the next run reads its input again")
-        return self.run
+        return self.job_run.finish_without_commit()
 
     def fail(self, error: BaseException | str, state: RunState = RunState.FAILED) -> RunRecord:
         """End the run without committing anything."""
-        if self.finished:
-            return self.run
-        self._end()
-        message = error if isinstance(error, str) else describe_error(error)
-        try:
-            self.run = self.store.finish_run(self.run_id, state, error=message, metrics=self.metrics)
-        except RunFinished:
-            self.run = self.store.get_run(self.run_id)
-        log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
-        self._discard(f"run {self.run_id} ended {state.value} without committing")
-        return self.run
+        return self.job_run.fail(error, state)
 
     def __enter__(self) -> Job:
         return self
@@ -868,41 +478,3 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job(name={self.name!r}, run_id={self.run_id!r}, option={self.bookmark_option.value})"
-
-
-_SCHEDULED_TAKEN = False
-
-
-def _scheduled_run() -> tuple[str | None, int]:
-    """The run id and attempt a scheduler chose for this process (``SPARKMARK_RUN_ID``,
-    ``SPARKMARK_ATTEMPT``). The id goes to the first run the process starts only."""
-    global _SCHEDULED_TAKEN  # noqa: PLW0603 - one scheduled run id per process
-    attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
-    run_id = os.environ.get("SPARKMARK_RUN_ID") or None
-    if run_id is None or _SCHEDULED_TAKEN:
-        return None, attempt
-    _SCHEDULED_TAKEN = True
-    return check_run_id(run_id), attempt
-
-
-def _install_process_hooks() -> None:
-    """For scripts run with plain ``python``: an uncaught exception fails the run, and
-    a run still open at exit ends like a Glue run that never called commit()."""
-    global _hooks_installed  # noqa: PLW0603 - the hooks are per process
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-    previous_hook = sys.excepthook
-
-    def _excepthook(exc_type, exc, tb):
-        for job in running_jobs():
-            job.fail(exc, RunState.STOPPED if exc_type is KeyboardInterrupt else RunState.FAILED)
-        previous_hook(exc_type, exc, tb)
-
-    sys.excepthook = _excepthook
-
-    @atexit.register
-    def _at_exit():
-        for job in running_jobs():
-            with contextlib.suppress(Exception):  # the store may be gone at interpreter exit
-                job.finish_without_commit()

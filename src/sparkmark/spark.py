@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import connectors
-from .errors import SourceError
+from .errors import ConfigError, SourceError
 from .settings import Settings
 
 if TYPE_CHECKING:  # PySpark is imported when a session is made
@@ -96,9 +96,9 @@ def extra_confs() -> dict[str, str]:
     try:
         confs = json.loads(text)
     except ValueError:
-        raise SourceError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings") from None
+        raise ConfigError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings") from None
     if not isinstance(confs, dict):
-        raise SourceError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings")
+        raise ConfigError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings")
     return {str(k): str(v) for k, v in confs.items()}
 
 

@@ -15,61 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SourceError
 from .listing import ListedFile, Listing
 from .models import FileEntry
+from .options import OPTION_NAMES, parse_bool, parse_count, parse_exclusions
 
 DEFAULT_MAX_BAND_MS = 900_000
 DEFAULT_MAX_FILES_IN_BAND = 1000
-
-OPTION_NAMES = frozenset(
-    {
-        "recurse",
-        "exclusions",
-        "maxBand",
-        "maxFilesInBand",
-        "boundedFiles",
-        "boundedSize",
-        "skipUnchangedPartitions",
-    }
-)
-
-
-def _bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise SourceError(f"option {name} must be true or false, got {value!r}")
-
-
-def _count(name: str, value: Any, *, allow_zero: bool = False) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        number = -1
-    if number < 0 or (number == 0 and not allow_zero) or isinstance(value, bool):
-        kind = "a whole number ≥ 0" if allow_zero else "a positive whole number"
-        raise SourceError(f"option {name} must be {kind}, got {value!r}")
-    return number
-
-
-def _exclusions(value: Any) -> tuple[str, ...]:
-    if isinstance(value, (list, tuple)):
-        patterns = list(value)
-    else:
-        try:
-            patterns = json.loads(value)
-        except (TypeError, ValueError):
-            raise SourceError(
-                f'option exclusions must be a JSON list of globs, e.g. "[\\"**.pdf\\"]", got {value!r}'
-            ) from None
-    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise SourceError(f"option exclusions must be a list of glob strings, got {value!r}")
-    return tuple(patterns)
 
 
 @dataclass(frozen=True)
@@ -90,13 +41,17 @@ class FileSourceOptions:
         ours = {k: v for k, v in options.items() if k in OPTION_NAMES and v is not None}
         rest = {k: v for k, v in options.items() if k not in OPTION_NAMES}
         parsed = cls(
-            recurse=_bool("recurse", ours.get("recurse", False)),
-            exclusions=_exclusions(ours["exclusions"]) if "exclusions" in ours else (),
-            max_band_ms=_count("maxBand", ours.get("maxBand", DEFAULT_MAX_BAND_MS), allow_zero=True),
-            max_files_in_band=_count("maxFilesInBand", ours.get("maxFilesInBand", DEFAULT_MAX_FILES_IN_BAND)),
-            bounded_files=_count("boundedFiles", ours["boundedFiles"]) if "boundedFiles" in ours else None,
-            bounded_size=_count("boundedSize", ours["boundedSize"]) if "boundedSize" in ours else None,
-            skip_unchanged_partitions=_bool(
+            recurse=parse_bool("recurse", ours.get("recurse", False)),
+            exclusions=parse_exclusions(ours["exclusions"]) if "exclusions" in ours else (),
+            max_band_ms=parse_count("maxBand", ours.get("maxBand", DEFAULT_MAX_BAND_MS), allow_zero=True),
+            max_files_in_band=parse_count(
+                "maxFilesInBand", ours.get("maxFilesInBand", DEFAULT_MAX_FILES_IN_BAND)
+            ),
+            bounded_files=parse_count("boundedFiles", ours["boundedFiles"])
+            if "boundedFiles" in ours
+            else None,
+            bounded_size=parse_count("boundedSize", ours["boundedSize"]) if "boundedSize" in ours else None,
+            skip_unchanged_partitions=parse_bool(
                 "skipUnchangedPartitions", ours.get("skipUnchangedPartitions", False)
             ),
         )

@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, StructType, VariantType
 
-from ..errors import SourceError
+from ..errors import TransformError
 from . import paths
 
 # Glue's type names → the families of VARIANT type names that hold such a value.
@@ -133,7 +133,7 @@ def cast(col: Column, glue_type: str) -> Column:
 def project(col: Column, glue_type: str) -> Column:
     family = _FAMILIES.get(glue_type.lower())
     if family is None:
-        raise SourceError(f"cannot project a choice onto type {glue_type!r}")
+        raise TransformError(f"cannot project a choice onto type {glue_type!r}")
     return F.when(F.schema_of_variant(col).rlike(family), F.try_variant_get(col, "$", spark_type(glue_type)))
 
 
@@ -141,7 +141,7 @@ def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = Non
     """Apply one ResolveChoice action to the choice field at ``path``."""
     parts, found = paths.require(df.schema, path)
     if isinstance(found, ArrayType) and isinstance(found.elementType, VariantType):
-        raise SourceError(f"field {path!r} is an array of choices; resolve its elements with Map")
+        raise TransformError(f"field {path!r} is an array of choices; resolve its elements with Map")
     if not is_choice(found):
         # Glue allows resolving a field that is not a choice: cast still converts it.
         if action.startswith("cast:"):
@@ -174,7 +174,7 @@ def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = Non
         for n in names:
             out = out.withColumn(f"{parts[0]}_{n}", project(F.col(paths.quote(parts)), n))
         return out.drop(parts[0])
-    raise SourceError(
+    raise TransformError(
         f"unsupported ResolveChoice action {action!r}: use cast:TYPE, project:TYPE, make_struct "
         "or make_cols (match_catalog needs the Data Catalog)"
     )

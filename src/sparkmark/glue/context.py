@@ -14,15 +14,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, VariantType
 
 from ..connections import resolve_connection
-from ..engine import fileplan
 from ..engine import jdbc as jdbc_keys
-from ..engine.increment import FileSourceOptions
+from ..engine.options import OPTION_NAMES, parse_bool
 from ..errors import SourceError, SparkmarkError
 from ..job import Job as NativeJob
+from ..runtime import JobRun, read_source
 from ..sinks import files as file_sink
 from ..sinks import jdbc as jdbc_sink
-from ..sources import files as file_source
-from ..sources import jdbc as jdbc_source
+from ..sources.files import FileSource
+from ..sources.jdbc import JdbcRequest, JdbcSource
 from . import choice
 from .dynamicframe import DynamicFrame, ErrorStage
 
@@ -30,12 +30,12 @@ log = logging.getLogger("sparkmark.glue")
 
 FILE_CONNECTIONS = ("s3", "file", "local")
 JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
-FILE_OPTION_NAMES = ("recurse", "exclusions", "maxBand", "maxFilesInBand", "boundedFiles", "boundedSize")
 ACCEPTED_NO_OP = ("groupFiles", "groupSize", "compressionType", "useS3ListImplementation")
 
 
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes")
+def _file_options(options: dict) -> dict:
+    """Glue's file-source options among ``options`` (the engine's one table of them)."""
+    return {k: options[k] for k in OPTION_NAMES if k in options}
 
 
 class _GlueLogger:
@@ -69,9 +69,14 @@ class GlueContext:
         self.write_dynamic_frame = _DynamicFrameWriter(self)
         self.write_data_frame = _DataFrameWriter(self)
 
-    # The native run that Job.init() started, if any.
-    def _bind(self, job: NativeJob) -> None:
+    def bind_job(self, job: NativeJob) -> None:
+        """The native run that the façade's Job.init() started: reads are bookmarked in
+        it and writes with a transformation_ctx are published when it commits."""
         self._job = job
+
+    @property
+    def _run(self) -> JobRun | None:
+        return self._job.job_run if self._job is not None else None
 
     @property
     def sparkContext(self) -> SparkContext:
@@ -142,13 +147,15 @@ class GlueContext:
         whether its JSON needs choice typing."""
         fmt = (fmt or "json").lower()
         spark_opts: dict[str, Any] = {}
-        file_opts = {k: options[k] for k in FILE_OPTION_NAMES if k in options}
+        file_opts = _file_options(options)
         for key in options:
             if key in ACCEPTED_NO_OP:
                 log.info("connection option %s is accepted; Spark sizes its own input splits", key)
         json_records = False
         if fmt == "csv":
-            spark_opts["header"] = str(_bool(format_options.get("withHeader", False))).lower()
+            spark_opts["header"] = str(
+                parse_bool("withHeader", format_options.get("withHeader", False))
+            ).lower()
             if "separator" in format_options:
                 spark_opts["sep"] = format_options["separator"]
             if "quoteChar" in format_options:
@@ -156,12 +163,14 @@ class GlueContext:
             if "escaper" in format_options:
                 spark_opts["escape"] = format_options["escaper"]
             if "multiLine" in format_options:
-                spark_opts["multiLine"] = str(_bool(format_options["multiLine"])).lower()
+                spark_opts["multiLine"] = str(parse_bool("multiLine", format_options["multiLine"])).lower()
             spark_fmt = "csv"
         elif fmt == "json":
             if format_options.get("jsonPath") not in (None, "", "$[*]"):
                 raise SourceError("jsonPath supports '$[*]' (a top-level array of records) only")
-            multiline = _bool(format_options.get("multiline", format_options.get("multiLine", False)))
+            multiline = parse_bool(
+                "multiline", format_options.get("multiline", format_options.get("multiLine", False))
+            )
             spark_fmt = "text"
             if multiline or format_options.get("jsonPath") == "$[*]":
                 spark_opts["wholetext"] = "true"
@@ -175,50 +184,18 @@ class GlueContext:
             spark_fmt = "avro"  # read in Python with fastavro (sources/avro.py)
         else:
             raise SourceError(f"unsupported format {fmt!r}")
-        if self._job is not None:
-            df = self._job.read_files(paths, format=spark_fmt, ctx=ctx or None, **file_opts, **spark_opts)
-        else:
-            if ctx:
-                log.warning(
-                    "source %s has transformation_ctx %r but Job.init() was not called: "
-                    "it is read in full and not bookmarked",
-                    ", ".join(paths),
-                    ctx,
-                )
-            df = self._read_in_full(paths, spark_fmt, {**file_opts, **spark_opts})
+        if self._job is None and ctx:
+            log.warning(
+                "source %s has transformation_ctx %r but Job.init() was not called: "
+                "it is read in full and not bookmarked",
+                ", ".join(paths),
+                ctx,
+            )
+        source = FileSource(paths, format=spark_fmt, ctx=ctx or None, options={**file_opts, **spark_opts})
+        df = read_source(self.spark_session, source, self._run)
         if push_down_predicate:
             df = df.where(push_down_predicate)
         return df, json_records
-
-    def _read_in_full(
-        self,
-        paths: list[str],
-        fmt: str,
-        options: dict,
-        *,
-        schema=None,
-        path_columns: dict[str, dict[str, str]] | None = None,
-    ) -> DataFrame:
-        """Every file under ``paths``, with no run and no bookmark (Job.init() not called)."""
-        opts, spark_options = FileSourceOptions.split(options)
-        plan = fileplan.plan_files(
-            fileplan.as_path_list(paths),
-            opts,
-            ctx=None,
-            processed=None,
-            known_dirs=None,
-            high_water_ms=None,
-            now_ms=fileplan.now_ms(),
-        )
-        return file_source.read_selected(
-            self.spark_session,
-            plan.increment.selected,
-            fmt=fmt,
-            spark_options=spark_options,
-            schema=schema,
-            empty_schema=None,
-            root_columns={fileplan.root_url(p): c for p, c in (path_columns or {}).items()},
-        )
 
     def _to_records(self, df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:
         """Typed records and the error records of rows that were not JSON records."""
@@ -264,25 +241,12 @@ class GlueContext:
             "hashexpression": options.get("hashexpression"),
             "hashpartitions": int(options.get("hashpartitions", 7)),
         }
-        if self._job is not None:
-            return self._job.read_jdbc(
-                options.get("url"),
-                ctx=ctx or None,
-                user=options.get("user"),
-                password=options.get("password"),
-                **kwargs,
-            )
         database = self._database(options, connection_type)
-        request = jdbc_source.JdbcRequest.build(database, query=None, lag=None, on_null_key="raise", **kwargs)
-        return jdbc_source.read(
-            self.spark_session,
-            request,
-            ctx=None,
-            previous=None,
-            bookmarked=False,
-            commit_state=False,
-            run_id="-",
-        ).frame
+        run = self._run
+        if run is not None:
+            run.add_database(database)
+        request = JdbcRequest.build(database, query=None, lag=None, on_null_key="raise", **kwargs)
+        return read_source(self.spark_session, JdbcSource(request, ctx=ctx or None), run)
 
     def _from_options(
         self,
@@ -349,18 +313,19 @@ class GlueContext:
             return self._read_jdbc(kind, jdbc_options, ctx), False
         fmt = "text" if classification == "json" else classification
         spark_opts = (
-            {"wholetext": "true"} if classification == "json" and _bool(options.get("multiline")) else {}
+            {"wholetext": "true"}
+            if classification == "json" and parse_bool("multiline", options.get("multiline", False))
+            else {}
         )
-        file_opts = {k: options[k] for k in FILE_OPTION_NAMES if k in options}
+        file_opts = _file_options(options)
 
         def reader(paths, fmt_, columns, table_options):
             merged = {**table_options, **spark_opts, **file_opts}
             schema = merged.pop("schema", None)
-            if self._job is not None:
-                return self._job.read_files(
-                    paths, format=fmt_, ctx=ctx or None, path_columns=columns, schema=schema, **merged
-                )
-            return self._read_in_full(paths, fmt_, merged, schema=schema, path_columns=columns)
+            source = FileSource(
+                paths, format=fmt_, ctx=ctx or None, schema=schema, path_columns=columns, options=merged
+            )
+            return read_source(self.spark_session, source, self._run)
 
         df, _table, _n = read_table(self.spark_session, store, name, predicates, reader, fmt=fmt)
         return df, classification == "json"
@@ -432,8 +397,7 @@ class GlueContext:
         """Append through the staged JDBC sink. In a job run with a transformation_ctx the
         append is exactly-once: merged when the job commits."""
         df = _variants_as_json(df)
-        if self._job is not None and ctx:
-            self._job._databases[database.jdbc_url] = database
+        if self._job is not None:
             self._job.write_jdbc(
                 df,
                 url=database.jdbc_url,
@@ -441,12 +405,10 @@ class GlueContext:
                 user=database.user,
                 password=database.password,
                 connection=connection,
-                ctx=ctx,
+                ctx=ctx or None,
             )
             return
-        result = jdbc_sink.write(df, database, table, mode="append", keys=None)
-        if self._job is not None:
-            self._job._sinks.append(result)
+        jdbc_sink.write(df, database, table, mode="append", keys=None)
 
     def _write(
         self,
@@ -480,16 +442,18 @@ class GlueContext:
                 if "pageSize" in fopts:
                     writer_options["parquet.page.size"] = str(fopts["pageSize"])
             if spark_fmt == "csv":
-                writer_options["header"] = str(_bool(fopts.get("writeHeader", True))).lower()
+                writer_options["header"] = str(
+                    parse_bool("writeHeader", fopts.get("writeHeader", True))
+                ).lower()
                 if "separator" in fopts:
                     writer_options["sep"] = fopts["separator"]
             if spark_fmt == "xml":
                 writer_options["rowTag"] = fopts.get("rowTag", "row")
             keys = list(options.get("partitionKeys") or [])
-            if self._job is not None and ctx:
-                # Exactly-once: staged now, published when the job commits.
+            if self._job is not None:
+                # With a ctx, exactly-once: staged now, published when the job commits.
                 self._job.write_files(
-                    df, path, format=spark_fmt, partition_by=keys, ctx=ctx, **writer_options
+                    df, path, format=spark_fmt, partition_by=keys, ctx=ctx or None, **writer_options
                 )
             else:
                 file_sink.write_now(
@@ -500,7 +464,7 @@ class GlueContext:
                 if options.get("catalogTableName")
                 else None
             )
-            if _bool(options.get("enableUpdateCatalog", False)) and target:
+            if parse_bool("enableUpdateCatalog", options.get("enableUpdateCatalog", False)) and target:
                 database, table_name = target
                 if not database or not table_name:
                     raise SourceError("enableUpdateCatalog needs catalogDatabase and catalogTableName")

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, NullType, StructType, VariantType
 
-from ..errors import SourceError, SparkmarkError
+from ..errors import SparkmarkError, TransformError
 from . import choice as choices
 from . import paths as fieldpaths
 from . import records
@@ -235,7 +235,7 @@ class DynamicFrame:
         leaves = []
         for mapping in mappings:
             if len(mapping) != 4:
-                raise SourceError(
+                raise TransformError(
                     f"ApplyMapping takes (source, source type, target, target type), got {mapping!r}"
                 )
             source, _stype, target, ttype = mapping
@@ -267,9 +267,9 @@ class DynamicFrame:
     ) -> DynamicFrame:
         action_all = choice
         if specs and action_all:
-            raise SourceError("ResolveChoice takes specs or choice, not both")
+            raise TransformError("ResolveChoice takes specs or choice, not both")
         if not specs and not action_all:
-            raise SourceError("ResolveChoice needs specs=[(path, action)] or choice=ACTION")
+            raise TransformError("ResolveChoice needs specs=[(path, action)] or choice=ACTION")
         df = self._df
         if action_all:
             targets = [(fieldpaths.quote(p), action_all) for p in choices.choice_paths(df.schema)]
@@ -294,7 +294,7 @@ class DynamicFrame:
     ) -> list[tuple[str, str]]:
         """match_catalog → cast:<the catalog column's type>, field by field."""
         if not database or not table_name:
-            raise SourceError("ResolveChoice match_catalog needs database= and table_name=")
+            raise TransformError("ResolveChoice match_catalog needs database= and table_name=")
         from ..catalog.store import CatalogStore
         from ..engine.store import StateStore
 
@@ -307,7 +307,7 @@ class DynamicFrame:
                 continue
             top = fieldpaths.split_path(path)[0].lower()
             if top not in types:
-                raise SourceError(f"match_catalog: {database}.{table_name} has no column {top!r}")
+                raise TransformError(f"match_catalog: {database}.{table_name} has no column {top!r}")
             resolved.append((path, f"cast:{types[top]}"))
         return resolved
 
@@ -323,12 +323,12 @@ class DynamicFrame:
     ) -> DynamicFrame:
         """Parse a string field holding JSON into a struct (choice fields where records disagree)."""
         if format.lower() != "json":
-            raise SourceError(f"unbox supports format 'json', not {format!r}")
+            raise TransformError(f"unbox supports format 'json', not {format!r}")
         parts, _ = fieldpaths.require(self._df.schema, path)
         parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(fieldpaths.column(parts)))
         ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).head(1)[0][0]
         if not ddl or not ddl.startswith("OBJECT<"):
-            raise SourceError(f"field {path!r} holds no JSON objects to unbox")
+            raise TransformError(f"field {path!r} holds no JSON objects to unbox")
         struct_ddl = choices.to_ddl(ddl)
         typed = parsed.withColumn("__sm_unbox", F.expr(f"variant_get(__sm_unbox, '$', '{struct_ddl}')"))
         out = fieldpaths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
@@ -410,7 +410,7 @@ class DynamicFrame:
         keys1 = [paths1] if isinstance(paths1, str) else list(paths1)
         keys2 = [paths2] if isinstance(paths2, str) else list(paths2)
         if len(keys1) != len(keys2) or not keys1:
-            raise SourceError("join needs the same number of key paths on both sides")
+            raise TransformError("join needs the same number of key paths on both sides")
         left, right = self._df.alias("__l"), frame2._df
         shared = [k for k1, k in zip(keys1, keys2, strict=False) if k1 == k]
         renames = {c: "." + c for c in right.columns if c in left.columns and c not in shared}
@@ -488,7 +488,7 @@ class DynamicFrame:
             parts, _ = fieldpaths.require(self._df.schema, path)
             for op, value in tests.items():
                 if op not in ops:
-                    raise SourceError(f"split_rows comparison {op!r} is not one of {', '.join(ops)}")
+                    raise TransformError(f"split_rows comparison {op!r} is not one of {', '.join(ops)}")
                 terms.append(ops[op](fieldpaths.column(parts), F.lit(value)))
         cond = reduce(lambda a, b: a & b, terms) if terms else F.lit(True)
         first = DynamicFrame(self._df.where(cond), self.glue_ctx, name1, errors=self._errors)
@@ -618,7 +618,7 @@ class DynamicFrameCollection:
 
     def select(self, key: str, transformation_ctx: str = "") -> DynamicFrame:
         if key not in self._frames:
-            raise SourceError(f"no frame {key!r} in the collection (frames: {', '.join(self._frames)})")
+            raise TransformError(f"no frame {key!r} in the collection (frames: {', '.join(self._frames)})")
         return self._frames[key]
 
     def map(

@@ -32,7 +32,7 @@ class Job:
             temp_dir=args.get("TempDir"),
             spark=self._glue_context.spark_session,
         )
-        self._glue_context._bind(self._native)
+        self._glue_context.bind_job(self._native)
 
     def isInitialized(self) -> bool:
         return self._native is not None

@@ -8,7 +8,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
-from ..errors import SourceError
+from ..errors import TransformError
 
 
 def split_path(path: str) -> list[str]:
@@ -26,7 +26,7 @@ def split_path(path: str) -> list[str]:
             current.append(ch)
     parts.append("".join(current))
     if quoted or not all(parts):
-        raise SourceError(f"invalid field path {path!r}")
+        raise TransformError(f"invalid field path {path!r}")
     return parts
 
 
@@ -51,7 +51,7 @@ def require(schema: StructType, path: str) -> tuple[list[str], DataType]:
     parts = split_path(path)
     found = field_type(schema, parts)
     if found is None:
-        raise SourceError(f"field {path!r} is not in the frame (fields: {', '.join(schema.fieldNames())})")
+        raise TransformError(f"field {path!r} is not in the frame (fields: {', '.join(schema.fieldNames())})")
     return parts, found
 
 

@@ -11,7 +11,7 @@ from fsspec.core import url_to_fs
 from ..engine import publish
 from ..engine.faults import crash_when
 from ..engine.listing import spark_base_path
-from ..errors import SourceError
+from ..errors import SinkError
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame
@@ -21,17 +21,17 @@ FORMATS = ("parquet", "orc", "json", "csv", "text", "xml")
 
 def check(fmt: str, mode: str, partition_by: Sequence[str]) -> None:
     if fmt not in FORMATS:
-        raise SourceError(f"unsupported output format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise SinkError(f"unsupported output format {fmt!r}; use one of {', '.join(FORMATS)}")
     if mode not in publish.MODES:
-        raise SourceError(f"write mode must be one of {', '.join(publish.MODES)}, got {mode!r}")
+        raise SinkError(f"write mode must be one of {', '.join(publish.MODES)}, got {mode!r}")
     if mode == "overwrite_partitions" and not partition_by:
-        raise SourceError("mode overwrite_partitions needs partition_by=[...]")
+        raise SinkError("mode overwrite_partitions needs partition_by=[...]")
 
 
 def _writer(df: DataFrame, fmt: str, partition_by: Sequence[str], options: Mapping[str, Any]):
     missing = [c for c in partition_by if c not in df.columns]
     if missing:
-        raise SourceError(f"partition column(s) {', '.join(missing)} are not columns of the DataFrame")
+        raise SinkError(f"partition column(s) {', '.join(missing)} are not columns of the DataFrame")
     writer = df.write.format(fmt)
     if partition_by:
         writer = writer.partitionBy(*partition_by)

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from ..engine import jdbc as kr
 from ..engine.faults import crash_point
-from ..errors import SourceError
+from ..errors import SinkError
 from ..spark import driver_class
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
@@ -83,17 +83,17 @@ def stage(
     """Check the write and let Spark fill the staging table. Returns the plan that
     ``apply`` needs (no credentials in it)."""
     if mode not in MODES:
-        raise SourceError(f"write mode must be one of {', '.join(MODES)}, got {mode!r}")
+        raise SinkError(f"write mode must be one of {', '.join(MODES)}, got {mode!r}")
     schema, name, stage_spark, _ = _names(table, stage_name)
     columns = list(df.columns)
     if not columns:
-        raise SourceError("the DataFrame to write has no columns")
+        raise SinkError("the DataFrame to write has no columns")
     engine = database.engine()
     try:
         inspector = sa.inspect(engine)
         if mode == "upsert":
             if not inspector.has_table(name, schema=schema):
-                raise SourceError(
+                raise SinkError(
                     f"upsert needs the target table {table!r} to exist, with a primary key or "
                     "unique index on the upsert keys"
                 )
@@ -101,15 +101,15 @@ def stage(
                 keys or inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or []
             )
             if not keys:
-                raise SourceError(f"upsert into {table!r} needs keys=[...]: the table has no primary key")
+                raise SinkError(f"upsert into {table!r} needs keys=[...]: the table has no primary key")
             if set(keys) not in _unique_sets(inspector, name, schema):
-                raise SourceError(
+                raise SinkError(
                     f"upsert keys {keys} of {table!r} are not its primary key or a unique index; "
                     "the database cannot tell an update from an insert without one"
                 )
             missing = [k for k in keys if k not in columns]
             if missing:
-                raise SourceError(f"upsert key(s) {', '.join(missing)} are not columns of the DataFrame")
+                raise SinkError(f"upsert key(s) {', '.join(missing)} are not columns of the DataFrame")
 
         spark = df.sparkSession
         driver = driver_class(spark, database.dialect.drivers, database.dialect.name)
@@ -140,13 +140,13 @@ def stage(
                     conn, f"SELECT {key_list} FROM {stage} GROUP BY {key_list} HAVING COUNT(*) > 1 LIMIT 1"
                 ).first()
                 if dup is not None:
-                    raise SourceError(
+                    raise SinkError(
                         f"the rows to upsert into {table!r} hold key {tuple(dup)} more than once; "
                         "deduplicate them first"
                     )
     except sa.exc.DBAPIError as exc:
         drop_stage(database, {"table": table, "stage": stage_name})
-        raise SourceError(
+        raise SinkError(
             f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}"
         ) from None
     except BaseException:
@@ -190,7 +190,7 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
                 drop_stage(database, plan, engine=engine)
                 return {"table": table, "mode": mode, "rows_written": int(done), "already_applied": True}
         if not sa.inspect(engine).has_table(plan["stage"], schema=schema):
-            raise SourceError(
+            raise SinkError(
                 f"the staging table {plan['stage']} of the write to {table!r} is gone, and the "
                 "write was not applied; its rows cannot be recovered. Rewind the job's bookmark "
                 "to before that run (`sparkmark bookmark rewind`) and re-run it"
@@ -218,7 +218,7 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
         drop_stage(database, plan, engine=engine)
         return {"table": table, "mode": mode, "rows_written": staged}
     except sa.exc.DBAPIError as exc:
-        raise SourceError(
+        raise SinkError(
             f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}"
         ) from None
     finally:

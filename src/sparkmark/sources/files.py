@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import Any
 
@@ -9,8 +12,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from ..engine import fileplan
+from ..engine.faults import crash_when
+from ..engine.increment import FileSourceOptions
 from ..engine.listing import ListedFile, spark_base_path, spark_path
-from ..errors import SourceError
+from ..engine.manifest import manifest_path, quarantine_path, write_manifest
+from ..errors import ArgumentError, SourceError
+from .base import ReadContext, SourceOutcome
+
+log = logging.getLogger("sparkmark.sources.files")
 
 FORMATS = ("csv", "json", "parquet", "orc", "xml", "text", "avro")
 SOURCE_FILE = "_sm_source_file"  # beside malformed records: the file they came from
@@ -95,3 +105,153 @@ def partition_columns(f: ListedFile) -> tuple[str, ...]:
     """The Hive partition column names in a file's folder path below its root."""
     relative = f.dir[len(f.root) :].strip("/")
     return tuple(part.split("=", 1)[0] for part in relative.split("/") if "=" in part)
+
+
+# ---------------------------------------------------------------- the file source
+
+BAD_RECORDS = ("quarantine", "fail", "keep")  # what a read does with malformed JSON/CSV
+CORRUPT_RECORD = "_corrupt_record"
+
+
+class FileSource:
+    """Files under ``paths``: the ones this run must process, as Glue's bookmark picks
+    them (new or modified since the state ``ctx`` committed, within band and bounds).
+
+    ``options`` take Glue's file options (see ``engine.increment.OPTION_NAMES``),
+    ``bad_records`` and any Spark reader option. Read outside a run, it reads every
+    file and quarantines nothing (malformed records are kept, as Spark keeps them).
+    """
+
+    def __init__(
+        self,
+        paths: str | Sequence[str],
+        *,
+        format: str = "json",
+        ctx: str | None = None,
+        schema: StructType | str | None = None,
+        path_columns: Mapping[str, Mapping[str, str]] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ):
+        self.fmt = format.lower()
+        if self.fmt not in FORMATS:
+            raise SourceError(f"unsupported format {format!r}; use one of {', '.join(FORMATS)}")
+        self.ctx = ctx
+        self.paths = fileplan.as_path_list(paths)
+        self.schema = schema
+        self.path_columns = {fileplan.root_url(p): dict(c) for p, c in (path_columns or {}).items()}
+        remaining = dict(options or {})
+        self.bad_records = str(remaining.pop("bad_records", "quarantine")).lower()
+        if self.bad_records not in BAD_RECORDS:
+            raise ArgumentError(
+                f"bad_records must be one of {', '.join(BAD_RECORDS)}, got {self.bad_records!r}"
+            )
+        self.options, self.spark_options = FileSourceOptions.split(remaining)
+
+    def describe(self) -> str:
+        return ", ".join(self.paths)
+
+    def _plan(self, context: ReadContext) -> fileplan.FilePlan:
+        ctx, store = context.bookmark_ctx, context.store
+        if ctx is None or store is None or context.job_name is None:
+            return fileplan.plan_files(
+                self.paths,
+                self.options,
+                ctx=ctx,
+                processed=None,
+                known_dirs=None,
+                high_water_ms=None,
+                now_ms=fileplan.now_ms(),
+            )
+        if context.range is not None:
+            lower, upper = context.range
+            return fileplan.plan_range(
+                self.paths,
+                self.options,
+                ctx=ctx,
+                upper=store.processed_files(context.job_name, ctx, upper.lineage),
+                lower=store.processed_files(context.job_name, ctx, lower.lineage),
+            )
+        return fileplan.plan_bookmarked(
+            store,
+            context.job_name,
+            ctx,
+            self.paths,
+            self.options,
+            lineage=context.lineage,
+            previous=context.previous,
+            now_ms=fileplan.now_ms(),
+        )
+
+    def read(self, context: ReadContext) -> SourceOutcome:
+        spark_options = dict(self.spark_options)
+        # Quarantine needs a run to file the records under; outside one they are kept.
+        bad_records = self.bad_records if context.in_run else "keep"
+        corrupt_column = None
+        if self.fmt in ("json", "csv") and "mode" not in {k.lower() for k in spark_options}:
+            if bad_records == "fail":
+                spark_options["mode"] = "FAILFAST"
+            elif context.in_run:
+                corrupt_column = spark_options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
+        plan = self._plan(context)
+        plan.log_partitions()
+
+        manifest = None
+        if self.ctx is not None and context.in_run:
+            manifest = manifest_path(
+                context.temp_dir or "", context.job_name or "", context.run_id or "", self.ctx
+            )
+            write_manifest(manifest, plan.increment.selected)
+
+        stored_schema = context.previous.get("schema")
+        spark = context.spark
+        crash_when("reading", lambda: bool(spark.sparkContext.statusTracker().getActiveJobsIds()))
+        df = read_selected(
+            spark,
+            plan.increment.selected,
+            fmt=self.fmt,
+            spark_options=spark_options,
+            schema=self.schema,
+            empty_schema=StructType.fromJson(json.loads(stored_schema)) if stored_schema else None,
+            root_columns=self.path_columns,
+            corrupt_column=corrupt_column if bad_records == "quarantine" else None,
+        )
+        metrics = plan.metrics()
+        if bad_records == "quarantine" and corrupt_column is not None and corrupt_column in df.columns:
+            df = self._quarantine(df, corrupt_column, context, metrics)
+        metrics["manifest"] = manifest
+        commit = None
+        if context.bookmark_ctx is not None and context.commit_state:
+            commit = fileplan.ctx_commit(
+                plan,
+                previous=context.previous,
+                schema_json=df.schema.json() if plan.increment.selected else None,
+                run_id=context.run_id or "",
+            )
+        return SourceOutcome(df, commit, metrics)
+
+    def _quarantine(
+        self, df: DataFrame, column: str, context: ReadContext, metrics: dict[str, Any]
+    ) -> DataFrame:
+        """Set malformed records aside, with their file, under the run's TempDir; the
+        rest goes on. The records count as processed: the bookmark passes them."""
+        df = df.persist()  # Spark refuses to filter raw JSON/CSV on the corrupt column alone
+        bad = df.filter(F.col(column).isNotNull())
+        count = bad.count()
+        metrics["records_quarantined"] = count
+        if count:
+            where = quarantine_path(
+                context.temp_dir or "", context.job_name or "", context.run_id or "", self.ctx or "no_ctx"
+            )
+            bad.select(F.col(SOURCE_FILE).alias("file"), F.col(column).alias("record")).write.mode(
+                "append"
+            ).json(where)
+            metrics["quarantine"] = where
+            log.warning(
+                "job %s ctx %s: %d malformed records set aside in %s (file, record); "
+                "the rest of their files is read",
+                context.job_name,
+                self.ctx,
+                count,
+                where,
+            )
+        return df.filter(F.col(column).isNull()).drop(column, SOURCE_FILE)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from ..engine import jdbc as kr
 from ..engine.models import CtxCommit
 from ..errors import SourceError
 from ..spark import driver_class
+from .base import ReadContext, SourceOutcome
 
 log = logging.getLogger("sparkmark.jdbc")
 
@@ -95,11 +96,7 @@ class JdbcRequest:
         )
 
 
-@dataclass
-class JdbcOutcome:
-    frame: DataFrame
-    commit: CtxCommit | None
-    metrics: dict[str, Any] = field(default_factory=dict)
+JdbcOutcome = SourceOutcome
 
 
 def _describe(values: tuple | None) -> list | None:
@@ -327,3 +324,36 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
             state["boundary"] = boundary or []
         commit = CtxCommit(ctx=ctx, state=state)
     return JdbcOutcome(frame, commit, metrics)
+
+
+class JdbcSource:
+    """The rows of a table (or query) past the state ``ctx`` committed: the run reads
+    ``last < key <= upper``, where ``upper`` is the last key in the table now, and the
+    commit records ``upper``."""
+
+    def __init__(self, request: JdbcRequest, *, ctx: str | None = None):
+        self.request = request
+        self.ctx = ctx
+
+    def describe(self) -> str:
+        return self.request.table or "query"
+
+    def read(self, context: ReadContext) -> SourceOutcome:
+        bounds = None
+        if context.bookmark_ctx is not None and context.range is not None:
+            lower, upper = context.range
+            bounds = (
+                lower.ctx_states.get(context.bookmark_ctx),
+                upper.ctx_states.get(context.bookmark_ctx),
+            )
+        bookmarked = context.bookmark_ctx is not None
+        return read(
+            context.spark,
+            self.request,
+            ctx=self.ctx,
+            previous=context.previous,
+            bookmarked=bookmarked,
+            commit_state=bookmarked and context.commit_state,
+            bounds=bounds,
+            run_id=context.run_id or "-",
+        )

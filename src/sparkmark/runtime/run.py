@@ -1,0 +1,398 @@
+"""One run of a job, as a transaction: it holds the job's lease (renewed by a heartbeat
+thread), the state each source will commit, the outputs staged for publishing, and the
+run's metrics; ``commit()`` records them at once, then publishes the outputs.
+
+Both front ends hold a ``JobRun``: the native ``sparkmark.Job`` and the Glue façade's
+``Job``/``GlueContext``. Nothing outside this class reaches into its state: sources
+and sinks go through ``claim_source``/``stage_commit`` and ``claim_sink``/``add_output``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .. import outputs as run_outputs
+from ..engine import jdbc as jdbc_keys
+from ..engine.faults import crash_point
+from ..engine.masking import mask_arguments
+from ..engine.models import (
+    BookmarkOption,
+    BookmarkVersion,
+    CtxCommit,
+    OutputRecord,
+    RunRecord,
+    RunState,
+    new_run_id,
+)
+from ..engine.names import check_name, check_run_id
+from ..engine.owner import this_process
+from ..engine.preview import script_identity
+from ..engine.publish import PublishError
+from ..engine.store import StateStore
+from ..errors import ArgumentError, RunFinished, SinkError, SourceError
+from .failures import describe_error
+
+log = logging.getLogger("sparkmark.run")
+
+_RUNNING: dict[str, JobRun] = {}
+_STARTED: list[JobRun] = []
+_LOCK = threading.Lock()
+_hooks_installed = False
+_SCHEDULED_TAKEN = False
+
+
+def running_runs() -> list[JobRun]:
+    """Runs of this process that have not ended yet."""
+    with _LOCK:
+        return list(_RUNNING.values())
+
+
+def started_runs() -> list[JobRun]:
+    """Every run this process started, in order."""
+    with _LOCK:
+        return list(_STARTED)
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, run: JobRun, interval: float):
+        super().__init__(name=f"sparkmark-lease-{run.run_id[:10]}", daemon=True)
+        self.run_ = run
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        job = self.run_
+        while not self.stopped.wait(self.interval):
+            try:
+                if not job.store.heartbeat(job.name, job.run_id, job.lease_seconds):
+                    log.error(
+                        "run %s lost the lease of job %s; its commit will be refused", job.run_id, job.name
+                    )
+                    return
+            except Exception as exc:  # noqa: BLE001 - keep trying: a blip must not kill the run
+                log.warning("could not renew the lease of run %s: %s", job.run_id, exc)
+
+
+class JobRun:
+    """One run of job ``name``. Creating it starts the run (takes the lease, records
+    the run); ``commit()``, ``finish_without_commit()`` or ``fail()`` end it."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        store: StateStore,
+        option: BookmarkOption,
+        args: Mapping[str, str],
+        temp_dir: str,
+        lease_seconds: float,
+        bookmark_from: str | None = None,
+        bookmark_to: str | None = None,
+        attempt: int | None = None,
+        run_id: str | None = None,
+    ):
+        self.name = name
+        self.store = store
+        self.option = option
+        self.temp_dir = temp_dir
+        self.lease_seconds = lease_seconds
+        self.outputs: list[OutputRecord] = []  # this run's exactly-once writes, staged
+        self._pending: dict[str, CtxCommit] = {}
+        self._sources: dict[str, dict[str, Any]] = {}
+        self._sinks: list[dict[str, Any]] = []
+        self._quality: dict[str, dict[str, Any]] = {}  # ruleset name → outcome summary
+        self._databases: dict[str, jdbc_keys.Database] = {}  # by JDBC URL, with credentials
+        self._started = time.monotonic()
+        self._committed = False
+        self._script = script_identity(sys.argv[0] if sys.argv else None)
+
+        self.range: tuple[BookmarkVersion, BookmarkVersion] | None = None
+        if bookmark_from is not None:
+            if bookmark_to is None:
+                raise ArgumentError("--job-bookmark-from needs --job-bookmark-to (a run id)")
+            self.range = (
+                store.version_after_run(name, bookmark_from),
+                store.version_after_run(name, bookmark_to),
+            )
+
+        given_id, given_attempt = _scheduled_run()
+        self.record: RunRecord = store.start_run(
+            job_name=name,
+            run_id=run_id or given_id or new_run_id(),
+            attempt=given_attempt if attempt is None else attempt,
+            option=option,
+            arguments=mask_arguments(dict(args)),
+            owner=this_process(),
+            lease_seconds=lease_seconds,
+        )
+        self.base: BookmarkVersion | None = (
+            store.get_version(name, self.record.base_version) if self.record.base_version else None
+        )
+        with _LOCK:
+            _RUNNING[self.run_id] = self
+            _STARTED.append(self)
+        _install_process_hooks()
+        self._heartbeat = _Heartbeat(self, max(lease_seconds / 3, 0.05))
+        self._heartbeat.start()
+        # Holding the job's lease, finish what earlier runs of the job left half-done.
+        run_outputs.recover(store, name, running_run=self.run_id)
+        log.info(
+            "job %s: run %s started (%s, bookmark version %d)",
+            name,
+            self.run_id,
+            option.value,
+            self.record.base_version,
+        )
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def finished(self) -> bool:
+        return self.run_id not in _RUNNING
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        metrics = {
+            "sources": dict(self._sources),
+            "sinks": list(self._sinks),
+            "duration_seconds": round(time.monotonic() - self._started, 3),
+        }
+        if self._script is not None:
+            metrics["script"] = self._script
+        if self._quality:
+            metrics["quality"] = dict(self._quality)
+        return metrics
+
+    def require_running(self) -> None:
+        if self.finished:
+            raise RunFinished(f"run {self.run_id} of job {self.name!r} has already ended; start a new run")
+
+    # ------------------------------------------------------------ sources
+
+    def claim_source(self, ctx: str | None, what: str) -> str | None:
+        """Check a source's ctx; the ctx when the source is bookmarked in this run, else None."""
+        if ctx is not None:
+            check_name("transformation_ctx", ctx)
+        if ctx is not None and ctx in self._sources:
+            raise SourceError(
+                f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "
+                "its own ctx (transformation_ctx)"
+            )
+        if ctx is None and self.option is not BookmarkOption.DISABLE:
+            log.warning(
+                "source %s has no ctx (transformation_ctx): it is read in full and not bookmarked", what
+            )
+        return ctx if self.option is not BookmarkOption.DISABLE else None
+
+    def previous_state(self, ctx: str | None) -> dict[str, Any]:
+        """The state ``ctx`` committed last, as this run's bookmark version has it."""
+        if self.base is None or ctx is None:
+            return {}
+        return dict(self.base.ctx_states.get(ctx) or {})
+
+    @property
+    def lineage(self) -> tuple[tuple[int, int], ...]:
+        return self.base.lineage if self.base else ()
+
+    def record_source(self, key: str, metrics: dict[str, Any]) -> None:
+        self._sources[key] = metrics
+
+    def stage_commit(self, commit: CtxCommit) -> None:
+        """What a source adds to the bookmark when this run commits."""
+        self._pending[commit.ctx] = commit
+
+    # ------------------------------------------------------------ sinks
+
+    def add_database(self, database: jdbc_keys.Database) -> None:
+        """A database this run reads or writes; its credentials stay in memory, for
+        publishing and discarding this run's staged writes."""
+        self._databases[database.jdbc_url] = database
+
+    @property
+    def databases(self) -> dict[str, jdbc_keys.Database]:
+        return dict(self._databases)
+
+    def record_sink(self, result: dict[str, Any]) -> None:
+        self._sinks.append(result)
+
+    def claim_sink(self, ctx: str) -> None:
+        check_name("transformation_ctx", ctx)
+        if any(o.ctx == ctx for o in self.outputs):
+            raise SinkError(
+                f"sink ctx {ctx!r} was already written in run {self.run_id}; give each sink "
+                "its own ctx (transformation_ctx)"
+            )
+
+    def add_output(self, record: OutputRecord) -> None:
+        self.outputs.append(record)
+
+    def record_quality(self, name: str, summary: dict[str, Any]) -> None:
+        self._quality[name] = summary
+
+    # ------------------------------------------------------------ ending
+
+    def _publish(self) -> None:
+        """Publish this run's committed writes; a failure leaves them for the next run."""
+        problems = []
+        for record in self.outputs:
+            try:
+                self._sinks.append(run_outputs.publish_output(self.store, record, self._databases))
+            except Exception as exc:  # noqa: BLE001 - each write's problem is reported; the others still publish
+                problems.append(f"{record.ctx} -> {record.target}: {exc}")
+        if problems:
+            raise PublishError(
+                f"run {self.run_id} of job {self.name!r} committed, but publishing its output "
+                "failed: " + "; ".join(problems) + ". Nothing is lost: the next run of the job, "
+                f"or `sparkmark outputs recover {self.name}`, finishes publishing it"
+            )
+
+    def _discard(self, why: str) -> None:
+        for record in self.outputs:
+            try:
+                if not run_outputs.discard_output(self.store, record, self._databases):
+                    continue
+                log.warning(
+                    "job %s: write %s (%s -> %s) discarded: %s",
+                    self.name,
+                    record.key,
+                    record.ctx,
+                    record.target,
+                    why,
+                )
+            except Exception as exc:  # noqa: BLE001 - discarding goes on for the other writes; this one is logged
+                log.error(
+                    "job %s: could not discard write %s yet (%s); the next run will: %s",
+                    self.name,
+                    record.key,
+                    record.target,
+                    exc,
+                )
+
+    def _end(self) -> None:
+        self._heartbeat.stopped.set()
+        with _LOCK:
+            _RUNNING.pop(self.run_id, None)
+
+    def abandon(self) -> None:
+        """Leave the run as a process that died would: RUNNING in the store, with a lease
+        nobody renews, and nothing published or discarded. The next run of the job
+        takes over once the lease is free (at once, when this process is the owner)."""
+        self._end()
+
+    def commit(self) -> RunRecord:
+        """Persist every source's new state atomically and mark the run SUCCEEDED.
+
+        With bookmarks disabled or paused the run succeeds and the bookmark stays.
+        """
+        if self.finished:
+            if self._committed:
+                log.warning("run %s was already committed; this commit does nothing", self.run_id)
+                return self.record
+            raise RunFinished(
+                f"run {self.run_id} already ended as {self.store.get_run(self.run_id).state}; "
+                "it cannot commit"
+            )
+        crash_point("staged")
+        try:
+            if self.option is BookmarkOption.ENABLE:
+                version = self.store.commit(self.record, self._pending.values(), metrics=self.metrics)
+                log.info(
+                    "job %s: run %s committed bookmark version %d", self.name, self.run_id, version.version
+                )
+            else:
+                self.store.finish_run(
+                    self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=True
+                )
+        except Exception as exc:
+            self.fail(exc)
+            raise
+        crash_point("committed")
+        self._committed = True
+        self._end()
+        try:
+            self._publish()
+        finally:
+            self.record = self.store.get_run(self.run_id)
+        return self.record
+
+    def finish_without_commit(self) -> RunRecord:
+        """End a run whose script finished without calling commit(): as on Glue, the
+        run succeeds and the bookmark does not advance."""
+        if self.finished:
+            return self.record
+        log.warning(
+            "job %s: run %s ended without job.commit(); the bookmark did not advance", self.name, self.run_id
+        )
+        self._end()
+        # With bookmarks on, the next run reads this run's input again: publishing its
+        # output too would write it twice.
+        publish = self.option is not BookmarkOption.ENABLE
+        self.record = self.store.finish_run(
+            self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=publish
+        )
+        if publish:
+            self._publish()
+        else:
+            self._discard("the run ended without job.commit(), so the next run reads its input again")
+        return self.record
+
+    def fail(self, error: BaseException | str, state: RunState = RunState.FAILED) -> RunRecord:
+        """End the run without committing anything."""
+        if self.finished:
+            return self.record
+        self._end()
+        message = error if isinstance(error, str) else describe_error(error)
+        try:
+            self.record = self.store.finish_run(self.run_id, state, error=message, metrics=self.metrics)
+        except RunFinished:
+            self.record = self.store.get_run(self.run_id)
+        log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
+        self._discard(f"run {self.run_id} ended {state.value} without committing")
+        return self.record
+
+
+def _scheduled_run() -> tuple[str | None, int]:
+    """The run id and attempt a scheduler chose for this process (``SPARKMARK_RUN_ID``,
+    ``SPARKMARK_ATTEMPT``). The id goes to the first run the process starts only."""
+    global _SCHEDULED_TAKEN  # noqa: PLW0603 - one scheduled run id per process
+    attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
+    run_id = os.environ.get("SPARKMARK_RUN_ID") or None
+    if run_id is None or _SCHEDULED_TAKEN:
+        return None, attempt
+    _SCHEDULED_TAKEN = True
+    return check_run_id(run_id), attempt
+
+
+def _install_process_hooks() -> None:
+    """For scripts run with plain ``python``: an uncaught exception fails the run, and
+    a run still open at exit ends like a Glue run that never called commit()."""
+    global _hooks_installed  # noqa: PLW0603 - the hooks are per process
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    previous_hook = sys.excepthook
+
+    def _excepthook(exc_type, exc, tb):
+        for run in running_runs():
+            run.fail(exc, RunState.STOPPED if exc_type is KeyboardInterrupt else RunState.FAILED)
+        previous_hook(exc_type, exc, tb)
+
+    sys.excepthook = _excepthook
+
+    @atexit.register
+    def _at_exit():
+        for run in running_runs():
+            with contextlib.suppress(Exception):  # the store may be gone at interpreter exit
+                run.finish_without_commit()
