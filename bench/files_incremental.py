@@ -93,7 +93,7 @@ def main() -> None:
     os.environ["SPARKMARK_HOME"] = str(work / "home")
     settings = Settings.from_env()
     store = StateStore.from_settings(settings)
-    spark = create_session("files-bench", "local[2]")
+    spark = create_session("files-bench", "local[2]", Settings.from_env())
     spark.sparkContext.setLogLevel("ERROR")
     root, out = work / "events", work / "out"
     try:
@@ -167,14 +167,15 @@ def main() -> None:
         )
         startup = work / "startup.py"
         startup.write_text(
-            "from sparkmark.spark import create_session\ncreate_session('s', 'local[2]').range(1).count()\n"
+            "from sparkmark.settings import Settings\nfrom sparkmark.spark import create_session\n"
+            "create_session('s', 'local[2]', Settings.from_env()).range(1).count()\n"
         )
         # The same Spark work as the job with nothing new, without sparkmark: start Spark
         # and write an empty frame of the source's schema to the same kind of output.
         plain = work / "plain.py"
         plain.write_text(
-            "from sparkmark.spark import create_session\n"
-            "s = create_session('s', 'local[2]')\n"
+            "from sparkmark.settings import Settings\nfrom sparkmark.spark import create_session\n"
+            "s = create_session('s', 'local[2]', Settings.from_env())\n"
             "s.createDataFrame([], 'id long, v string, dt string').write.mode('overwrite')"
             ".parquet(" + repr(str(out / "p3plain")) + ")\n"
         )

@@ -46,7 +46,7 @@ def main() -> None:
     os.environ["SPARKMARK_HOME"] = home
     settings = Settings.from_env()
     store = StateStore.from_settings(settings)
-    spark = create_session("jdbc-bench", "local[2]")
+    spark = create_session("jdbc-bench", "local[2]", Settings.from_env())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         with engine.begin() as conn:

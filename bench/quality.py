@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from harness import arguments, record, timed
 from sparkmark.quality import evaluate
+from sparkmark.settings import Settings
 from sparkmark.spark import create_session
 
 RULES = [
@@ -60,7 +61,7 @@ def main() -> None:
     rows = 1_000_000 if opts.quick else 10_000_000
     work = Path(tempfile.mkdtemp(prefix="sparkmark-bench-"))
     os.environ["SPARKMARK_HOME"] = str(work / "home")
-    spark = create_session("quality-bench", "local[2]")
+    spark = create_session("quality-bench", "local[2]", Settings.from_env())
     spark.sparkContext.setLogLevel("ERROR")
     path = str(work / "data")
     try:

@@ -25,8 +25,9 @@ from harness import arguments, record
 PROBE = """
 import time
 began = time.perf_counter()
+from sparkmark.settings import Settings
 from sparkmark.spark import create_session
-spark = create_session("bench-start", "local[2]")
+spark = create_session("bench-start", "local[2]", Settings.from_env())
 spark.range(1000).selectExpr("sum(id)").collect()
 print(time.perf_counter() - began)
 """

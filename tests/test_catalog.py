@@ -11,12 +11,14 @@ import pytest
 from sparkmark import Job
 from sparkmark.catalog.hive import HiveCatalog
 from sparkmark.catalog.store import CatalogStore, diff
+from sparkmark.connections import Connections
 from sparkmark.crawler.crawl import run_crawl
 from sparkmark.crawler.definition import load_definition
 from sparkmark.crawler.store import CrawlerStore
 from sparkmark.engine.store import StateStore
 from sparkmark.glue.context import GlueContext
 from sparkmark.glue.job import Job as GlueJob
+from sparkmark.settings import Settings
 
 from .conftest import write_json
 
@@ -27,11 +29,19 @@ def db():
 
 
 def crawl(spark, definition: dict):
-    state = StateStore.from_settings()
+    settings = Settings.from_env()
+    state = StateStore.from_settings(settings)
     catalog_store, crawlers = CatalogStore(state), CrawlerStore(state)
     parsed = load_definition(definition)
     crawlers.save(parsed)
-    record = run_crawl(spark, state, HiveCatalog(spark, catalog_store), crawlers, parsed)
+    record = run_crawl(
+        spark,
+        state,
+        HiveCatalog(spark, catalog_store),
+        crawlers,
+        parsed,
+        connections=Connections.from_settings(settings),
+    )
     return record, catalog_store
 
 

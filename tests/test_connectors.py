@@ -95,13 +95,15 @@ def test_session_confs_local_and_cluster(tmp_path):
     assert "spark.hadoop.fs.s3.impl" not in none
 
 
-def test_jdbc_jars_prefer_the_resolved_drivers(tmp_path, monkeypatch):
-    monkeypatch.delenv("SPARKMARK_JDBC_JARS", raising=False)
+def test_jdbc_jars_prefer_the_resolved_drivers(tmp_path):
     jars_dir = _fake_cache(tmp_path, jdbc=["postgresql-42.7.8.jar", "mariadb-java-client.jar"])
-    settings = Settings.from_env({"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_JARS_DIR": str(jars_dir)})
-    assert [Path(j).name for j in jdbc_jars(settings)] == ["postgresql-42.7.8.jar", "mariadb-java-client.jar"]
-    monkeypatch.setenv("SPARKMARK_JDBC_JARS", "/opt/x.jar")
-    assert jdbc_jars(settings) == ["/opt/x.jar"]
+    env = {"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_JARS_DIR": str(jars_dir)}
+    assert [Path(j).name for j in jdbc_jars(Settings.from_env(env))] == [
+        "postgresql-42.7.8.jar",
+        "mariadb-java-client.jar",
+    ]
+    assert jdbc_jars(Settings.from_env({**env, "SPARKMARK_JDBC_JARS": "/opt/x.jar"})) == ["/opt/x.jar"]
+    assert jdbc_jars(Settings.from_env({**env, "SPARKMARK_JDBC_JARS": ""})) == []
 
 
 def test_the_real_cache_is_resolved():

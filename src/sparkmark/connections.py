@@ -12,14 +12,15 @@ sparkmark.toml itself, and never stored in state, logs, manifests or run argumen
 
 from __future__ import annotations
 
-import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import ConfigError
+from .settings import Settings
 
 
 class ConnectionEntry(BaseModel):
@@ -41,10 +42,6 @@ class ResolvedConnection:
         return f"ResolvedConnection(url={self.url!r}, user={self.user!r}, password=***)"
 
 
-def config_path() -> Path:
-    return Path(os.environ.get("SPARKMARK_CONFIG") or "sparkmark.toml")
-
-
 def _file_entries(path: Path) -> dict[str, dict]:
     if not path.exists():
         return {}
@@ -62,34 +59,50 @@ def _read_secret_file(path: str, name: str) -> str:
         raise ConfigError(f"cannot read the password file of connection {name!r}: {exc.strerror}") from None
 
 
-def resolve_connection(name: str) -> ResolvedConnection:
-    raw = _file_entries(config_path()).get(name, {})
-    if "password" in raw:
-        raise ConfigError(
-            f"connection {name!r} in {config_path()} holds a password; put it in an environment "
-            "variable (password_env) or a file (password_file) instead"
-        )
-    try:
-        entry = ConnectionEntry(**raw)
-    except ValidationError as exc:
-        raise ConfigError(f"connection {name!r} in {config_path()}: {exc.errors()[0]['msg']}") from None
-    prefix = "SPARKMARK_CONNECTION_" + name.upper().replace("-", "_") + "_"
-    url = os.environ.get(prefix + "URL") or entry.url
-    if not url:
-        raise ConfigError(
-            f"unknown connection {name!r}: add [connections.{name}] with a url to "
-            f"{config_path()}, or set {prefix}URL"
-        )
-    user = os.environ.get(prefix + "USER") or entry.user
-    password = os.environ.get(prefix + "PASSWORD")
-    if password is None and os.environ.get(prefix + "PASSWORD_FILE"):
-        password = _read_secret_file(os.environ[prefix + "PASSWORD_FILE"], name)
-    if password is None and entry.password_env:
-        password = os.environ.get(entry.password_env)
-        if password is None:
+class Connections:
+    """The named connections of one configuration file and one environment (both from
+    ``Settings``, resolved at an entry point)."""
+
+    def __init__(self, config: Path, environ: Mapping[str, str]):
+        self.config = config
+        self._environ = environ
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Connections:
+        return cls(settings.config, settings.environ)
+
+    def __repr__(self) -> str:  # the environment may hold passwords: never shown
+        return f"Connections(config={str(self.config)!r})"
+
+    def resolve(self, name: str) -> ResolvedConnection:
+        env = self._environ
+        raw = _file_entries(self.config).get(name, {})
+        if "password" in raw:
             raise ConfigError(
-                f"connection {name!r} reads its password from ${entry.password_env}, which is not set"
+                f"connection {name!r} in {self.config} holds a password; put it in an environment "
+                "variable (password_env) or a file (password_file) instead"
             )
-    if password is None and entry.password_file:
-        password = _read_secret_file(entry.password_file, name)
-    return ResolvedConnection(url, user, password)
+        try:
+            entry = ConnectionEntry(**raw)
+        except ValidationError as exc:
+            raise ConfigError(f"connection {name!r} in {self.config}: {exc.errors()[0]['msg']}") from None
+        prefix = "SPARKMARK_CONNECTION_" + name.upper().replace("-", "_") + "_"
+        url = env.get(prefix + "URL") or entry.url
+        if not url:
+            raise ConfigError(
+                f"unknown connection {name!r}: add [connections.{name}] with a url to "
+                f"{self.config}, or set {prefix}URL"
+            )
+        user = env.get(prefix + "USER") or entry.user
+        password = env.get(prefix + "PASSWORD")
+        if password is None and env.get(prefix + "PASSWORD_FILE"):
+            password = _read_secret_file(env[prefix + "PASSWORD_FILE"], name)
+        if password is None and entry.password_env:
+            password = env.get(entry.password_env)
+            if password is None:
+                raise ConfigError(
+                    f"connection {name!r} reads its password from ${entry.password_env}, which is not set"
+                )
+        if password is None and entry.password_file:
+            password = _read_secret_file(entry.password_file, name)
+        return ResolvedConnection(url, user, password)

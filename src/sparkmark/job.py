@@ -21,8 +21,8 @@ from pyspark.sql.types import StructType
 
 from . import args as job_args
 from . import outputs as run_outputs
-from .connections import resolve_connection
-from .engine import fileplan
+from .connections import Connections
+from .engine import faults, fileplan
 from .engine import jdbc as jdbc_keys
 from .engine.models import BookmarkOption, OutputKind, OutputState, RunRecord, RunState
 from .engine.names import check_name
@@ -91,6 +91,8 @@ class Job:
         self.args.setdefault("TempDir", self.temp_dir)
         self.lease_seconds = self.settings.lease_seconds
         self._spark = spark
+        self.connections = Connections.from_settings(self.settings)
+        faults.arm(self.settings.crash_at)
         self.job_run = JobRun(
             self.name,
             store=self.store,
@@ -98,6 +100,8 @@ class Job:
             args=self.args,
             temp_dir=self.temp_dir,
             lease_seconds=self.lease_seconds,
+            connections=self.connections,
+            scheduled=(self.settings.run_id, self.settings.attempt),
             bookmark_from=bookmark_from,
             bookmark_to=bookmark_to,
             attempt=attempt,
@@ -226,7 +230,7 @@ class Job:
 
     def _database(self, url, connection, user, password) -> jdbc_keys.Database:
         if connection is not None:
-            resolved = resolve_connection(connection)
+            resolved = self.connections.resolve(connection)
             url, user = url or resolved.url, user or resolved.user
             password = password or resolved.password
         if not url:
@@ -311,7 +315,12 @@ class Job:
         run.claim_sink(ctx)
         # Committed writes of earlier runs to this database may have waited for its password.
         run_outputs.recover(
-            self.store, self.name, running_run=self.run_id, known=run.databases, only_url=database.jdbc_url
+            self.store,
+            self.name,
+            running_run=self.run_id,
+            known=run.databases,
+            only_url=database.jdbc_url,
+            connections=self.connections,
         )
         record = self.store.stage_output(
             self.run_id,

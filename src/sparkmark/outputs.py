@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from .connections import resolve_connection
+from .connections import Connections
 from .engine import jdbc as jdbc_keys
 from .engine import publish
 from .engine.models import OutputKind, OutputRecord, OutputState, RunState
@@ -19,18 +19,23 @@ log = logging.getLogger("sparkmark.outputs")
 UNFINISHED = (OutputState.STAGING, OutputState.STAGED, OutputState.COMMITTED)
 
 
-def _database(record: OutputRecord, known: Mapping[str, jdbc_keys.Database]) -> jdbc_keys.Database:
+def _database(
+    record: OutputRecord, known: Mapping[str, jdbc_keys.Database], connections: Connections | None
+) -> jdbc_keys.Database:
     plan = record.plan
     if plan["jdbc_url"] in known:
         return known[plan["jdbc_url"]]
-    if plan.get("connection"):
-        resolved = resolve_connection(plan["connection"])
+    if plan.get("connection") and connections is not None:
+        resolved = connections.resolve(plan["connection"])
         return jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
     return jdbc_keys.parse_database(plan["jdbc_url"], plan.get("user"))
 
 
 def publish_output(
-    store: StateStore, record: OutputRecord, known: Mapping[str, jdbc_keys.Database] | None = None
+    store: StateStore,
+    record: OutputRecord,
+    known: Mapping[str, jdbc_keys.Database] | None = None,
+    connections: Connections | None = None,
 ) -> dict:
     """Make a COMMITTED write visible and mark it PUBLISHED. Repeatable."""
     if record.kind is OutputKind.FILES:
@@ -43,14 +48,17 @@ def publish_output(
             "files_replaced": len(plan.remove),
         }
     else:
-        result = jdbc_sink.apply(_database(record, known or {}), record.plan, key=record.key)
+        result = jdbc_sink.apply(_database(record, known or {}, connections), record.plan, key=record.key)
         result = {"ctx": record.ctx, **result}
     store.set_output(record.run_id, record.seq, OutputState.PUBLISHED)
     return result
 
 
 def discard_output(
-    store: StateStore, record: OutputRecord, known: Mapping[str, jdbc_keys.Database] | None = None
+    store: StateStore,
+    record: OutputRecord,
+    known: Mapping[str, jdbc_keys.Database] | None = None,
+    connections: Connections | None = None,
 ) -> bool:
     """Mark a write whose run will never commit DISCARDED, then drop its staged data.
 
@@ -64,7 +72,7 @@ def discard_output(
         publish.discard(record.plan["root"], record.key)
     else:
         stage = record.plan.get("stage") or jdbc_sink.stage_name_for(record.key)
-        jdbc_sink.drop_stage(_database(record, known or {}), {**record.plan, "stage": stage})
+        jdbc_sink.drop_stage(_database(record, known or {}, connections), {**record.plan, "stage": stage})
     return True
 
 
@@ -75,6 +83,7 @@ def recover(
     running_run: str | None = None,
     known: Mapping[str, jdbc_keys.Database] | None = None,
     only_url: str | None = None,
+    connections: Connections | None = None,
 ) -> list[OutputRecord]:
     """Finish the writes earlier runs of ``job_name`` left: publish the committed ones,
     discard those of runs that ended without committing them. ``running_run`` (the
@@ -100,7 +109,7 @@ def recover(
                     record.target,
                     record.run_id,
                 )
-                publish_output(store, record, known)
+                publish_output(store, record, known, connections)
             else:
                 log.warning(
                     "job %s: discarding write %s (%s -> %s) of run %s, which ended "
@@ -112,7 +121,7 @@ def recover(
                     record.run_id,
                     record.run_state,
                 )
-                discard_output(store, record, known)
+                discard_output(store, record, known, connections)
         except Exception as exc:  # noqa: BLE001 - keep the rest going; the error is in the log line
             log.error(
                 "job %s: write %s (%s -> %s) is still unfinished: %s",

@@ -1,62 +1,121 @@
-"""Where sparkmark keeps its state, read from the environment.
+"""Every setting sparkmark reads from the environment, declared once: its variable, type,
+default and meaning. The entry points (the CLI, ``Job``, the Glue façade's context,
+the scheduler, the awsglue import hook) resolve ``Settings.from_env()`` and pass it
+down; nothing below them reads the environment.
 
-``SPARKMARK_HOME``       folder for the embedded defaults (default ``./.sparkmark``)
-``SPARKMARK_STATE_URL``  SQLAlchemy URL of the state store (default SQLite in the home)
-``SPARKMARK_TEMP_DIR``   default ``--TempDir`` (default ``$SPARKMARK_HOME/tmp``)
-``SPARKMARK_LEASE_SECONDS`` how long a run's lease lasts between heartbeats (default 300)
-``SPARKMARK_SPARK_MASTER``  master for sessions sparkmark creates (default ``local[*]``)
-``SPARKMARK_JARS_DIR``   where ``make jars`` writes its classpath files (default
-                         ``$XDG_CACHE_HOME/sparkmark/jars``, else ``~/.cache/sparkmark/jars``)
-``SPARKMARK_CONNECTORS`` which connectors go on Spark's classpath: ``auto`` (every one
-                         whose jars are resolved, the default), ``none``, or a comma
-                         list of ``s3``, ``kafka``, ``avro``, ``jdbc``
+| variable | field | default |
+|---|---|---|
+| ``SPARKMARK_HOME`` | home | ``./.sparkmark`` |
+| ``SPARKMARK_STATE_URL`` | state_url | SQLite in the home |
+| ``SPARKMARK_TEMP_DIR`` | temp_dir | ``$SPARKMARK_HOME/tmp`` |
+| ``SPARKMARK_LEASE_SECONDS`` | lease_seconds | 300 |
+| ``SPARKMARK_SPARK_MASTER`` | spark_master | ``local[*]`` |
+| ``SPARKMARK_JARS_DIR`` | jars_dir | ``$XDG_CACHE_HOME/sparkmark/jars`` or ``~/.cache/sparkmark/jars`` |
+| ``SPARKMARK_CONNECTORS`` | connectors | ``auto`` (or ``none``, or a list of s3, kafka, avro, jdbc) |
+| ``SPARKMARK_JDBC_JARS`` | jdbc_jars | unset: resolved or Debian drivers; a comma list replaces them |
+| ``SPARKMARK_SPARK_CONF`` | spark_conf | a JSON object of Spark settings (a declared job's ``Spark.conf``) |
+| ``SPARKMARK_CATALOG`` | catalog | ``hive`` (``none``: sessions without Hive support) |
+| ``SPARKMARK_METASTORE_URL`` | metastore_url | embedded Derby in the home |
+| ``SPARKMARK_METASTORE_USER`` / ``_PASSWORD`` | metastore_user / metastore_password | unset |
+| ``SPARKMARK_CONFIG`` | config | ``sparkmark.toml`` |
+| ``SPARKMARK_LOG_LEVEL`` | log_level | ``INFO`` |
+| ``SPARKMARK_AWSGLUE`` | awsglue | ``on`` (``off`` leaves ``import awsglue`` alone) |
+| ``SPARKMARK_BOTO3`` | boto3 | ``auto`` (``shim``: the workflow stand-in; ``real``) |
+| ``SPARKMARK_RUN_ID`` / ``SPARKMARK_ATTEMPT`` | run_id / attempt | set by the scheduler for the job it starts |
+| ``SPARKMARK_CRASH_AT`` | crash_at | unset (tests: die at that crash point) |
+
+Connections (``[connections.NAME]`` in the config file) may also be given, or have
+their password, in variables whose names the connection declares
+(``SPARKMARK_CONNECTION_<NAME>_URL``, ``password_env``); those are looked up in the
+same snapshot of the environment, ``Settings.environ``, never in ``os.environ``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ConfigError
 
+PREFIX = "SPARKMARK_"
+
 
 class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     home: Path
     state_url: str
     temp_dir: str
-    lease_seconds: float = Field(gt=0)
-    spark_master: str
+    lease_seconds: float = Field(300, gt=0)
+    spark_master: str = "local[*]"
     jars_dir: Path
     connectors: str = "auto"
+    jdbc_jars: str | None = None
+    spark_conf: str | None = None
+    catalog: str = "hive"
+    metastore_url: str | None = None
+    metastore_user: str | None = None
+    metastore_password: SecretStr | None = None
+    config: Path = Path("sparkmark.toml")
+    log_level: str = "INFO"
+    awsglue: str = "on"
+    boto3: str = "auto"
+    run_id: str | None = None
+    attempt: int = Field(0, ge=0)
+    crash_at: str | None = None
+    # The environment as it was resolved: for the variables a connection names. Never
+    # printed or serialised (it may hold passwords).
+    environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
-        env = os.environ if environ is None else environ
-        home = Path(env.get("SPARKMARK_HOME") or ".sparkmark").expanduser().absolute()
-        state_url = env.get("SPARKMARK_STATE_URL") or f"sqlite:///{home / 'state.db'}"
-        temp_dir = env.get("SPARKMARK_TEMP_DIR") or str(home / "tmp")
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = dict(os.environ if environ is None else environ)
+        values: dict[str, Any] = {
+            name: env[PREFIX + name.upper()]
+            for name in cls.model_fields
+            if name != "environ" and env.get(PREFIX + name.upper())
+        }
+        if PREFIX + "JDBC_JARS" in env:  # set but empty: no JDBC jars at all
+            values["jdbc_jars"] = env[PREFIX + "JDBC_JARS"]
+        home = Path(values.pop("home", ".sparkmark")).expanduser().absolute()
+        values["home"] = home
+        values.setdefault("state_url", f"sqlite:///{home / 'state.db'}")
+        values.setdefault("temp_dir", str(home / "tmp"))
+        if "jars_dir" in values:
+            values["jars_dir"] = Path(values["jars_dir"]).expanduser().absolute()
+        else:
+            cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+            values["jars_dir"] = cache.expanduser().absolute() / "sparkmark" / "jars"
         try:
-            return cls(
-                home=home,
-                state_url=state_url,
-                temp_dir=temp_dir,
-                lease_seconds=env.get("SPARKMARK_LEASE_SECONDS") or 300,
-                spark_master=env.get("SPARKMARK_SPARK_MASTER") or "local[*]",
-                jars_dir=_jars_dir(env),
-                connectors=env.get("SPARKMARK_CONNECTORS") or "auto",
-            )
+            return cls(**values, environ=env)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = first["loc"][0] if first["loc"] else "setting"
             raise ConfigError(
-                f"invalid sparkmark setting {field}: {first['msg']} (check SPARKMARK_* variables)"
+                f"invalid sparkmark setting {PREFIX}{str(field).upper()}: {first['msg']}"
             ) from None
 
+    @property
+    def hive_enabled(self) -> bool:
+        return self.catalog.lower() != "none"
 
-def _jars_dir(env) -> Path:
-    if env.get("SPARKMARK_JARS_DIR"):
-        return Path(env["SPARKMARK_JARS_DIR"]).expanduser().absolute()
-    cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache.expanduser().absolute() / "sparkmark" / "jars"
+    def spark_conf_map(self) -> dict[str, str]:
+        """``SPARKMARK_SPARK_CONF`` as Spark settings."""
+        if not self.spark_conf:
+            return {}
+        try:
+            confs = json.loads(self.spark_conf)
+        except ValueError:
+            confs = None
+        if not isinstance(confs, dict):
+            raise ConfigError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings")
+        return {str(k): str(v) for k, v in confs.items()}
+
+    def env(self, name: str) -> str | None:
+        """A variable a connection names (its URL or password), from the resolved environment."""
+        return self.environ.get(name)

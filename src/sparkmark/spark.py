@@ -9,7 +9,6 @@ jars in /usr/share/java), or from whatever the user configured: ``spark.jars``,
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import connectors
-from .errors import ConfigError, SourceError
+from .errors import SourceError
 from .settings import Settings
 
 if TYPE_CHECKING:  # PySpark is imported when a session is made
@@ -28,13 +27,11 @@ JAR_NAMES = ("postgresql.jar", "mariadb-java-client.jar", "sqlite-jdbc.jar")
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
-def jdbc_jars(settings: Settings | None = None) -> list[str]:
+def jdbc_jars(settings: Settings) -> list[str]:
     """JDBC driver jars: ``SPARKMARK_JDBC_JARS`` when set (a comma-separated list, or
-    empty for none), else those ``make jars`` resolved, else Debian's in /usr/share/java."""
-    override = os.environ.get("SPARKMARK_JDBC_JARS")
-    if override is not None:
-        return [j for j in override.split(",") if j]
-    settings = settings or Settings.from_env()
+    ``none``), else those ``make jars`` resolved, else Debian's in /usr/share/java."""
+    if settings.jdbc_jars is not None:
+        return [j for j in settings.jdbc_jars.split(",") if j and j.lower() != "none"]
     resolved = connectors.classpath(settings.jars_dir, settings.connectors, include=("jdbc",))
     if resolved:
         return resolved
@@ -73,9 +70,9 @@ def session_confs(settings: Settings, master: str | None = None) -> dict[str, st
         # Glue's paths are s3://; S3A serves them (and the old s3n://) as it does s3a://.
         confs["spark.hadoop.fs.s3.impl"] = S3A
         confs["spark.hadoop.fs.s3n.impl"] = S3A
-    if hive_enabled():
+    if settings.hive_enabled:
         confs.update(hive_confs(settings))
-    confs.update(extra_confs())
+    confs.update(settings.spark_conf_map())
     return confs
 
 
@@ -85,21 +82,6 @@ def submit_args(settings: Settings) -> str:
     for key, value in session_confs(settings).items():
         args += ["--conf", f"{key}={value}"]
     return " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
-
-
-def extra_confs() -> dict[str, str]:
-    """Spark settings a declared job carries (``Spark.conf`` in sparkmark.toml), handed
-    to its process as JSON in ``SPARKMARK_SPARK_CONF``."""
-    text = os.environ.get("SPARKMARK_SPARK_CONF")
-    if not text:
-        return {}
-    try:
-        confs = json.loads(text)
-    except ValueError:
-        raise ConfigError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings") from None
-    if not isinstance(confs, dict):
-        raise ConfigError("SPARKMARK_SPARK_CONF is not a JSON object of Spark settings")
-    return {str(k): str(v) for k, v in confs.items()}
 
 
 # ---------------------------------------------------------------- Hive metastore
@@ -118,17 +100,9 @@ DRIVERS = {
 }
 
 
-def hive_enabled() -> bool:
-    return os.environ.get("SPARKMARK_CATALOG", "hive").lower() != "none"
-
-
-def hive_confs(settings: Settings | None = None) -> dict[str, str]:
-    settings = settings or Settings.from_env()
+def hive_confs(settings: Settings) -> dict[str, str]:
     home = settings.home
-    url = (
-        os.environ.get("SPARKMARK_METASTORE_URL")
-        or f"jdbc:derby:;databaseName={home / 'metastore'};create=true"
-    )
+    url = settings.metastore_url or f"jdbc:derby:;databaseName={home / 'metastore'};create=true"
     kind = url.split(":")[1] if url.startswith("jdbc:") else "derby"
     confs = {
         "spark.sql.catalogImplementation": "hive",
@@ -148,10 +122,12 @@ def hive_confs(settings: Settings | None = None) -> dict[str, str]:
         confs["spark.hadoop.datanucleus.schema.autoCreateTables"] = "true"
         confs["spark.hadoop.datanucleus.schema.autoCreateColumns"] = "true"
         confs["spark.hadoop.datanucleus.schema.autoCreateConstraints"] = "false"
-    if os.environ.get("SPARKMARK_METASTORE_USER"):
-        confs["spark.hadoop.javax.jdo.option.ConnectionUserName"] = os.environ["SPARKMARK_METASTORE_USER"]
-    if os.environ.get("SPARKMARK_METASTORE_PASSWORD"):
-        confs["spark.hadoop.javax.jdo.option.ConnectionPassword"] = os.environ["SPARKMARK_METASTORE_PASSWORD"]
+    if settings.metastore_user:
+        confs["spark.hadoop.javax.jdo.option.ConnectionUserName"] = settings.metastore_user
+    if settings.metastore_password:
+        confs["spark.hadoop.javax.jdo.option.ConnectionPassword"] = (
+            settings.metastore_password.get_secret_value()
+        )
     return confs
 
 
@@ -161,12 +137,12 @@ def use_this_python() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-def create_session(app_name: str, master: str, settings: Settings | None = None) -> SparkSession:
+def create_session(app_name: str, master: str, settings: Settings) -> SparkSession:
     from pyspark.sql import SparkSession
 
     use_this_python()
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in session_confs(settings or Settings.from_env(), master).items():
+    for key, value in session_confs(settings, master).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

@@ -96,7 +96,7 @@ class CatalogStore:
             "parameters": json.dumps(table.parameters, sort_keys=True),
             "updated_at": now,
         }
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             key = (tables.c.database == table.database) & (tables.c.name == table.name)
             if conn.execute(select(tables.c.name).where(key)).first():
                 conn.execute(update(tables).where(key).values(**values))
@@ -126,7 +126,7 @@ class CatalogStore:
             return number
 
     def drop_table(self, database: str, name: str) -> None:
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             conn.execute(delete(tables).where((tables.c.database == database) & (tables.c.name == name)))
             conn.execute(
                 delete(partitions).where((partitions.c.database == database) & (partitions.c.table == name))
@@ -144,11 +144,11 @@ class CatalogStore:
             for p in parts
         ]
         if rows:
-            with self.state.engine.begin() as conn:
+            with self.state.begin() as conn:
                 conn.execute(insert(partitions), rows)
 
     def drop_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             for p in parts:
                 conn.execute(
                     delete(partitions).where(
@@ -159,18 +159,18 @@ class CatalogStore:
                 )
 
     def databases(self) -> list[str]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             return sorted(conn.execute(select(tables.c.database).distinct()).scalars())
 
     def tables(self, database: str) -> list[Table]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             rows = conn.execute(
                 select(tables).where(tables.c.database == database).order_by(tables.c.name)
             ).all()
         return [self._table(r) for r in rows]
 
     def table(self, database: str, name: str) -> Table:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             row = conn.execute(
                 select(tables).where((tables.c.database == database) & (tables.c.name == name))
             ).first()
@@ -191,7 +191,7 @@ class CatalogStore:
         )
 
     def partitions(self, database: str, name: str) -> list[Partition]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             rows = conn.execute(
                 select(partitions.c["values"], partitions.c.location).where(
                     (partitions.c.database == database) & (partitions.c.table == name)
@@ -200,7 +200,7 @@ class CatalogStore:
         return sorted((Partition(tuple(json.loads(v)), loc) for v, loc in rows), key=lambda p: p.values)
 
     def versions(self, database: str, name: str) -> list[SchemaVersion]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             rows = conn.execute(
                 select(versions)
                 .where((versions.c.database == database) & (versions.c.table == name))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import typer
 
+from ..errors import SparkmarkError
+from ..settings import Settings
 from . import bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
 from .output import one_line_errors
 from .run import run_script
@@ -52,8 +53,12 @@ def run(
 
 
 def main() -> None:
+    try:
+        level = Settings.from_env().log_level.upper()
+    except SparkmarkError:
+        level = "INFO"  # the command itself says what is wrong with the settings
     logging.basicConfig(
-        level=os.environ.get("SPARKMARK_LOG_LEVEL", "INFO").upper(),
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     for noisy in ("py4j", "sqlalchemy", "fsspec"):

@@ -8,6 +8,7 @@ import typer
 
 from ..catalog.hive import HiveCatalog
 from ..catalog.store import CatalogStore
+from ..connections import Connections
 from ..crawler.crawl import run_crawl
 from ..crawler.definition import load_file
 from ..crawler.store import CrawlerStore
@@ -43,14 +44,20 @@ def run(
     ),
 ) -> None:
     """Run one crawl now and print what it did; exits non-zero when the crawl fails."""
-    state = StateStore.from_settings()
+    settings = Settings.from_env()
+    state = StateStore.from_settings(settings)
     crawlers = CrawlerStore(state)
     definition, _ = crawlers.get(name)
-    settings = Settings.from_env()
     spark = create_session(f"crawler-{name}", settings.spark_master, settings)
     spark.sparkContext.setLogLevel("ERROR")
     record = run_crawl(
-        spark, state, HiveCatalog(spark, CatalogStore(state)), crawlers, definition, crawl_id=crawl_id
+        spark,
+        state,
+        HiveCatalog(spark, CatalogStore(state)),
+        crawlers,
+        definition,
+        connections=Connections.from_settings(settings),
+        crawl_id=crawl_id,
     )
     if as_json:
         print_json(record)

@@ -29,10 +29,11 @@ def _prepare_spark_and_glue() -> None:
     from ..settings import Settings
     from ..spark import submit_args, use_this_python
 
-    shim.install()
+    settings = Settings.from_env()
+    shim.install(settings)
     use_this_python()
     if SparkSession.getActiveSession() is None and "PYSPARK_SUBMIT_ARGS" not in os.environ:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(Settings.from_env())
+        os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(settings)
 
 
 def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:

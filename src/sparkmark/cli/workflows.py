@@ -9,11 +9,11 @@ import typer
 from rich.markup import escape
 
 from .. import args as job_args
-from ..connections import config_path
 from ..engine.owner import is_dead
 from ..engine.schema import utcnow
 from ..engine.store import StateStore
 from ..errors import ConfigError
+from ..settings import Settings
 from ..workflow import report
 from ..workflow.control import run_job, start_workflow
 from ..workflow.definition import Project, TriggerType, load_project
@@ -30,9 +30,14 @@ CONFIG = typer.Option(
 )
 
 
+def _config(given: Path | None, settings: Settings) -> Path:
+    return given or settings.config
+
+
 def _scheduler(config: Path | None, **kwargs) -> Scheduler:
-    project = load_project(config or config_path())
-    return Scheduler(project, StateStore.from_settings(), **kwargs)
+    settings = Settings.from_env()
+    project = load_project(_config(config, settings))
+    return Scheduler(project, StateStore.from_settings(settings), settings=settings, **kwargs)
 
 
 def _properties(pairs: list[str]) -> dict[str, str]:
@@ -181,7 +186,7 @@ def workflow_stop(name: str, run_id: str, config: Path = CONFIG) -> None:
 @one_line_errors
 def workflow_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared workflows with their triggers."""
-    project = load_project(config or config_path())
+    project = load_project(_config(config, Settings.from_env()))
     rows = [
         {
             "Name": w.Name,
@@ -306,7 +311,7 @@ def job_run(
 @one_line_errors
 def job_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared jobs."""
-    project: Project = load_project(config or config_path())
+    project: Project = load_project(_config(config, Settings.from_env()))
     rows = [j.model_dump(mode="json") for j in project.jobs.values()]
     if as_json:
         print_json(rows)

@@ -15,6 +15,7 @@ import fsspec
 
 from ..catalog.hive import HiveCatalog
 from ..catalog.models import Column, Partition, Table
+from ..connections import Connections
 from ..engine.fileplan import root_url
 from ..engine.globs import ExclusionMatcher
 from ..engine.increment import FileSourceOptions, plan_increment
@@ -209,6 +210,7 @@ def run_crawl(
     crawler_store: CrawlerStore,
     definition: CrawlerDefinition,
     *,
+    connections: Connections,
     crawl_id: str | None = None,
 ) -> CrawlRecord:
     crawl = Crawl(crawl_id or "cr_" + secrets.token_hex(16))
@@ -216,7 +218,7 @@ def run_crawl(
     began = time.monotonic()
     outcome = "FAILED"
     try:
-        _crawl(spark, state, catalog, definition, crawl)
+        _crawl(spark, state, catalog, definition, crawl, connections)
         outcome = "SUCCEEDED"
     except KeyboardInterrupt:
         outcome = "CANCELLED"
@@ -230,21 +232,27 @@ def run_crawl(
     return crawler_store.crawls(definition.Name, limit=1)[0]
 
 
-def _crawl(spark, state, catalog, definition: CrawlerDefinition, crawl: Crawl) -> None:
+def _crawl(
+    spark, state, catalog, definition: CrawlerDefinition, crawl: Crawl, connections: Connections
+) -> None:
     policy = definition.effective_policy
     new_folders_only = definition.RecrawlPolicy.RecrawlBehavior is RecrawlBehavior.CRAWL_NEW_FOLDERS_ONLY
     catalog.ensure_database(definition.DatabaseName)
     existing = {t.name: t for t in catalog.store.tables(definition.DatabaseName)}
     bookmark = _FolderBookmark(state, definition) if new_folders_only else None
     try:
-        _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only)
+        _crawl_targets(
+            spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only, connections
+        )
     except BaseException as exc:
         if bookmark:
             bookmark.fail(exc)
         raise
 
 
-def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only) -> None:
+def _crawl_targets(
+    spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only, connections: Connections
+) -> None:
     seen_tables: set[str] = set()
     crawled_roots = []
     for target in definition.Targets.S3Targets:
@@ -275,6 +283,7 @@ def _crawl_targets(spark, catalog, definition, policy, crawl, existing, bookmark
 
         try:
             created, updated = crawl_jdbc_target(
+                connections,
                 catalog.store,
                 definition.DatabaseName,
                 definition.TablePrefix,

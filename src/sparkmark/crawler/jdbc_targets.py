@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from ..catalog.models import Column, Table
 from ..catalog.store import CatalogStore
-from ..connections import resolve_connection
+from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
 from ..engine.globs import ExclusionMatcher
 
@@ -45,6 +45,7 @@ def spark_type(sa_type: sa.types.TypeEngine) -> str:
 
 
 def crawl_jdbc_target(
+    connections: Connections,
     store: CatalogStore,
     database_name: str,
     prefix: str,
@@ -54,7 +55,7 @@ def crawl_jdbc_target(
     crawl_id: str,
 ) -> tuple[list[str], list[str]]:
     """Returns (tables created, tables updated)."""
-    resolved = resolve_connection(connection_name)
+    resolved = connections.resolve(connection_name)
     db = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
     parts = include_path.split("/")
     engine = db.engine()

@@ -59,7 +59,7 @@ class CrawlerStore:
     def save(self, definition: CrawlerDefinition) -> None:
         doc = definition.model_dump_json()
         now = utcnow()
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             key = crawlers.c.name == definition.Name
             if conn.execute(select(crawlers.c.name).where(key)).first():
                 conn.execute(update(crawlers).where(key).values(definition=doc, updated_at=now))
@@ -71,21 +71,21 @@ class CrawlerStore:
                 )
 
     def get(self, name: str) -> tuple[CrawlerDefinition, str]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             row = conn.execute(select(crawlers).where(crawlers.c.name == name)).first()
         if row is None:
             raise NotFound(f"unknown crawler {name!r}: create it with `sparkmark crawler create --file F`")
         return load_definition(json.loads(row.definition)), row.state
 
     def names(self) -> list[str]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             return sorted(conn.execute(select(crawlers.c.name)).scalars())
 
     def begin(self, name: str, crawl_id: str) -> None:
         """Mark the crawler RUNNING; refuse when another live process is crawling with it.
         A crawl whose process died on this host is marked FAILED and taken over."""
         owner = this_process()
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             row = conn.execute(
                 select(crawlers.c.state, crawlers.c.owner).where(crawlers.c.name == name)
             ).first()
@@ -122,7 +122,7 @@ class CrawlerStore:
             )
 
     def finish(self, name: str, crawl_id: str, state: str, summary: dict, errors: list[dict]) -> None:
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             conn.execute(
                 update(crawls)
                 .where(crawls.c.crawl_id == crawl_id)
@@ -137,7 +137,7 @@ class CrawlerStore:
             )
 
     def crawls(self, name: str, limit: int = 20) -> list[CrawlRecord]:
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             rows = conn.execute(
                 select(crawls)
                 .where(crawls.c.crawler == name)
@@ -148,7 +148,7 @@ class CrawlerStore:
 
     def crawl(self, crawl_id: str) -> CrawlRecord | None:
         """One crawl by its id, or None when it was never recorded."""
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             row = conn.execute(select(crawls).where(crawls.c.crawl_id == crawl_id)).first()
         return None if row is None else _record(row)
 

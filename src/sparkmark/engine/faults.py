@@ -23,8 +23,18 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..errors import ConfigError
+
 POINTS = ("listing", "reading", "writing", "staged", "commit", "committed", "publishing", "applying")
-ARMED: str | None = os.environ.get("SPARKMARK_CRASH_AT") or None
+ARMED: str | None = None
+
+
+def arm(point: str | None) -> None:
+    """Die at ``point`` from now on (``SPARKMARK_CRASH_AT``, passed down from Settings)."""
+    global ARMED  # noqa: PLW0603 - one crash point per process
+    if point is not None and point not in POINTS:
+        raise ConfigError(f"SPARKMARK_CRASH_AT must be one of {', '.join(POINTS)}, got {point!r}")
+    ARMED = point
 
 
 def crash_point(name: str) -> None:

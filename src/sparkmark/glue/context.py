@@ -13,12 +13,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, VariantType
 
-from ..connections import resolve_connection
+from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
 from ..engine.options import OPTION_NAMES, parse_bool
+from ..engine.store import StateStore
 from ..errors import SourceError, SparkmarkError
 from ..job import Job as NativeJob
 from ..runtime import JobRun, read_source
+from ..settings import Settings
 from ..sinks import files as file_sink
 from ..sinks import jdbc as jdbc_sink
 from ..sources.files import FileSource
@@ -63,6 +65,7 @@ class GlueContext:
         else:
             self.spark_session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         self._sc = self.spark_session.sparkContext
+        self.settings = Settings.from_env()
         self._job: NativeJob | None = None
         self.create_dynamic_frame = _DynamicFrameReader(self)
         self.create_data_frame = _DataFrameReader(self)
@@ -77,6 +80,12 @@ class GlueContext:
     @property
     def _run(self) -> JobRun | None:
         return self._job.job_run if self._job is not None else None
+
+    @property
+    def connections(self) -> Connections:
+        if self._job is not None:
+            return self._job.connections
+        return Connections.from_settings(self.settings)
 
     @property
     def sparkContext(self) -> SparkContext:
@@ -275,12 +284,14 @@ class GlueContext:
 
     # ------------------------------------------------------------ catalog
 
+    def state_store(self) -> StateStore:
+        """The run's state store, or, before Job.init(), the one the settings name."""
+        return self._job.store if self._job is not None else StateStore.from_settings(self.settings)
+
     def _catalog_store(self):
         from ..catalog.store import CatalogStore
-        from ..engine.store import StateStore
 
-        store = self._job.store if self._job is not None else StateStore.from_settings()
-        return CatalogStore(store)
+        return CatalogStore(self.state_store())
 
     def _from_catalog(
         self, database: str, table_name: str, push_down_predicate: str, options: dict, ctx: str
@@ -293,7 +304,7 @@ class GlueContext:
         found = store.table(database, table_name)
         classification = found.classification
         if found.parameters.get("connectionName"):  # a crawled JDBC table
-            resolved = resolve_connection(found.parameters["connectionName"])
+            resolved = self.connections.resolve(found.parameters["connectionName"])
             keys = options.get("jobBookmarkKeys") or [
                 k for k in (found.parameters.get("primaryKey") or "").split(",") if k
             ]
@@ -626,7 +637,7 @@ class _DynamicFrameWriter:
     ) -> DynamicFrame:
         """Write through a named connection (``[connections.NAME]`` in sparkmark.toml)."""
         options = dict(connection_options or {})
-        resolved = resolve_connection(catalog_connection)
+        resolved = self._ctx.connections.resolve(catalog_connection)
         database = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
         table = options.get("dbtable")
         if not table:

@@ -297,8 +297,13 @@ class DynamicFrame:
             raise TransformError("ResolveChoice match_catalog needs database= and table_name=")
         from ..catalog.store import CatalogStore
         from ..engine.store import StateStore
+        from ..settings import Settings
 
-        table = CatalogStore(StateStore.from_settings()).table(database, table_name)
+        if self.glue_ctx is not None:
+            state = self.glue_ctx.state_store()
+        else:  # a frame made without a GlueContext
+            state = StateStore.from_settings(Settings.from_env())
+        table = CatalogStore(state).table(database, table_name)
         types = {c.name.lower(): c.type for c in table.columns + table.partition_keys}
         resolved = []
         for path, action in targets:

@@ -19,6 +19,11 @@ import os
 import site
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 
 ALIAS = "awsglue"
 TARGET = "sparkmark.glue"
@@ -53,10 +58,10 @@ class AwsGlueFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
 
 
-def _serve_boto3() -> bool:
+def _serve_boto3(wanted: str) -> bool:
     """Whether ``import boto3`` should load sparkmark's stand-in: when boto3 is not
     installed, or when SPARKMARK_BOTO3=shim asks for it."""
-    wanted = os.environ.get("SPARKMARK_BOTO3", "").lower()
+    wanted = wanted.lower()
     if wanted == "shim":
         return True
     if wanted in ("off", "real"):
@@ -64,11 +69,19 @@ def _serve_boto3() -> bool:
     return importlib.machinery.PathFinder.find_spec("boto3") is None
 
 
-def install() -> bool:
+def install(settings: Settings | None = None) -> bool:
     """Install the hook (once). False when turned off with SPARKMARK_AWSGLUE=off."""
-    if os.environ.get("SPARKMARK_AWSGLUE", "").lower() in ("off", "0", "false", "aws"):
+    # At interpreter start-up (the .pth hook) Settings is not built: importing pydantic
+    # would cost every Python process, PySpark's workers too, a third of a second. The
+    # hook reads its two declared variables itself.
+    if settings is not None:
+        awsglue, boto3 = settings.awsglue, settings.boto3
+    else:
+        awsglue = os.environ.get("SPARKMARK_AWSGLUE", "on")
+        boto3 = os.environ.get("SPARKMARK_BOTO3", "auto")
+    if awsglue.lower() in ("off", "0", "false", "aws"):
         return False
-    if _serve_boto3():
+    if _serve_boto3(boto3):
         ALIASES["boto3"] = "sparkmark.glue.boto3"
     if not any(isinstance(f, AwsGlueFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, AwsGlueFinder())

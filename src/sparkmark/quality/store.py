@@ -9,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text, insert, select
 
-from ..engine import schema as engine_tables
 from ..engine.models import RunState
 from ..engine.schema import UTCDateTime
 from ..engine.store import StateStore
@@ -49,7 +48,7 @@ class QualityStore:
         state.ensure_tables(SCHEMA_KEY, metadata)
 
     def save(self, job_name: str, run_id: str | None, document: dict[str, Any]) -> None:
-        with self.state.engine.begin() as conn:
+        with self.state.begin() as conn:
             conn.execute(
                 insert(results).values(
                     job_name=job_name,
@@ -68,7 +67,7 @@ class QualityStore:
         if ruleset is not None:
             query = query.where(results.c.ruleset == ruleset)
         query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             rows = conn.execute(query).all()
         return [
             StoredResult(
@@ -87,19 +86,18 @@ class QualityStore:
     def history(self, job_name: str, ruleset: str, metric: str, limit: int = 100) -> list[float]:
         """A metric's earlier values for this job and ruleset, oldest first, from runs
         that succeeded (or evaluations made outside a run)."""
-        runs = engine_tables.runs
         query = (
-            select(results.c.metrics, runs.c.state)
-            .select_from(results.outerjoin(runs, runs.c.run_id == results.c.run_id))
+            select(results.c.metrics, results.c.run_id)
             .where(results.c.job_name == job_name, results.c.ruleset == ruleset)
             .order_by(results.c.evaluated_at.desc(), results.c.id.desc())
             .limit(limit)
         )
-        with self.state.engine.connect() as conn:
+        with self.state.connect() as conn:
             rows = conn.execute(query).all()
+        states = self.state.run_states([r.run_id for r in rows if r.run_id])
         values = []
         for row in reversed(rows):
-            if row.state not in (None, RunState.SUCCEEDED.value):
+            if row.run_id and states.get(row.run_id, RunState.SUCCEEDED) is not RunState.SUCCEEDED:
                 continue
             value = json.loads(row.metrics).get(metric)
             if isinstance(value, (int, float)):

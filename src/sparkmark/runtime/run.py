@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import os
 import sys
 import threading
 import time
@@ -20,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import outputs as run_outputs
+from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
 from ..engine.faults import crash_point
 from ..engine.masking import mask_arguments
@@ -94,6 +94,8 @@ class JobRun:
         args: Mapping[str, str],
         temp_dir: str,
         lease_seconds: float,
+        connections: Connections,
+        scheduled: tuple[str | None, int] = (None, 0),
         bookmark_from: str | None = None,
         bookmark_to: str | None = None,
         attempt: int | None = None,
@@ -104,6 +106,7 @@ class JobRun:
         self.option = option
         self.temp_dir = temp_dir
         self.lease_seconds = lease_seconds
+        self.connections = connections
         self.outputs: list[OutputRecord] = []  # this run's exactly-once writes, staged
         self._pending: dict[str, CtxCommit] = {}
         self._sources: dict[str, dict[str, Any]] = {}
@@ -123,7 +126,7 @@ class JobRun:
                 store.version_after_run(name, bookmark_to),
             )
 
-        given_id, given_attempt = _scheduled_run()
+        given_id, given_attempt = _scheduled_run(*scheduled)
         self.record: RunRecord = store.start_run(
             job_name=name,
             run_id=run_id or given_id or new_run_id(),
@@ -143,7 +146,7 @@ class JobRun:
         self._heartbeat = _Heartbeat(self, max(lease_seconds / 3, 0.05))
         self._heartbeat.start()
         # Holding the job's lease, finish what earlier runs of the job left half-done.
-        run_outputs.recover(store, name, running_run=self.run_id)
+        run_outputs.recover(store, name, running_run=self.run_id, connections=connections)
         log.info(
             "job %s: run %s started (%s, bookmark version %d)",
             name,
@@ -248,7 +251,9 @@ class JobRun:
         problems = []
         for record in self.outputs:
             try:
-                self._sinks.append(run_outputs.publish_output(self.store, record, self._databases))
+                self._sinks.append(
+                    run_outputs.publish_output(self.store, record, self._databases, self.connections)
+                )
             except Exception as exc:  # noqa: BLE001 - each write's problem is reported; the others still publish
                 problems.append(f"{record.ctx} -> {record.target}: {exc}")
         if problems:
@@ -261,7 +266,7 @@ class JobRun:
     def _discard(self, why: str) -> None:
         for record in self.outputs:
             try:
-                if not run_outputs.discard_output(self.store, record, self._databases):
+                if not run_outputs.discard_output(self.store, record, self._databases, self.connections):
                     continue
                 log.warning(
                     "job %s: write %s (%s -> %s) discarded: %s",
@@ -363,12 +368,11 @@ class JobRun:
         return self.record
 
 
-def _scheduled_run() -> tuple[str | None, int]:
+def _scheduled_run(run_id: str | None, attempt: int) -> tuple[str | None, int]:
     """The run id and attempt a scheduler chose for this process (``SPARKMARK_RUN_ID``,
-    ``SPARKMARK_ATTEMPT``). The id goes to the first run the process starts only."""
+    ``SPARKMARK_ATTEMPT``, resolved in Settings). The id goes to the first run the
+    process starts only."""
     global _SCHEDULED_TAKEN  # noqa: PLW0603 - one scheduled run id per process
-    attempt = int(os.environ.get("SPARKMARK_ATTEMPT", "0") or 0)
-    run_id = os.environ.get("SPARKMARK_RUN_ID") or None
     if run_id is None or _SCHEDULED_TAKEN:
         return None, attempt
     _SCHEDULED_TAKEN = True

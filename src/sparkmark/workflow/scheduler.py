@@ -161,7 +161,7 @@ class Scheduler:
         trigger = trigger or self.project.start_trigger(workflow)
         now = self.clock()
         run_id = new_workflow_run_id()
-        with self.state.engine.begin() as conn:
+        with self.store.begin() as conn:
             if not self.store.fire(conn, trigger.Name, key or run_id, now, workflow_run_id=run_id):
                 return None  # this window already started a run
             self.store.start_workflow_run(
@@ -184,7 +184,7 @@ class Scheduler:
         """Queue one run of a declared job, outside any workflow."""
         definition = self.project.job(job)
         now = self.clock()
-        with self.state.engine.begin() as conn:
+        with self.store.begin() as conn:
             return self.store.add_action(
                 conn,
                 kind="JOB",
@@ -242,7 +242,7 @@ class Scheduler:
                 self.start_workflow_run(trigger.WorkflowName, trigger=trigger, key=key, supervisor=self.owner)
                 is not None
             )
-        with self.state.engine.begin() as conn:
+        with self.store.begin() as conn:
             if not self.store.fire(conn, trigger.Name, key, now):
                 return False
             self._queue_actions(conn, trigger, now, workflow_run_id=None, supervisor=self.owner)
@@ -292,7 +292,7 @@ class Scheduler:
                         missed,
                     )
                 self._fire(trigger, window.isoformat(), now)
-            with self.state.engine.begin() as conn:
+            with self.store.begin() as conn:
                 self.store.advance_watermark(conn, trigger.Name, now)
 
     def _fire_standalone(self, now: datetime) -> None:
@@ -303,7 +303,7 @@ class Scheduler:
             if t.Type is TriggerType.CONDITIONAL and not t.WorkflowName
         ]
         rows = self.store.trigger_rows()
-        with self.state.engine.connect() as conn:
+        with self.store.connect() as conn:
             cursor = self.store.cursor(conn)
             after = self.store.events_after(conn, cursor)
         if not after:
@@ -325,7 +325,7 @@ class Scheduler:
                         c.node == (event.kind, event.name) and c.wanted == event.state for c in conditions
                     )
                 else:
-                    with self.state.engine.connect() as conn:
+                    with self.store.connect() as conn:
                         if latest is None:
                             latest = self.store.latest_events(conn, standalone=True)
                         since = self.store.last_firing_seq(conn, trigger.Name)
@@ -340,7 +340,7 @@ class Scheduler:
                     self._fire(trigger, f"event-{event.seq}", now)
         # Only now: a scheduler that dies above sees these events again, and the
         # firings already made are refused by their keys.
-        with self.state.engine.begin() as conn:
+        with self.store.begin() as conn:
             self.store.set_cursor(conn, after[-1].seq)
 
     # ------------------------------------------------------------------ supervising
@@ -634,7 +634,7 @@ class Scheduler:
             if action.final:
                 states[(action.kind, action.name)] = action.state.value
         fired_any = False
-        with self.state.engine.connect() as conn:
+        with self.store.connect() as conn:
             fired = self.store.fired_in_run(conn, run.run_id)
         for trigger in self.project.workflow_triggers(run.workflow):
             if trigger.Type is not TriggerType.CONDITIONAL or trigger.Name in fired:
@@ -644,7 +644,7 @@ class Scheduler:
             met = [states.get(c.node) == c.wanted for c in trigger.Predicate.Conditions]
             if not (all(met) if trigger.Predicate.Logical is LogicalKind.AND else any(met)):
                 continue
-            with self.state.engine.begin() as conn:
+            with self.store.begin() as conn:
                 if not self.store.fire(conn, trigger.Name, run.run_id, now, workflow_run_id=run.run_id):
                     continue
                 self._queue_actions(conn, trigger, now, workflow_run_id=run.run_id, supervisor=run.supervisor)

@@ -233,8 +233,14 @@ def new_action_id(kind: str) -> str:
 class WorkflowStore:
     def __init__(self, state: StateStore):
         self.state = state
-        self.engine = state.engine
         state.ensure_tables(SCHEMA_KEY, metadata)
+
+    def begin(self):
+        """A transaction on the scheduler's tables (the scheduler's decisions are each one)."""
+        return self.state.begin()
+
+    def connect(self):
+        return self.state.connect()
 
     # ----------------------------------------------------------------- leading
 
@@ -243,7 +249,7 @@ class WorkflowStore:
         whose lease expired, is taken over."""
         expires = now + timedelta(seconds=lease_seconds)
         try:
-            with self.engine.begin() as conn:
+            with self.begin() as conn:
                 row = conn.execute(select(meta).where(meta.c.key == "leader")).first()
                 if row is None:
                     conn.execute(insert(meta).values(key="leader", value="", owner=owner, expires_at=expires))
@@ -261,20 +267,20 @@ class WorkflowStore:
 
     def leader(self, now: datetime) -> str | None:
         """The live leader's owner string, or None."""
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             row = conn.execute(select(meta).where(meta.c.key == "leader")).first()
         if row is None or not row.owner or row.expires_at <= now or is_dead(row.owner):
             return None
         return row.owner
 
     def resign(self, owner: str) -> None:
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == owner).values(owner=None))
 
     def beat(self, owner: str, now: datetime, lease_seconds: float) -> None:
         """Say that ``owner`` still supervises its runs, for the next ``lease_seconds``."""
         expires = now + timedelta(seconds=lease_seconds)
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             if (
                 conn.execute(
                     update(supervisors).where(supervisors.c.owner == owner).values(expires_at=expires)
@@ -288,7 +294,7 @@ class WorkflowStore:
         this host, or (on any host) a supervisor that stopped renewing its beat."""
         if owner is None or is_dead(owner):
             return True
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             expires = conn.execute(
                 select(supervisors.c.expires_at).where(supervisors.c.owner == owner)
             ).scalar()
@@ -309,7 +315,7 @@ class WorkflowStore:
 
     def sync_trigger(self, name: str, *, start_on_creation: bool, now: datetime) -> str:
         """Record a declared trigger the first time it is seen; returns its state."""
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             state = conn.execute(select(triggers.c.state).where(triggers.c.name == name)).scalar()
             if state is None:
                 state = "ACTIVATED" if start_on_creation else "CREATED"
@@ -317,13 +323,13 @@ class WorkflowStore:
             return state
 
     def trigger_rows(self) -> dict[str, tuple[str, datetime | None]]:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             return {r.name: (r.state, r.watermark) for r in conn.execute(select(triggers))}
 
     def set_trigger_state(self, name: str, state: str, now: datetime) -> None:
         """Activate or deactivate. Activation evaluates schedules from now on: windows
         that passed while the trigger was off are not fired."""
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             values: dict[str, Any] = {"state": state, "updated_at": now}
             if state == "ACTIVATED":
                 values["watermark"] = now
@@ -334,7 +340,7 @@ class WorkflowStore:
         query = select(firings).order_by(firings.c.id.desc()).limit(limit)
         if trigger:
             query = query.where(firings.c.trigger == trigger)
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     def fire(
@@ -435,14 +441,14 @@ class WorkflowStore:
         )
 
     def action(self, action_id: str) -> ActionRecord:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             row = conn.execute(select(actions).where(actions.c.action_id == action_id)).first()
         if row is None:
             raise NotFound(f"unknown job or crawler run {action_id!r}")
         return self._action(row)
 
     def active_actions(self) -> list[ActionRecord]:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             rows = conn.execute(
                 select(actions)
                 .where(actions.c.state.in_(ACTIVE))
@@ -468,13 +474,13 @@ class WorkflowStore:
             query = query.where(actions.c.kind == kind)
         if name:
             query = query.where(actions.c.name == name)
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             rows = conn.execute(query).all()
         records = [self._action(r) for r in rows]
         return records[-limit:] if limit else records
 
     def running_count(self, kind: str, name: str) -> int:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             return conn.execute(
                 select(func.count())
                 .select_from(actions)
@@ -488,7 +494,7 @@ class WorkflowStore:
     def mark_started(
         self, action_id: str, *, host: str, pid: int, supervisor: str, log_path: str, now: datetime
     ) -> bool:
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             return (
                 conn.execute(
                     update(actions)
@@ -506,7 +512,7 @@ class WorkflowStore:
             )
 
     def claim(self, action_id: str, supervisor: str) -> None:
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             conn.execute(
                 update(actions).where(actions.c.action_id == action_id).values(supervisor=supervisor)
             )
@@ -523,7 +529,7 @@ class WorkflowStore:
         """End an action. With ``retry`` the next attempt is queued in the same
         transaction and no event is recorded; otherwise the end is an event that
         conditional triggers see. Returns the retry's id."""
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             done = conn.execute(
                 update(actions)
                 .where(actions.c.action_id == action.action_id, actions.c.state.in_(ACTIVE))
@@ -632,7 +638,7 @@ class WorkflowStore:
         )
 
     def workflow_run(self, run_id: str, workflow: str | None = None) -> WorkflowRunRecord:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             row = conn.execute(select(workflow_runs).where(workflow_runs.c.run_id == run_id)).first()
         if row is None or (workflow and row.workflow != workflow):
             where = f" of workflow {workflow!r}" if workflow else ""
@@ -655,7 +661,7 @@ class WorkflowStore:
             query = query.where(workflow_runs.c.status.in_(statuses))
         if limit:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             rows = conn.execute(query).all()
         return [self._workflow_run(r, with_actions=True) for r in rows]
 
@@ -673,7 +679,7 @@ class WorkflowStore:
             values["completed_at"] = now
         if error:
             values["error"] = error
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             return (
                 conn.execute(
                     update(workflow_runs)
@@ -684,7 +690,7 @@ class WorkflowStore:
             )
 
     def supervise(self, run_id: str, supervisor: str) -> None:
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             conn.execute(
                 update(workflow_runs).where(workflow_runs.c.run_id == run_id).values(supervisor=supervisor)
             )
@@ -695,7 +701,7 @@ class WorkflowStore:
             )
 
     def run_firings(self, workflow_run_id: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self.connect() as conn:
             return [
                 dict(r._mapping)
                 for r in conn.execute(
@@ -720,7 +726,7 @@ class WorkflowStore:
         bad = [k for k, v in values.items() if not isinstance(v, str) or not isinstance(k, str)]
         if bad:
             raise SparkmarkError(f"run properties are strings; {bad[0]!r} is not")
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             row = conn.execute(
                 select(workflow_runs.c.properties, workflow_runs.c.workflow).where(
                     workflow_runs.c.run_id == run_id

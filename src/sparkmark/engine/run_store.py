@@ -1,0 +1,233 @@
+"""Runs and leases in the state store: a run starts by taking its job's lease, renews it
+while it works, and ends by releasing it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from ..errors import ConcurrentRunsExceeded, RunFinished, StateStoreError, UnknownJob
+from . import rows
+from . import schema as t
+from .models import BookmarkOption, Lease, RunRecord, RunState
+from .owner import is_dead
+from .schema import utcnow
+
+log = logging.getLogger("sparkmark.state")
+
+
+class RunStore:
+    """The runs and leases concern of ``StateStore`` (one database handle for all three)."""
+
+    engine: Engine
+    dialect: str
+
+    def start_run(
+        self,
+        *,
+        job_name: str,
+        run_id: str,
+        attempt: int,
+        option: BookmarkOption,
+        arguments: Mapping[str, str],
+        owner: str,
+        lease_seconds: float,
+    ) -> RunRecord:
+        """Take the job's lease and record a RUNNING run, atomically.
+
+        Raises ConcurrentRunsExceeded when another run holds an unexpired lease.
+        A lease that expired is taken over, and the run that held it is marked FAILED.
+        """
+        now = utcnow()
+        expires = now + timedelta(seconds=lease_seconds)
+        try:
+            with self.engine.begin() as conn:
+                self._take_lease(conn, job_name, run_id, owner, now, expires)
+                latest = rows.latest_version_number(conn, job_name)
+                previous = conn.execute(
+                    select(t.runs.c.run_id)
+                    .where(t.runs.c.job_name == job_name)
+                    .order_by(t.runs.c.started_at.desc())
+                    .limit(1)
+                ).scalar()
+                conn.execute(
+                    insert(t.runs).values(
+                        run_id=run_id,
+                        job_name=job_name,
+                        attempt=attempt,
+                        state=RunState.RUNNING.value,
+                        bookmark_option=option.value,
+                        started_at=now,
+                        arguments=rows.to_json(dict(arguments)),
+                        metrics=rows.to_json({}),
+                        base_version=latest,
+                        previous_run_id=previous,
+                    )
+                )
+        except IntegrityError:
+            with self.engine.connect() as conn:
+                taken = conn.execute(select(t.runs.c.run_id).where(t.runs.c.run_id == run_id)).first()
+            if taken:
+                raise StateStoreError(f"run id {run_id} is already recorded; use a new run id") from None
+            # Another writer inserted the lease between our read and our insert.
+            lease = self.get_lease(job_name)
+            raise ConcurrentRunsExceeded(
+                job_name,
+                lease.run_id if lease else "another run",
+                lease.expires_at.isoformat() if lease else "unknown",
+            ) from None
+        return self.get_run(run_id)
+
+    def _take_lease(self, conn, job_name, run_id, owner, now, expires) -> None:
+        row = conn.execute(select(t.leases).where(t.leases.c.job_name == job_name)).first()
+        if row is None:
+            conn.execute(
+                insert(t.leases).values(
+                    job_name=job_name,
+                    run_id=run_id,
+                    owner=owner,
+                    acquired_at=now,
+                    expires_at=expires,
+                )
+            )
+            return
+        held_until = row.expires_at
+        owner_died = is_dead(row.owner)
+        if held_until > now and not owner_died:
+            raise ConcurrentRunsExceeded(job_name, row.run_id, held_until.isoformat())
+        taken = conn.execute(
+            update(t.leases)
+            .where(t.leases.c.job_name == job_name, t.leases.c.run_id == row.run_id)
+            .values(run_id=run_id, owner=owner, acquired_at=now, expires_at=expires)
+        ).rowcount
+        if taken != 1:
+            raise ConcurrentRunsExceeded(job_name, "another run", "unknown")
+        if held_until > now:
+            why = f"its process {row.owner} is gone"
+        else:
+            why = f"it stopped renewing its lease, which expired at {held_until.isoformat()}"
+        log.warning(
+            "job %s: taking over the lease of run %s (owner %s): %s; run %s takes the job over",
+            job_name,
+            row.run_id,
+            row.owner,
+            why,
+            run_id,
+        )
+        conn.execute(
+            update(t.runs)
+            .where(t.runs.c.run_id == row.run_id, t.runs.c.state == RunState.RUNNING.value)
+            .values(
+                state=RunState.FAILED.value,
+                ended_at=now,
+                error=f"the run was taken over by run {run_id}: {why}",
+            )
+        )
+
+    def heartbeat(self, job_name: str, run_id: str, lease_seconds: float) -> bool:
+        """Extend this run's lease. False when the lease is no longer this run's."""
+        with self.engine.begin() as conn:
+            return (
+                conn.execute(
+                    update(t.leases)
+                    .where(t.leases.c.job_name == job_name, t.leases.c.run_id == run_id)
+                    .values(expires_at=utcnow() + timedelta(seconds=lease_seconds))
+                ).rowcount
+                == 1
+            )
+
+    def get_lease(self, job_name: str) -> Lease | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.leases).where(t.leases.c.job_name == job_name)).first()
+        if row is None:
+            return None
+        return Lease(row.job_name, row.run_id, row.owner, row.acquired_at, row.expires_at)
+
+    def finish_run(
+        self,
+        run_id: str,
+        state: RunState,
+        *,
+        error: str | None = None,
+        metrics: Mapping[str, Any] | None = None,
+        commit_outputs: bool = False,
+    ) -> RunRecord:
+        """End a RUNNING run without a bookmark commit, and release its lease.
+
+        With ``commit_outputs`` (a successful run whose bookmark does not move) its
+        staged outputs become COMMITTED in the same transaction."""
+        if state is RunState.RUNNING:
+            raise ValueError("finish_run needs a final state")
+        with self.engine.begin() as conn:
+            run = rows.run_row(conn, run_id)
+            if run.state != RunState.RUNNING.value:
+                raise RunFinished(f"run {run_id} already ended as {run.state}")
+            values: dict[str, Any] = {"state": state.value, "ended_at": utcnow(), "error": error}
+            if metrics is not None:
+                values["metrics"] = rows.to_json(dict(metrics))
+            conn.execute(update(t.runs).where(t.runs.c.run_id == run_id).values(**values))
+            if commit_outputs:
+                rows.commit_outputs(conn, run_id)
+            conn.execute(
+                t.leases.delete().where(t.leases.c.job_name == run.job_name, t.leases.c.run_id == run_id)
+            )
+        return self.get_run(run_id)
+
+    @staticmethod
+    def _run_record(row) -> RunRecord:
+        return RunRecord(
+            run_id=row.run_id,
+            job_name=row.job_name,
+            attempt=row.attempt,
+            state=RunState(row.state),
+            bookmark_option=BookmarkOption(row.bookmark_option),
+            started_at=row.started_at,
+            ended_at=row.ended_at,
+            arguments=json.loads(row.arguments),
+            error=row.error,
+            metrics=json.loads(row.metrics),
+            base_version=row.base_version,
+            committed_version=row.committed_version,
+            previous_run_id=row.previous_run_id,
+        )
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self.engine.connect() as conn:
+            return self._run_record(rows.run_row(conn, run_id))
+
+    def list_runs(self, job_name: str, limit: int | None = None) -> list[RunRecord]:
+        query = (
+            select(t.runs)
+            .where(t.runs.c.job_name == job_name)
+            .order_by(t.runs.c.started_at.desc(), t.runs.c.run_id)
+        )
+        if limit:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [self._run_record(r) for r in rows]
+
+    def run_states(self, run_ids: Iterable[str]) -> dict[str, RunState]:
+        """The state of each of ``run_ids`` that the store knows."""
+        wanted = sorted(set(run_ids))
+        if not wanted:
+            return {}
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                select(t.runs.c.run_id, t.runs.c.state).where(t.runs.c.run_id.in_(wanted))
+            ).all()
+        return {run_id: RunState(state) for run_id, state in found}
+
+    def job_exists(self, job_name: str) -> bool:
+        with self.engine.connect() as conn:
+            return rows.job_exists(conn, job_name)
+
+    def require_job(self, job_name: str) -> None:
+        if not self.job_exists(job_name):
+            raise UnknownJob(job_name)

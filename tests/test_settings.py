@@ -1,0 +1,120 @@
+"""Settings: every SPARKMARK_* variable is declared once, read at the entry points, and
+passed down."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from sparkmark.connections import Connections
+from sparkmark.errors import ConfigError
+from sparkmark.settings import Settings
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "sparkmark"
+# The modules allowed to touch os.environ: the settings themselves, the interpreter
+# start-up hook (kept free of pydantic, see glue/shim.py), the launcher that hands an
+# environment to child processes and records their exit, and `sparkmark run`, which
+# hands Spark its submit arguments, and spark.py, which points PySpark's workers at this
+# interpreter (both write, neither reads a setting).
+ALLOWED = {"settings.py", "glue/shim.py", "workflow/launcher.py", "cli/run.py", "spark.py"}
+
+
+def test_defaults_and_values(tmp_path):
+    s = Settings.from_env({"SPARKMARK_HOME": str(tmp_path / "h")})
+    assert s.state_url == f"sqlite:///{tmp_path / 'h' / 'state.db'}"
+    assert s.temp_dir == str(tmp_path / "h" / "tmp")
+    assert (s.lease_seconds, s.spark_master, s.connectors, s.catalog) == (300, "local[*]", "auto", "hive")
+    s = Settings.from_env(
+        {
+            "SPARKMARK_HOME": str(tmp_path),
+            "SPARKMARK_LEASE_SECONDS": "12.5",
+            "SPARKMARK_ATTEMPT": "2",
+            "SPARKMARK_CATALOG": "none",
+            "SPARKMARK_SPARK_CONF": '{"spark.sql.shuffle.partitions": 3}',
+        }
+    )
+    assert s.lease_seconds == 12.5 and s.attempt == 2 and not s.hive_enabled
+    assert s.spark_conf_map() == {"spark.sql.shuffle.partitions": "3"}
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("SPARKMARK_LEASE_SECONDS", "-1", "SPARKMARK_LEASE_SECONDS"),
+        ("SPARKMARK_ATTEMPT", "two", "SPARKMARK_ATTEMPT"),
+        ("SPARKMARK_SPARK_CONF", "[1, 2]", "not a JSON object"),
+    ],
+)
+def test_a_bad_value_is_one_clear_line(tmp_path, variable, value, message):
+    with pytest.raises(ConfigError, match=message) as caught:
+        Settings.from_env({"SPARKMARK_HOME": str(tmp_path), variable: value}).spark_conf_map()
+    assert "\n" not in str(caught.value)
+
+
+def test_secrets_stay_out_of_repr_and_dumps(tmp_path):
+    env = {
+        "SPARKMARK_HOME": str(tmp_path),
+        "SPARKMARK_METASTORE_PASSWORD": "hunter2-metastore",
+        "DW_PASSWORD": "hunter2-dw",
+    }
+    s = Settings.from_env(env)
+    for text in (repr(s), str(s), s.model_dump_json()):
+        assert "hunter2" not in text
+    assert s.metastore_password is not None and s.metastore_password.get_secret_value() == "hunter2-metastore"
+    assert "hunter2" not in repr(Connections.from_settings(s))
+
+
+def test_connections_read_the_resolved_environment_only(tmp_path, monkeypatch):
+    config = tmp_path / "sparkmark.toml"
+    config.write_text(
+        '[connections.dw]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\npassword_env = "DW_PW"\n'
+    )
+    monkeypatch.setenv("DW_PW", "from-the-process")  # not in the snapshot: not used
+    s = Settings.from_env(
+        {"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_CONFIG": str(config), "DW_PW": "given"}
+    )
+    assert Connections.from_settings(s).resolve("dw").password == "given"
+    bare = Settings.from_env({"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_CONFIG": str(config)})
+    with pytest.raises(ConfigError, match=r"\$DW_PW, which is not set"):
+        Connections.from_settings(bare).resolve("dw")
+
+
+def _environ_reads(tree: ast.AST) -> list[int]:
+    """Lines that read os.environ or call os.getenv."""
+    lines = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("environ", "getenv")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_below_the_entry_points_reads_the_environment():
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        name = path.relative_to(SRC).as_posix()
+        if name in ALLOWED:
+            continue
+        for line in _environ_reads(ast.parse(path.read_text(encoding="utf-8"))):
+            offenders.append(f"{name}:{line}")
+    assert offenders == [], f"declare these in Settings and pass them down: {offenders}"
+
+
+def test_every_variable_the_docs_name_is_declared():
+    fields = set(Settings.model_fields)
+    for variable in ("HOME", "STATE_URL", "TEMP_DIR", "LEASE_SECONDS", "SPARK_MASTER", "JARS_DIR",
+                     "CONNECTORS", "JDBC_JARS", "SPARK_CONF", "CATALOG", "METASTORE_URL",
+                     "METASTORE_USER", "METASTORE_PASSWORD", "CONFIG", "LOG_LEVEL", "AWSGLUE",
+                     "BOTO3", "RUN_ID", "ATTEMPT", "CRASH_AT"):  # fmt: skip
+        assert variable.lower() in fields
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    for mentioned in {w.strip("`|") for w in readme.split() if w.strip("`|").startswith("SPARKMARK_")}:
+        name = mentioned.removeprefix("SPARKMARK_").rstrip(".,:;)").lower()
+        if name and not name.startswith("connection_"):
+            assert name in fields, f"README names {mentioned}, which Settings does not declare"
