@@ -126,7 +126,6 @@ class Runner:
 
     def __init__(self, store: StateStore, spark: SparkSession, name: str, tmp_path: Path):
         self.store, self.spark, self.name = store, spark, name
-        self.settings = Settings.from_env()
         self.temp_dir = str(tmp_path / "tempdir")
 
     def start(self, option: str = "job-bookmark-enable", *extra: str) -> Job:
@@ -140,7 +139,8 @@ class Runner:
             self.temp_dir,
             *extra,
         ]
-        return Job.from_args(argv, spark=self.spark, store=self.store, settings=self.settings)
+        # Each run resolves the environment as a process started now would.
+        return Job.from_args(argv, spark=self.spark, store=self.store, settings=Settings.from_env())
 
     def run(
         self,

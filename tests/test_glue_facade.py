@@ -403,10 +403,12 @@ def test_jdbc_from_options_with_bookmark_keys_and_jdbc_writes(glue, tmp_path, mo
             '[connections.pg]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n'
         )
         monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
+        # A script started with that setting: its GlueContext resolves the environment.
+        later = GlueContext(glue.spark_session)
         extra = DynamicFrame.fromDF(
-            glue.spark_session.createDataFrame([(3, "c")], "id int, v string"), glue, "x"
+            later.spark_session.createDataFrame([(3, "c")], "id int, v string"), later, "x"
         )
-        glue.write_dynamic_frame.from_jdbc_conf(extra, "pg", {"dbtable": f"{name}_out", "database": "test"})
+        later.write_dynamic_frame.from_jdbc_conf(extra, "pg", {"dbtable": f"{name}_out", "database": "test"})
         with engine.connect() as conn:
             assert [r[0] for r in conn.exec_driver_sql(f"SELECT id FROM {name}_out ORDER BY id")] == [1, 2, 3]
         with pytest.raises(SparkmarkError, match="not supported"):

@@ -821,7 +821,7 @@ def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
     )
     store = WorkflowStore(StateStore.from_settings())
     store.sync_trigger("hourly_trigger", start_on_creation=True, now=datetime.now(UTC))
-    with store.engine.begin() as conn:  # as if the trigger had been active for two minutes
+    with store.begin() as conn:  # as if the trigger had been active for two minutes
         store.advance_watermark(conn, "hourly_trigger", datetime.now(UTC) - timedelta(minutes=2))
     one, two = start_scheduler(path), start_scheduler(path)
     try:
@@ -1044,7 +1044,7 @@ def test_runs_of_a_scheduler_on_another_host_are_adopted_when_its_beat_stops(tmp
 
     drive(far, first)
     running = first().action_id
-    with far.store.engine.begin() as conn:  # as if that job process ran on the far host
+    with far.store.begin() as conn:  # as if that job process ran on the far host
         conn.execute(actions.update().where(actions.c.action_id == running).values(host="far-host"))
 
     near = scheduler_for(path, clock)

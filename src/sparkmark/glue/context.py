@@ -25,14 +25,13 @@ from ..sinks import files as file_sink
 from ..sinks import jdbc as jdbc_sink
 from ..sources.files import FileSource
 from ..sources.jdbc import JdbcRequest, JdbcSource
-from . import choice
+from . import choice, formats
 from .dynamicframe import DynamicFrame, ErrorStage
 
 log = logging.getLogger("sparkmark.glue")
 
 FILE_CONNECTIONS = ("s3", "file", "local")
 JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
-ACCEPTED_NO_OP = ("groupFiles", "groupSize", "compressionType", "useS3ListImplementation")
 
 
 def _file_options(options: dict) -> dict:
@@ -158,21 +157,11 @@ class GlueContext:
         spark_opts: dict[str, Any] = {}
         file_opts = _file_options(options)
         for key in options:
-            if key in ACCEPTED_NO_OP:
+            if key in formats.ACCEPTED_NO_OP:
                 log.info("connection option %s is accepted; Spark sizes its own input splits", key)
         json_records = False
+        spark_opts.update(formats.translate(formats.READ, fmt, format_options))
         if fmt == "csv":
-            spark_opts["header"] = str(
-                parse_bool("withHeader", format_options.get("withHeader", False))
-            ).lower()
-            if "separator" in format_options:
-                spark_opts["sep"] = format_options["separator"]
-            if "quoteChar" in format_options:
-                spark_opts["quote"] = format_options["quoteChar"]
-            if "escaper" in format_options:
-                spark_opts["escape"] = format_options["escaper"]
-            if "multiLine" in format_options:
-                spark_opts["multiLine"] = str(parse_bool("multiLine", format_options["multiLine"])).lower()
             spark_fmt = "csv"
         elif fmt == "json":
             if format_options.get("jsonPath") not in (None, "", "$[*]"):
@@ -188,7 +177,6 @@ class GlueContext:
             spark_fmt = "parquet" if fmt == "glueparquet" else fmt
         elif fmt == "xml":
             spark_fmt = "xml"
-            spark_opts["rowTag"] = format_options.get("rowTag", "row")
         elif fmt == "avro":
             spark_fmt = "avro"  # read in Python with fastavro (sources/avro.py)
         else:
@@ -444,22 +432,7 @@ class GlueContext:
                 raise SourceError(f"unsupported output format {fmt!r}")
             if spark_fmt != "parquet":
                 df = _variants_as_json(df)
-            writer_options: dict[str, str] = {}
-            if spark_fmt == "parquet":
-                if "compression" in fopts:
-                    writer_options["compression"] = str(fopts["compression"]).lower()
-                if "blockSize" in fopts:
-                    writer_options["parquet.block.size"] = str(fopts["blockSize"])
-                if "pageSize" in fopts:
-                    writer_options["parquet.page.size"] = str(fopts["pageSize"])
-            if spark_fmt == "csv":
-                writer_options["header"] = str(
-                    parse_bool("writeHeader", fopts.get("writeHeader", True))
-                ).lower()
-                if "separator" in fopts:
-                    writer_options["sep"] = fopts["separator"]
-            if spark_fmt == "xml":
-                writer_options["rowTag"] = fopts.get("rowTag", "row")
+            writer_options = formats.translate(formats.WRITE, spark_fmt, fopts)
             keys = list(options.get("partitionKeys") or [])
             if self._job is not None:
                 # With a ctx, exactly-once: staged now, published when the job commits.

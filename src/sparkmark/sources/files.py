@@ -117,7 +117,7 @@ class FileSource:
     """Files under ``paths``: the ones this run must process, as Glue's bookmark picks
     them (new or modified since the state ``ctx`` committed, within band and bounds).
 
-    ``options`` take Glue's file options (see ``engine.increment.OPTION_NAMES``),
+    ``options`` take Glue's file options (the table in ``engine.options``),
     ``bad_records`` and any Spark reader option. Read outside a run, it reads every
     file and quarantines nothing (malformed records are kept, as Spark keeps them).
     """
