@@ -1,7 +1,8 @@
 """Glue's format options as Spark options: one fixture row per case (tests/fixtures/
-glue_format_options.json), written from Glue's format-options reference (CSV:
-withHeader default false, writeHeader default true, separator, quoteChar, escaper,
-multiLine; Parquet: compression, blockSize, pageSize; XML: rowTag)."""
+glue_format_options.json), written from Glue's "Format Options for ETL Inputs and
+Outputs" page (CSV: withHeader default false, writeHeader default true, separator,
+escaper, quoteChar with -1 for no quoting, multiline; Parquet: compression, blockSize,
+pageSize; XML: rowTag)."""
 
 from __future__ import annotations
 

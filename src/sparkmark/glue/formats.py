@@ -20,7 +20,9 @@ from ..engine.options import parse_bool
 class FormatOption:
     glue: str  # the name in a Glue script's format_options
     spark: str  # the Spark reader or writer option it becomes
-    kind: str = "text"  # "bool" (true/false), "text" (as given), "lower" (lower-cased text)
+    # "bool" (true/false), "text" (as given), "lower" (lower-cased text), "quote" (a
+    # character, or "-1": no quoting, which Spark spells as an empty string)
+    kind: str = "text"
     default: Any = None  # passed to Spark when the script does not give the option
 
 
@@ -28,8 +30,9 @@ READ: dict[str, tuple[FormatOption, ...]] = {
     "csv": (
         FormatOption("withHeader", "header", "bool", False),
         FormatOption("separator", "sep"),
-        FormatOption("quoteChar", "quote"),
+        FormatOption("quoteChar", "quote", "quote"),
         FormatOption("escaper", "escape"),
+        FormatOption("multiline", "multiLine", "bool"),  # Glue's reference spells it so
         FormatOption("multiLine", "multiLine", "bool"),
     ),
     "xml": (FormatOption("rowTag", "rowTag", default="row"),),
@@ -57,6 +60,8 @@ def _value(option: FormatOption, value: Any) -> str:
         return str(parse_bool(option.glue, value)).lower()
     if option.kind == "lower":
         return str(value).lower()
+    if option.kind == "quote" and str(value) == "-1":
+        return ""
     return str(value)
 
 
