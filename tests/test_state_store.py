@@ -17,8 +17,9 @@ from sparkmark import (
     UnknownRun,
 )
 from sparkmark.engine import schema as t
+from sparkmark.engine.bookmark_store import extend_lineage
 from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry, RunState
-from sparkmark.engine.store import StateStore, extend_lineage
+from sparkmark.engine.store import StateStore
 
 
 def start(store, job, run_id, lease_seconds=60.0, **kw):

@@ -28,7 +28,7 @@ from .engine.models import BookmarkOption, OutputKind, OutputState, RunRecord, R
 from .engine.names import check_name
 from .engine.store import StateStore
 from .errors import ArgumentError
-from .runtime import JobRun, describe_error, read_source, running_runs, started_runs
+from .runtime import JobRun, describe_error, read_source
 from .settings import Settings
 from .sinks import files as file_sink
 from .sinks import jdbc as jdbc_sink
@@ -38,17 +38,7 @@ from .spark import create_session
 
 log = logging.getLogger("sparkmark.job")
 
-__all__ = ["Job", "describe_error", "running_jobs", "started_jobs"]
-
-
-def running_jobs() -> list[JobRun]:
-    """Runs of this process that have not ended yet."""
-    return running_runs()
-
-
-def started_jobs() -> list[JobRun]:
-    """Every run this process started, in order."""
-    return started_runs()
+__all__ = ["Job", "describe_error"]
 
 
 class Job:

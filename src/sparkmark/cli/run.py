@@ -85,9 +85,9 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         fail(str(exc))
 
     _prepare_spark_and_glue()
-    from ..job import describe_error, running_jobs, started_jobs
+    from ..runtime import describe_error, running_runs, started_runs
 
-    already = len(started_jobs())
+    already = len(started_runs())
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *argv]
     sys.path.insert(0, str(script.resolve().parent))
@@ -102,7 +102,7 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
-    for job in running_jobs():
+    for job in running_runs():
         if error is None:
             job.finish_without_commit()
         elif isinstance(error, KeyboardInterrupt):
@@ -112,7 +112,7 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         else:
             job.fail(error)
 
-    mine = started_jobs()[already:]
+    mine = started_runs()[already:]
     failed = error is not None
     for job in mine:
         run = job.store.get_run(job.run_id)

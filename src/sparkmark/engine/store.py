@@ -24,13 +24,13 @@ from sqlalchemy.exc import OperationalError
 from ..errors import ConfigError, StateStoreError
 from ..settings import Settings
 from . import schema as t
-from .bookmark_store import BookmarkStore, extend_lineage
+from .bookmark_store import BookmarkStore
 from .output_store import OutputStore
 from .run_store import RunStore
 
 log = logging.getLogger("sparkmark.state")
 
-__all__ = ["StateStore", "extend_lineage", "private_dir"]
+__all__ = ["StateStore", "private_dir"]
 
 
 def private_dir(path: Path) -> None:

@@ -96,9 +96,6 @@ class JdbcRequest:
         )
 
 
-JdbcOutcome = SourceOutcome
-
-
 def _describe(values: tuple | None) -> list | None:
     """Key values as a person reads them (timestamps in ISO form)."""
     return None if values is None else [kr.encode_value(v)["value"] for v in values]
@@ -131,7 +128,7 @@ def read(
     commit_state: bool,
     bounds: tuple[dict | None, dict | None] | None = None,
     run_id: str,
-) -> JdbcOutcome:
+) -> SourceOutcome:
     """Read this run's rows. ``bounds`` (pause with from/to) gives the two ctx states
     whose committed key values delimit the range."""
     engine = req.database.engine()
@@ -154,7 +151,7 @@ def read(
         engine.dispose()
 
 
-def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, run_id) -> JdbcOutcome:
+def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, run_id) -> SourceOutcome:
     primary: list[str] = []
     if req.table is not None:
         probe = kr.Source(req.database, req.table, None, ())
@@ -323,7 +320,7 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
             state["lag"] = req.lag
             state["boundary"] = boundary or []
         commit = CtxCommit(ctx=ctx, state=state)
-    return JdbcOutcome(frame, commit, metrics)
+    return SourceOutcome(frame, commit, metrics)
 
 
 class JdbcSource:
