@@ -6,7 +6,8 @@ import pytest
 
 from sparkmark import SourceError
 from sparkmark.engine.globs import ExclusionMatcher, compile_glob
-from sparkmark.engine.listing import FileLister, spark_path
+from sparkmark.engine.listing import FileLister
+from sparkmark.engine.storage import spark_path
 
 
 @pytest.mark.parametrize(

@@ -297,7 +297,33 @@ def test_a_version_2_store_is_migrated_to_hold_outputs(tmp_path):
     engine.dispose()
     store = StateStore(url)
     with store.engine.connect() as conn:
-        assert t.stored_version(conn) == 3
+        assert t.stored_version(conn) == t.SCHEMA_VERSION
     assert "sm_outputs" in inspect(store.engine).get_table_names()
     assert store.outputs("any") == []
+    store.close()
+
+
+def test_a_version_3_store_gains_etags_and_keeps_its_entries(tmp_path):
+    """Before object storage (schema 3) file entries had no ETag: the migration adds the
+    column, old entries read with no ETag and still match by mtime and size."""
+    from sqlalchemy import create_engine, inspect
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE sm_file_entries (source_id INTEGER NOT NULL, version INTEGER NOT NULL, "
+            "path TEXT NOT NULL, mtime_ms BIGINT NOT NULL, size BIGINT NOT NULL, "
+            "PRIMARY KEY (source_id, version, path)) WITHOUT ROWID"
+        )
+        t.metadata.create_all(conn, tables=[tb for tb in t._V1_TABLES if tb is not t.file_entries])
+        conn.execute(t.schema_info.insert().values(name="schema_version", value="3"))
+        t._v2(conn)
+        t._v3(conn)
+    assert "etag" not in {c["name"] for c in inspect(engine).get_columns("sm_file_entries")}
+    engine.dispose()
+    store = StateStore(url)
+    assert "etag" in {c["name"] for c in inspect(store.engine).get_columns("sm_file_entries")}
+    with store.engine.connect() as conn:
+        assert t.stored_version(conn) == t.SCHEMA_VERSION
     store.close()

@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 from . import args as job_args
 from . import outputs as run_outputs
 from .connections import Connections
-from .engine import faults, fileplan
+from .engine import faults, fileplan, storage
 from .engine import jdbc as jdbc_keys
 from .engine.models import BookmarkOption, OutputKind, OutputState, RunRecord, RunState
 from .engine.names import check_name
@@ -81,6 +81,10 @@ class Job:
         self.args.setdefault("TempDir", self.temp_dir)
         self.lease_seconds = self.settings.lease_seconds
         self._spark = spark
+        if spark is not None:
+            storage.prepare_spark(spark, self.settings)
+        else:
+            storage.configure(self.settings)
         self.connections = Connections.from_settings(self.settings)
         faults.arm(self.settings.crash_at)
         self.job_run = JobRun(
@@ -142,9 +146,10 @@ class Job:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            self._spark = SparkSession.getActiveSession() or create_session(
-                self.name, self.settings.spark_master, self.settings
-            )
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                storage.prepare_spark(active, self.settings)
+            self._spark = active or create_session(self.name, self.settings.spark_master, self.settings)
         return self._spark
 
     @property

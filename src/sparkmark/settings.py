@@ -23,6 +23,17 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_BOTO3`` | boto3 | ``auto`` (``shim``: the workflow stand-in; ``real``) |
 | ``SPARKMARK_RUN_ID`` / ``SPARKMARK_ATTEMPT`` | run_id / attempt | set by the scheduler for the job it starts |
 | ``SPARKMARK_CRASH_AT`` | crash_at | unset (tests: die at that crash point) |
+| ``SPARKMARK_S3_LOCAL_ROOT`` | s3_local_root | unset; a folder: ``s3://bucket/key`` is read and written as ``FOLDER/bucket/key`` |
+
+S3 access is configured the way AWS's own tools take it, from the standard variables
+(no ``SPARKMARK_`` prefix); sparkmark hands them to its S3 client and to Spark's S3A:
+
+| variable | field |
+|---|---|
+| ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN`` | aws_access_key_id / aws_secret_access_key / aws_session_token |
+| ``AWS_PROFILE`` | aws_profile |
+| ``AWS_REGION`` (or ``AWS_DEFAULT_REGION``) | aws_region |
+| ``AWS_ENDPOINT_URL_S3`` (or ``AWS_ENDPOINT_URL``) | aws_endpoint_url_s3 |
 
 Connections (``[connections.NAME]`` in the config file) may also be given, or have
 their password, in variables whose names the connection declares
@@ -43,6 +54,15 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from .errors import ConfigError
 
 PREFIX = "SPARKMARK_"
+# AWS's standard variables, read without the prefix; the first one set wins.
+AWS_VARIABLES = {
+    "aws_access_key_id": ("AWS_ACCESS_KEY_ID",),
+    "aws_secret_access_key": ("AWS_SECRET_ACCESS_KEY",),
+    "aws_session_token": ("AWS_SESSION_TOKEN",),
+    "aws_profile": ("AWS_PROFILE",),
+    "aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "aws_endpoint_url_s3": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+}
 
 
 class Settings(BaseModel):
@@ -68,6 +88,13 @@ class Settings(BaseModel):
     run_id: str | None = None
     attempt: int = Field(0, ge=0)
     crash_at: str | None = None
+    s3_local_root: Path | None = None
+    aws_access_key_id: str | None = Field(None, repr=False)
+    aws_secret_access_key: SecretStr | None = None
+    aws_session_token: SecretStr | None = None
+    aws_profile: str | None = None
+    aws_region: str | None = None
+    aws_endpoint_url_s3: str | None = None
     # The environment as it was resolved: for the variables a connection names. Never
     # printed or serialised (it may hold passwords).
     environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
@@ -78,8 +105,14 @@ class Settings(BaseModel):
         values: dict[str, Any] = {
             name: env[PREFIX + name.upper()]
             for name in cls.model_fields
-            if name != "environ" and env.get(PREFIX + name.upper())
+            if name != "environ" and name not in AWS_VARIABLES and env.get(PREFIX + name.upper())
         }
+        for name, variables in AWS_VARIABLES.items():
+            found = next((env[v] for v in variables if env.get(v)), None)
+            if found is not None:
+                values[name] = found
+        if "s3_local_root" in values:
+            values["s3_local_root"] = Path(values["s3_local_root"]).expanduser().absolute()
         if PREFIX + "JDBC_JARS" in env:  # set but empty: no JDBC jars at all
             values["jdbc_jars"] = env[PREFIX + "JDBC_JARS"]
         home = Path(values.pop("home", ".sparkmark")).expanduser().absolute()

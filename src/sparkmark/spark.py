@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import connectors
+from .engine import storage
 from .errors import SourceError
 from .settings import Settings
 
@@ -144,7 +145,9 @@ def create_session(app_name: str, master: str, settings: Settings) -> SparkSessi
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in session_confs(settings, master).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    storage.prepare_spark(session, settings)
+    return session
 
 
 _LOADED_DRIVERS: dict[tuple[str, tuple[str, ...]], str] = {}  # (application id, candidates)

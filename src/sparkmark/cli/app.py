@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ..engine import storage
 from ..errors import SparkmarkError
 from ..settings import Settings
 from . import bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
@@ -54,7 +55,9 @@ def run(
 
 def main() -> None:
     try:
-        level = Settings.from_env().log_level.upper()
+        settings = Settings.from_env()
+        level = settings.log_level.upper()
+        storage.configure(settings)  # s3:// for commands that list or read without Spark
     except SparkmarkError:
         level = "INFO"  # the command itself says what is wrong with the settings
     logging.basicConfig(

@@ -149,7 +149,7 @@ def _sample(found: Found) -> list[ListedFile]:
 
 
 def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[str, str]) -> StructType:
-    from ..engine.listing import spark_path
+    from ..engine.storage import spark_path
 
     paths = [spark_path(u) for u in urls]
     if kind == "avro":
@@ -429,7 +429,7 @@ class _FolderBookmark:
             CtxCommit(
                 root,
                 {"type": "crawler-target", "paths": [root]},
-                [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
+                [FileEntry(f.url, f.mtime_ms, f.size, f.etag) for f in inc.selected],
                 dict(inc.dir_marks),
             )
         )

@@ -231,6 +231,7 @@ class BookmarkStore:
                                 "path": f.path,
                                 "mtime_ms": f.mtime_ms,
                                 "size": f.size,
+                                "etag": f.etag,
                             }
                             for f in c.files
                         ),
@@ -370,7 +371,7 @@ class BookmarkStore:
             ).all()
             for source_id, ctx in sources:
                 latest = self._latest(
-                    conn, t.file_entries, "path", ("mtime_ms", "size"), source_id, current.lineage
+                    conn, t.file_entries, "path", ("mtime_ms", "size", "etag"), source_id, current.lineage
                 )
                 before += conn.execute(
                     select(func.count()).select_from(t.file_entries).where(fe.source_id == source_id)
@@ -385,8 +386,15 @@ class BookmarkStore:
                     conn,
                     t.file_entries,
                     (
-                        {"source_id": source_id, "version": version, "path": p, "mtime_ms": m, "size": z}
-                        for p, (m, z) in kept.items()
+                        {
+                            "source_id": source_id,
+                            "version": version,
+                            "path": p,
+                            "mtime_ms": m,
+                            "size": z,
+                            "etag": e,
+                        }
+                        for p, (m, z, e) in kept.items()
                     ),
                 )
                 rows.insert_many(
@@ -433,9 +441,9 @@ class BookmarkStore:
                 return {}
             where = None if folders is None else self._below(list(folders))
             latest = self._latest(
-                conn, t.file_entries, "path", ("mtime_ms", "size"), source_id, lineage, where
+                conn, t.file_entries, "path", ("mtime_ms", "size", "etag"), source_id, lineage, where
             )
-        return {p: FileEntry(p, m, z) for p, (m, z) in latest.items()}
+        return {p: FileEntry(p, m, z, e) for p, (m, z, e) in latest.items()}
 
     def _below(self, folders: list[str]):
         path = t.file_entries.c.path

@@ -17,6 +17,7 @@ from .globs import ExclusionMatcher
 from .increment import FileSourceOptions, Increment, plan_increment, range_increment
 from .listing import FileLister, Listing
 from .models import CtxCommit, FileEntry
+from .storage import canonical
 
 if TYPE_CHECKING:
     from .store import StateStore
@@ -81,8 +82,9 @@ def root_url(path: str) -> str:
 def as_path_list(paths: str | Sequence[str]) -> list[str]:
     if isinstance(paths, str):
         paths = [paths]
-    # Local paths are kept absolute, so the bookmark reads the same from any folder.
-    result = [str(p) if "://" in str(p) else os.path.abspath(str(p)) for p in paths]
+    # Local paths are kept absolute, so the bookmark reads the same from any folder;
+    # s3a:// and s3n:// are s3://, so one object has one identity.
+    result = [canonical(str(p)) if "://" in str(p) else os.path.abspath(str(p)) for p in paths]
     if not result:
         raise SourceError("read_files needs at least one path")
     return result
@@ -191,7 +193,7 @@ def ctx_commit(
     return CtxCommit(
         ctx=plan.ctx or "",
         state=state,
-        files=[FileEntry(f.url, f.mtime_ms, f.size) for f in selected],
+        files=[FileEntry(f.url, f.mtime_ms, f.size, f.etag) for f in selected],
         dirs=dict(plan.increment.dir_marks),
     )
 

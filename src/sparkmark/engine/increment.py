@@ -1,8 +1,8 @@
 """Which listed files a run must process: the file bookmark algorithm.
 
 Pure logic over a listing and the committed per-file state; no Spark, no I/O.
-A file is due when its path was never processed, or when its (mtime, size)
-differs from the last time it was processed. Candidates are ordered oldest
+A file is due when its path was never processed, or when its (mtime, size), or an
+object's ETag, differs from the last time it was processed. Candidates are ordered oldest
 first by (mtime, path), so bounds and bands cut deterministically and files that
 share an mtime at the cut are split, never lost and never read twice.
 """
@@ -111,7 +111,7 @@ def plan_increment(
     candidates: list[ListedFile] = []
     for f in listing.files:
         seen = processed.get(f.url)
-        if seen is not None and seen.mtime_ms == f.mtime_ms and seen.size == f.size:
+        if seen is not None and seen.same_content(f.mtime_ms, f.size, f.etag):
             inc.already_processed += 1
             continue
         candidates.append(f)
@@ -165,7 +165,7 @@ def range_increment(
     for f in sorted(listing.files, key=_order):
         if f.url in wanted:
             inc.selected.append(f)
-            if (f.mtime_ms, f.size) != (wanted[f.url].mtime_ms, wanted[f.url].size):
+            if not wanted[f.url].same_content(f.mtime_ms, f.size, f.etag):
                 inc.modified += 1
             else:
                 inc.new += 1

@@ -30,7 +30,6 @@ log = logging.getLogger("sparkmark.listing")
 
 _PARTITION_DIR = re.compile(r"^[^=/]+=[^/]*$")
 _GLOB_CHARS = re.compile(r"[*?\[{]")
-_SPARK_SCHEMES = {"s3": "s3a", "s3n": "s3a"}
 
 
 def mtime_ms(info: dict[str, Any]) -> int | None:
@@ -63,22 +62,6 @@ def mtime_ms(info: dict[str, Any]) -> int | None:
     return None
 
 
-def spark_path(url: str) -> str:
-    """The path Spark should read for a listed URL: s3 becomes s3a, and Hadoop glob
-    characters are escaped so a file named ``a[1].json`` is read literally."""
-    scheme, sep, rest = url.partition("://")
-    if sep and scheme in _SPARK_SCHEMES:
-        url = f"{_SPARK_SCHEMES[scheme]}://{rest}"
-    return re.sub(r"([\\{}\[\]*?])", r"\\\1", url)
-
-
-def spark_base_path(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if sep and scheme in _SPARK_SCHEMES:
-        return f"{_SPARK_SCHEMES[scheme]}://{rest}"
-    return url
-
-
 @dataclass(frozen=True)
 class ListedFile:
     url: str  # the file's identity in the bookmark: protocol-qualified
@@ -86,6 +69,7 @@ class ListedFile:
     dir: str
     mtime_ms: int
     size: int
+    etag: str | None = None  # object stores: changes with the content, whatever the mtime
 
     @property
     def name(self) -> str:
@@ -102,6 +86,16 @@ class Listing:
     skipped_dirs: list[str] = field(default_factory=list)
     leaf_dirs: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+
+
+def etag(info: dict[str, Any]) -> str | None:
+    """An object store's entity tag, without its quotes; None on a file system."""
+    value = info.get("ETag") or info.get("etag")
+    return str(value).strip('"') if value else None
+
+
+def _listed(url: str, root: str, folder: str, info: dict[str, Any]) -> ListedFile:
+    return ListedFile(url, root, folder, mtime_ms(info) or 0, int(info.get("size") or 0), etag(info))
 
 
 class FileLister:
@@ -157,9 +151,7 @@ class FileLister:
             if info["type"] != "directory":
                 url = fs.unstrip_protocol(info["name"])
                 parent = url.rsplit("/", 1)[0]
-                listing.files.append(
-                    ListedFile(url, parent, parent, mtime_ms(info) or 0, int(info.get("size") or 0))
-                )
+                listing.files.append(_listed(url, parent, parent, info))
                 continue
             self._walk(fs, one.rstrip("/"), root_url, mtime_ms(info), listing, pool)
 
@@ -211,9 +203,7 @@ class FileLister:
                     ):
                         listing.excluded += 1
                         continue
-                    listing.files.append(
-                        ListedFile(url, root_url, dir_url, mtime_ms(entry) or 0, int(entry.get("size") or 0))
-                    )
+                    listing.files.append(_listed(url, root_url, dir_url, entry))
                 if not has_subdirs and dir_mtime is not None:
                     listing.leaf_dirs[dir_url] = dir_mtime
 

@@ -88,11 +88,21 @@ class BookmarkVersion:
 
 @dataclass(frozen=True, order=True)
 class FileEntry:
-    """The identity of a processed file: same path, mtime and size means same content."""
+    """The identity of a processed file: same path, mtime and size (and, on object
+    stores, ETag) means same content."""
 
     path: str
     mtime_ms: int
     size: int
+    etag: str | None = None
+
+    def same_content(self, mtime_ms: int, size: int, etag: str | None) -> bool:
+        """A listed file is the one processed: its mtime and size are unchanged, and
+        so is its ETag when both sides have one (an object rewritten within the same
+        second with the same size is still seen as modified)."""
+        if (self.mtime_ms, self.size) != (mtime_ms, size):
+            return False
+        return self.etag is None or etag is None or self.etag == etag
 
 
 @dataclass(frozen=True)

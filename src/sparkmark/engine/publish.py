@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fsspec.core import url_to_fs
+from fsspec.implementations.dirfs import DirFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import SparkmarkError
 from .faults import crash_point
@@ -70,6 +72,12 @@ class FileOutputPlan:
             [tuple(pair) for pair in doc.get("files", ())],
             list(doc.get("remove", ())),
         )
+
+
+def _is_local(fs) -> bool:
+    if isinstance(fs, DirFileSystem):  # s3:// mapped onto a local folder
+        fs = fs.fs
+    return isinstance(fs, LocalFileSystem)
 
 
 def _fs(root: str):
@@ -142,6 +150,9 @@ def _ls_files(fs, folder: str) -> list[str]:
 
 
 def _write_atomically(fs, path: str, text: str) -> None:
+    if not _is_local(fs):
+        fs.pipe_file(path, text.encode())  # an object store's PUT is all or nothing
+        return
     folder, _, name = path.rpartition("/")
     tmp = f"{folder}/.{name}.tmp"
     fs.makedirs(folder, exist_ok=True)
@@ -192,6 +203,8 @@ def publish(plan: FileOutputPlan) -> int:
         "files": [dst for _, dst in plan.files],
         "removed": len(plan.remove),
     }
+    # Last of the data: a plain reader that wants all of a write waits for _SUCCESS.
+    fs.pipe_file(f"{path}/_SUCCESS", b"")
     _write_atomically(fs, f"{runs}/{plan.key}.published", json.dumps(record, indent=1))
     _remove(fs, f"{runs}/{plan.key}.pending")
     _remove(fs, staging, recursive=True)

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    inspect,
     select,
 )
 
@@ -135,6 +136,7 @@ file_entries = Table(
     Column("path", Text, primary_key=True),
     Column("mtime_ms", BigInteger, nullable=False),
     Column("size", BigInteger, nullable=False),
+    Column("etag", String(128)),  # version 4: object stores' entity tag
     sqlite_with_rowid=False,
 )
 
@@ -190,7 +192,15 @@ def _v3(conn: Connection) -> None:
     metadata.create_all(conn, tables=[outputs])
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3}
+def _v4(conn: Connection) -> None:
+    """Objects on S3 are identified by their ETag as well as size and LastModified. A
+    store created by this version has the column from version 1's step already."""
+    columns = {c["name"] for c in inspect(conn).get_columns("sm_file_entries")}
+    if "etag" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sm_file_entries ADD COLUMN etag VARCHAR(128)")
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

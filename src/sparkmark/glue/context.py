@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType, VariantType
 
 from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
+from ..engine import storage
 from ..engine.options import OPTION_NAMES, parse_bool
 from ..engine.store import StateStore
 from ..errors import SourceError, SparkmarkError
@@ -65,6 +66,7 @@ class GlueContext:
             self.spark_session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         self._sc = self.spark_session.sparkContext
         self.settings = Settings.from_env()
+        storage.prepare_spark(self.spark_session, self.settings)
         self._job: NativeJob | None = None
         self.create_dynamic_frame = _DynamicFrameReader(self)
         self.create_data_frame = _DataFrameReader(self)

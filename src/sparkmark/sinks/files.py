@@ -10,7 +10,7 @@ from fsspec.core import url_to_fs
 
 from ..engine import publish
 from ..engine.faults import crash_when
-from ..engine.listing import spark_base_path
+from ..engine.storage import require_s3a, spark_base_path
 from ..errors import SinkError
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
@@ -52,6 +52,7 @@ def stage(
 ) -> publish.FileOutputPlan:
     """Write ``df`` into the staging folder of write ``key`` and return its plan; the
     output folder itself is untouched."""
+    require_s3a(df.sparkSession, root)
     staging = publish.staging_url(root, key)
     fs, staging_path = url_to_fs(staging)
     crash_when("writing", lambda: any("/part-" in p for p in fs.find(staging_path)))
@@ -65,6 +66,7 @@ def write_now(
     df: DataFrame, root: str, *, fmt: str, mode: str, partition_by: Sequence[str], options: Mapping[str, Any]
 ) -> None:
     """A plain Spark write, visible at once (a sink without a ctx, as on Glue)."""
+    require_s3a(df.sparkSession, root)
     writer = _writer(df, fmt, partition_by, options)
     if mode == "overwrite_partitions":
         writer = writer.option("partitionOverwriteMode", "dynamic").mode("overwrite")

@@ -15,8 +15,9 @@ from pyspark.sql.types import StringType, StructField, StructType
 from ..engine import fileplan
 from ..engine.faults import crash_when
 from ..engine.increment import FileSourceOptions
-from ..engine.listing import ListedFile, spark_base_path, spark_path
+from ..engine.listing import ListedFile
 from ..engine.manifest import manifest_path, quarantine_path, write_manifest
+from ..engine.storage import require_s3a, spark_base_path, spark_path
 from ..errors import ArgumentError, SourceError
 from .base import ReadContext, SourceOutcome
 
@@ -72,6 +73,7 @@ def read_selected(
         groups.setdefault((f.root, partition_columns(f)), []).append(spark_path(f.url))
     frames = []
     for (root, _columns), group in groups.items():
+        require_s3a(spark, root)
         reader = spark.read.format(fmt)
         for key, value in spark_options.items():
             reader = reader.option(key, value)

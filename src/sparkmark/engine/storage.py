@@ -1,0 +1,206 @@
+"""Where a file URL lives: a local disk, S3, or S3 mapped onto a local folder.
+
+sparkmark's own file access (listing, publishing, manifests, crawlers) goes through
+fsspec; Spark's goes through Hadoop. ``configure`` hands the S3 settings to both:
+
+- to fsspec as the default options of the ``s3`` protocol (``fsspec.config.conf``,
+  fsspec's own per-protocol configuration), served by s3fs: credentials, endpoint,
+  region, and no listing cache (a run must see objects written since the last one);
+- with ``s3_local_root`` set, ``s3://bucket/key`` is ``<root>/bucket/key`` on the
+  local disk for fsspec, and Spark is handed the ``file://`` path (for a laptop with
+  Glue scripts whose paths are hard-coded);
+- to a Spark session (``prepare_spark``) as S3A settings in its Hadoop configuration,
+  set in the JVM, never on a command line.
+
+``s3``, ``s3a`` and ``s3n`` name the same objects. sparkmark keeps ``s3://`` as a
+file's identity (what Glue writes in bookmarks and catalog locations) and gives Spark
+``s3a://``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import fsspec
+from fsspec.implementations.dirfs import DirFileSystem
+from fsspec.implementations.local import LocalFileSystem
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..settings import Settings
+
+log = logging.getLogger("sparkmark.storage")
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+_HADOOP_GLOB = re.compile(r"([\\{}\[\]*?])")
+
+
+class LocalBuckets(DirFileSystem):
+    """``s3://bucket/key`` served from ``<root>/bucket/key`` on the local disk."""
+
+    protocol = S3_SCHEMES
+    root_marker = ""
+
+    def __init__(self, root: str, **options: Any):
+        super().__init__(path=root, fs=LocalFileSystem(auto_mkdir=True), **options)
+        self.root = root
+
+    @classmethod
+    def _strip_protocol(cls, path):
+        path = str(path)
+        for scheme in S3_SCHEMES:
+            if path.startswith(scheme + "://"):
+                return path[len(scheme) + 3 :].rstrip("/")
+        return path.rstrip("/")
+
+    def unstrip_protocol(self, name: str) -> str:
+        return "s3://" + name.lstrip("/")
+
+    def local_path(self, url: str) -> str:
+        return f"{self.root.rstrip('/')}/{self._strip_protocol(url)}"
+
+
+def s3_options(settings: Settings) -> dict[str, Any]:
+    """s3fs's options for these settings (secrets included: for the client only)."""
+    options: dict[str, Any] = {"use_listings_cache": False}
+    if settings.aws_access_key_id:
+        options["key"] = settings.aws_access_key_id
+    if settings.aws_secret_access_key:
+        options["secret"] = settings.aws_secret_access_key.get_secret_value()
+    if settings.aws_session_token:
+        options["token"] = settings.aws_session_token.get_secret_value()
+    if settings.aws_profile and not settings.aws_access_key_id:
+        options["profile"] = settings.aws_profile
+    client: dict[str, str] = {}
+    if settings.aws_endpoint_url_s3:
+        client["endpoint_url"] = settings.aws_endpoint_url_s3
+    if settings.aws_region:
+        client["region_name"] = settings.aws_region
+    if client:
+        options["client_kwargs"] = client
+    return options
+
+
+def configure(settings: Settings) -> None:
+    """Make ``s3://`` URLs open as these settings say, for fsspec in this process."""
+    for scheme in S3_SCHEMES:
+        fsspec.config.conf.pop(scheme, None)
+    if settings.s3_local_root is not None:
+        for scheme in S3_SCHEMES:
+            fsspec.register_implementation(scheme, LocalBuckets, clobber=True)
+            fsspec.config.conf[scheme] = {"root": str(settings.s3_local_root)}
+        return
+    for scheme in S3_SCHEMES:
+        fsspec.register_implementation(scheme, "s3fs.S3FileSystem", clobber=True)
+        fsspec.config.conf[scheme] = s3_options(settings)
+
+
+def is_s3(url: str) -> bool:
+    return url.partition("://")[0].lower() in S3_SCHEMES and "://" in url
+
+
+def canonical(url: str) -> str:
+    """``s3a://`` and ``s3n://`` URLs as ``s3://``: one identity per object."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in S3_SCHEMES:
+        return f"s3://{rest}"
+    return url
+
+
+def spark_base_path(url: str) -> str:
+    """The URL Spark should use for a folder or file sparkmark names: ``s3a://`` for S3,
+    or the local file under ``s3_local_root`` when S3 is mapped there."""
+    if not is_s3(url):
+        return url
+    fs, _ = fsspec.core.url_to_fs(url)
+    if isinstance(fs, LocalBuckets):
+        return "file://" + fs.local_path(url)
+    return "s3a://" + url.partition("://")[2]
+
+
+def spark_path(url: str) -> str:
+    """As ``spark_base_path``, with Hadoop's glob characters escaped so that a file named
+    ``a[1].json`` is read literally."""
+    return _HADOOP_GLOB.sub(r"\\\1", spark_base_path(url))
+
+
+def s3a_settings(settings: Settings) -> dict[str, str]:
+    """Hadoop's S3A settings for these settings (secrets included: for the JVM only)."""
+    conf = {"fs.s3.impl": S3A, "fs.s3n.impl": S3A}
+    endpoint = settings.aws_endpoint_url_s3
+    if endpoint:
+        conf["fs.s3a.endpoint"] = endpoint
+        conf["fs.s3a.path.style.access"] = "true"
+        conf["fs.s3a.connection.ssl.enabled"] = str(endpoint.startswith("https")).lower()
+    if settings.aws_region:
+        conf["fs.s3a.endpoint.region"] = settings.aws_region
+    elif endpoint:
+        conf["fs.s3a.endpoint.region"] = "us-east-1"  # a custom endpoint ignores it; S3A wants one
+    if settings.aws_access_key_id and settings.aws_secret_access_key:
+        conf["fs.s3a.access.key"] = settings.aws_access_key_id
+        conf["fs.s3a.secret.key"] = settings.aws_secret_access_key.get_secret_value()
+        if settings.aws_session_token:
+            conf["fs.s3a.session.token"] = settings.aws_session_token.get_secret_value()
+            conf["fs.s3a.aws.credentials.provider"] = (
+                "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+            )
+    elif settings.aws_profile:
+        # The AWS SDK's default chain reads AWS_PROFILE and ~/.aws from the JVM's environment.
+        conf["fs.s3a.aws.credentials.provider"] = (
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+        )
+    return conf
+
+
+def prepare_spark(spark: SparkSession, settings: Settings) -> None:
+    """Give a session the S3 settings (and ``s3://`` served by S3A) when it can serve S3.
+    Settings the user gave Spark for S3A already are left as they are."""
+    configure(settings)
+    if settings.s3_local_root is not None:
+        return
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:  # Spark Connect: the server owns its Hadoop settings
+        return
+    if not _loadable(jvm, S3A):
+        return
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3a_settings(settings).items():
+        current = hadoop.get(key)
+        if current is None or key in _OURS:
+            hadoop.set(key, value)
+
+
+# Keys sparkmark owns once the settings name an endpoint or credentials: a session
+# reused across settings (a test process) must follow the newest ones.
+_OURS = frozenset({"fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"})
+
+
+def _loadable(jvm, name: str) -> bool:
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(name, False, loader)
+        return True
+    except Exception:  # noqa: BLE001 - not on the classpath, whatever the JVM calls it
+        return False
+
+
+def require_s3a(spark: SparkSession, url: str) -> None:
+    """One line, before Spark fails deep inside a read or write, when an S3 URL cannot be
+    served: no S3A filesystem on Spark's classpath."""
+    if not is_s3(url) or spark_base_path(url).startswith("file://"):
+        return
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None or _loadable(jvm, S3A):
+        return
+    raise ConfigError(
+        f"{url} is on S3, but Spark has no S3A filesystem (hadoop-aws): run `make jars` and let "
+        "sparkmark start the session, or start Spark with --packages "
+        "org.apache.hadoop:hadoop-aws:<your Hadoop version>; or set SPARKMARK_S3_LOCAL_ROOT to "
+        "map s3:// onto a local folder"
+    )

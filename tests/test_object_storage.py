@@ -1,0 +1,388 @@
+"""Jobs on s3:// paths against a real S3 API server (moto's server mode on 127.0.0.1),
+reached over HTTP through s3fs and Spark's S3A, as AWS would be."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import boto3
+import pyarrow.parquet as pq
+import pytest
+import s3fs
+
+from sparkmark.engine import storage
+from sparkmark.engine.listing import FileLister
+from sparkmark.engine.models import OutputState
+from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
+from sparkmark.settings import Settings
+from sparkmark.spark import submit_args
+
+from .conftest import ids
+
+SECRET = "sm-secret-" + uuid.uuid4().hex  # must never appear in anything sparkmark writes
+KEY_ID = "AKIASPARKMARKTEST"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "glue"
+SPARKMARK = Path(sys.executable).with_name("sparkmark")
+
+
+@pytest.fixture
+def s3env(s3_server, monkeypatch):
+    """AWS's standard variables pointing at the local server, and a fresh bucket."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server.endpoint_url)
+    monkeypatch.delenv("SPARKMARK_S3_LOCAL_ROOT", raising=False)
+    bucket = f"b-{uuid.uuid4().hex[:12]}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server.endpoint_url,
+        aws_access_key_id=KEY_ID,
+        aws_secret_access_key=SECRET,
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=bucket)
+    storage.configure(Settings.from_env())
+    yield bucket, client
+    storage.configure(Settings.from_env({}))
+
+
+def put_json(client, bucket: str, key: str, ids_: list[int], **extra) -> dict:
+    body = "".join(json.dumps({"id": i, **extra}) + "\n" for i in ids_).encode()
+    return client.put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def keys(client, bucket: str, prefix: str) -> list[str]:
+    found = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        found += [o["Key"] for o in page.get("Contents", [])]
+    return sorted(found)
+
+
+def visible(client, bucket: str, prefix: str) -> list[str]:
+    """The data objects a plain reader of the prefix sees (hidden `_`/`.` names left out)."""
+    return [
+        k
+        for k in keys(client, bucket, prefix)
+        if not any(part.startswith(("_", ".")) for part in k[len(prefix) :].split("/"))
+    ]
+
+
+def parquet_ids(client, bucket: str, prefix: str) -> list[int]:
+    fs = s3fs.S3FileSystem(
+        key=KEY_ID, secret=SECRET, client_kwargs={"endpoint_url": client.meta.endpoint_url}
+    )
+    found = []
+    for key in visible(client, bucket, prefix):
+        if key.endswith(".parquet"):
+            with fs.open(f"{bucket}/{key}", "rb") as fh:
+                found += pq.read_table(fh).column("id").to_pylist()
+    return sorted(found)
+
+
+def test_file_bookmarks_on_s3(runner, s3env):
+    bucket, client = s3env
+    src = f"s3://{bucket}/events"
+    put_json(client, bucket, "events/dt=2026-11-01/a.json", [1, 2])
+    put_json(client, bucket, "events/dt=2026-11-02/b.json", [3])
+    # A multipart upload begun before the first run and completed after it: on S3 its
+    # LastModified is when it began, older than what the first run read.
+    upload = client.create_multipart_upload(Bucket=bucket, Key="events/dt=2026-11-01/late.json")
+
+    rows, first = runner.run(src)
+    assert rows == [1, 2, 3]
+    run = runner.store.get_run(first.run_id)
+    assert run.metrics["sources"]["src"]["files_new"] == 2
+    lineage = runner.store.latest_version(runner.name).lineage
+    committed = runner.store.processed_files(runner.name, "src", lineage)
+    head = client.head_object(Bucket=bucket, Key="events/dt=2026-11-01/a.json")
+    entry = committed[f"s3://{bucket}/events/dt=2026-11-01/a.json"]
+    assert entry.etag == head["ETag"].strip('"') and entry.size == head["ContentLength"]
+
+    assert runner.run(src)[0] == []  # nothing new
+
+    part = client.upload_part(
+        Bucket=bucket,
+        Key="events/dt=2026-11-01/late.json",
+        UploadId=upload["UploadId"],
+        PartNumber=1,
+        Body=b'{"id": 10}\n',
+    )
+    client.complete_multipart_upload(
+        Bucket=bucket,
+        Key="events/dt=2026-11-01/late.json",
+        UploadId=upload["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    put_json(client, bucket, "events/dt=2026-11-02/b.json", [30, 31])  # modified: new content
+    put_json(client, bucket, "events/dt=2026-11-03/c.json", [4])  # new partition
+    assert runner.run(src, "job-bookmark-pause")[0] == [4, 10, 30, 31]  # pause reads, keeps
+    rows, third = runner.run(src)
+    assert rows == [4, 10, 30, 31]
+    metrics = runner.store.get_run(third.run_id).metrics["sources"]["src"]
+    assert (metrics["files_new"], metrics["files_modified"]) == (2, 1)
+    assert runner.run(src)[0] == []
+
+    runner.store.rewind(runner.name, first.run_id)  # back to just after the first run
+    assert runner.run(src)[0] == [4, 10, 30, 31]
+
+
+def test_an_object_rewritten_with_the_same_size_and_second_is_seen_by_its_etag(runner, s3env):
+    """S3's LastModified has whole seconds: a rewrite within the same second with the same
+    size differs only by its ETag."""
+    bucket, client = s3env
+    src = f"s3://{bucket}/same"
+    put_json(client, bucket, "same/a.json", [1])
+    assert runner.run(src)[0] == [1]
+    for _ in range(20):  # until a rewrite lands in the same second as the one read
+        before = client.head_object(Bucket=bucket, Key="same/a.json")["LastModified"]
+        put_json(client, bucket, "same/a.json", [2])
+        after = client.head_object(Bucket=bucket, Key="same/a.json")
+        if after["LastModified"] == before:
+            break
+        assert runner.run(src)[0] == [2]  # a new second: seen by its LastModified alone
+        put_json(client, bucket, "same/a.json", [1])
+        assert runner.run(src)[0] == [1]
+    else:
+        pytest.fail("no rewrite landed within one second of the previous write")
+    assert runner.run(src)[0] == [2]
+
+
+def test_exactly_once_output_on_s3(runner, s3env, spark):
+    bucket, client = s3env
+    src, out = f"s3://{bucket}/in", f"s3://{bucket}/out"
+    put_json(client, bucket, "in/a.json", [1, 2], day="d1")
+    put_json(client, bucket, "in/b.json", [3], day="d2")
+    job = runner.start()
+    job.write_files(job.read_files(src, ctx="src"), out, partition_by=["day"], ctx="out")
+    assert visible(client, bucket, "out/") == []  # nothing visible before the commit
+    [record] = runner.store.outputs(runner.name)
+    assert f"out/{CONTROL}/runs/{record.key}.pending" in keys(client, bucket, "out/")
+    job.commit()
+    names = visible(client, bucket, "out/")
+    assert names and all(KEY_IN_NAME.search(n).group(0) == record.key for n in names)
+    assert {n.split("/")[1] for n in names} == {"day=d1", "day=d2"}
+    assert parquet_ids(client, bucket, "out/") == [1, 2, 3]
+    assert runner.store.get_output(record.run_id, record.seq).state is OutputState.PUBLISHED
+    assert not [k for k in keys(client, bucket, "out/") if "/staging/" in k or k.endswith(".pending")]
+    assert "out/_SUCCESS" in keys(client, bucket, "out/")
+    # Spark reads the published folder through S3A as any reader would.
+    assert ids(spark.read.parquet(f"s3a://{bucket}/out")) == [1, 2, 3]
+
+    # A failed run leaves nothing; the next one publishes the new rows once.
+    put_json(client, bucket, "in/c.json", [4], day="d1")
+    failed = runner.start()
+    failed.write_files(failed.read_files(src, ctx="src"), out, partition_by=["day"], ctx="out")
+    failed.fail(RuntimeError("the transform broke"))
+    assert parquet_ids(client, bucket, "out/") == [1, 2, 3]
+    assert not [k for k in keys(client, bucket, "out/") if "/staging/" in k]
+    job = runner.start()
+    job.write_files(job.read_files(src, ctx="src"), out, partition_by=["day"], ctx="out")
+    job.commit()
+    assert parquet_ids(client, bucket, "out/") == [1, 2, 3, 4]
+
+    # overwrite replaces the folder's files at publish time only.
+    job = runner.start("job-bookmark-disable")
+    job.write_files(job.read_files(src, ctx="src2"), out, mode="overwrite", ctx="out")
+    assert parquet_ids(client, bucket, "out/") == [1, 2, 3, 4]
+    job.commit()
+    assert parquet_ids(client, bucket, "out/") == [1, 2, 3, 4]
+    assert {KEY_IN_NAME.search(n).group(0) for n in visible(client, bucket, "out/")} == {job.run_id + "-1"}
+
+
+def test_listing_ten_thousand_objects_level_by_level(s3env):
+    bucket, client = s3env
+
+    def put(p: int) -> None:
+        for n in range(100):
+            client.put_object(Bucket=bucket, Key=f"big/dt={p:03d}/f{n:03d}.json", Body=b"{}\n")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, range(100)))
+    listing = FileLister().list([f"s3://{bucket}/big"])
+    assert len(listing.files) == 10_000
+    assert listing.dirs_listed == 101  # the root, then each partition with a delimiter
+    assert len({f.dir for f in listing.files}) == 100
+    assert all(f.etag and f.size == 3 and f.url.startswith(f"s3://{bucket}/big/dt=") for f in listing.files)
+    one = FileLister().list([f"s3://{bucket}/big/dt=042"])  # a pruned partition alone
+    assert len(one.files) == 100 and one.dirs_listed == 1
+
+
+def test_exclusions_and_bounds_on_s3(runner, s3env):
+    bucket, client = s3env
+    src = f"s3://{bucket}/data"
+    for n in range(5):
+        put_json(client, bucket, f"data/f{n}.json", [n])
+    put_json(client, bucket, "data/skip.tmp.json", [99])
+    rows, _ = runner.run(src, exclusions='["**.tmp.json"]', boundedFiles="3")
+    assert len(rows) == 3 and 99 not in rows
+    rest, _ = runner.run(src, exclusions='["**.tmp.json"]', boundedFiles="3")
+    assert sorted(rows + rest) == [0, 1, 2, 3, 4]
+
+
+def test_credentials_reach_no_output(runner, s3env, sparkmark_home, capfd, caplog):
+    bucket, client = s3env
+    put_json(client, bucket, "in/a.json", [1, "x"][:1])
+    temp = f"s3://{bucket}/temp"
+    runner.temp_dir = temp
+    job = runner.start()
+    job.write_files(job.read_files(f"s3://{bucket}/in", ctx="src"), f"s3://{bucket}/out", ctx="out")
+    job.commit()
+    # The run's record, its outputs and every row of the state store.
+    store_text = json.dumps(
+        [runner.store.get_run(job.run_id).__dict__, [o.__dict__ for o in runner.store.outputs(runner.name)]],
+        default=str,
+    )
+    import sqlite3
+
+    db = sqlite3.connect(str(runner.store.url).removeprefix("sqlite:///"))
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+        store_text += json.dumps(db.execute(f"SELECT * FROM {table}").fetchall(), default=str)
+    db.close()
+    # Everything written to the bucket (manifests in TempDir, publish records).
+    objects = "".join(
+        client.get_object(Bucket=bucket, Key=k)["Body"].read().decode("utf-8", "replace")
+        for k in keys(client, bucket, "")
+        if not k.endswith(".parquet")
+    )
+    # `sparkmark runs show`, and what spark-submit would be given on its command line.
+    shown = subprocess.run(
+        [str(SPARKMARK), "runs", "show", job.run_id],
+        capture_output=True,
+        text=True,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "SPARKMARK_HOME": str(sparkmark_home),
+            "SPARKMARK_STATE_URL": str(runner.store.url),
+            "AWS_SECRET_ACCESS_KEY": SECRET,
+        },
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert job.run_id in shown.stdout
+    command_line = submit_args(Settings.from_env())
+    printed = capfd.readouterr()
+    for text in (
+        store_text,
+        objects,
+        shown.stdout,
+        shown.stderr,
+        command_line,
+        caplog.text,
+        printed.out,
+        printed.err,
+    ):
+        assert SECRET not in text
+    assert "secret" not in repr(Settings.from_env()).lower() or SECRET not in repr(Settings.from_env())
+
+
+def test_without_s3a_a_read_fails_with_one_line(spark, s3env):
+    """The line a user gets from a session whose classpath has no S3A filesystem."""
+    from sparkmark.errors import ConfigError
+
+    class NoS3A:
+        _jvm = type("J", (), {})()  # a JVM that loads no class at all
+
+    with pytest.raises(ConfigError) as caught:
+        storage.require_s3a(NoS3A(), f"s3://{s3env[0]}/x")  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "\n" not in message and "hadoop-aws" in message and "make jars" in message
+
+
+def run_script(script: str, args: list[str], home: Path, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    full = dict(os.environ, SPARKMARK_HOME=str(home), SPARKMARK_SPARK_MASTER="local[2]", **env)
+    full.pop("PYSPARK_SUBMIT_ARGS", None)
+    return subprocess.run(
+        [str(SPARKMARK), "run", str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=600,
+    )
+
+
+def seed_sales(client, bucket: str) -> None:
+    """Orders as JSON, customers as CSV and products as Parquet, as a Glue job finds them."""
+    import io
+
+    import pyarrow as pa
+
+    put_json(client, bucket, "raw/orders/dt=2026-11-01/a.json", [1], customer="c1", product="p1", qty=2)
+    client.put_object(Bucket=bucket, Key="raw/customers/c.csv", Body=b"customer,name\nc1,Ann\nc2,Bob\n")
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"product": ["p1", "p2"], "price": [2.5, 4.0]}), sink)
+    client.put_object(Bucket=bucket, Key="raw/products/p.parquet", Body=sink.getvalue())
+
+
+def sales_args(prefix: str) -> list[str]:
+    return [
+        "--JOB_NAME",
+        "s3_sales",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--orders_path",
+        f"{prefix}/raw/orders/",
+        "--customers_path",
+        f"{prefix}/raw/customers/",
+        "--products_path",
+        f"{prefix}/raw/products/",
+        "--output_path",
+        f"{prefix}/curated/sales/",
+    ]
+
+
+def test_glue_script_on_s3_twice(s3env, tmp_path):
+    bucket, client = s3env
+    seed_sales(client, bucket)
+    first = run_script("s3_sales.py", sales_args(f"s3://{bucket}"), tmp_path / "home")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert parquet_ids(client, bucket, "curated/sales/") == [1]
+    put_json(client, bucket, "raw/orders/dt=2026-11-02/b.json", [2, 3], customer="c2", product="p2", qty=1)
+    second = run_script("s3_sales.py", sales_args(f"s3://{bucket}"), tmp_path / "home")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert parquet_ids(client, bucket, "curated/sales/") == [1, 2, 3]  # nothing twice
+    assert SECRET not in first.stderr + first.stdout + second.stderr + second.stdout
+
+
+def test_glue_script_with_s3_paths_on_a_local_folder(tmp_path, monkeypatch):
+    """SPARKMARK_S3_LOCAL_ROOT: the same script and s3:// arguments, no S3 at all."""
+    import pyarrow as pa
+
+    root = tmp_path / "buckets"
+    raw = root / "my-bucket" / "raw"
+    (raw / "orders" / "dt=2026-11-01").mkdir(parents=True)
+    (raw / "orders" / "dt=2026-11-01" / "a.json").write_text(
+        '{"id": 1, "customer": "c1", "product": "p1", "qty": 2}\n'
+    )
+    (raw / "customers").mkdir()
+    (raw / "customers" / "c.csv").write_text("customer,name\nc1,Ann\n")
+    (raw / "products").mkdir()
+    pq.write_table(pa.table({"product": ["p1"], "price": [2.5]}), raw / "products" / "p.parquet")
+    env = {"SPARKMARK_S3_LOCAL_ROOT": str(root), "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9"}
+    done = run_script("s3_sales.py", sales_args("s3://my-bucket"), tmp_path / "home", **env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = list((root / "my-bucket" / "curated" / "sales").rglob("*.parquet"))
+    assert written and sorted(pq.read_table(written[0]).column("id").to_pylist()) == [1]
+    (raw / "orders" / "dt=2026-11-02").mkdir()
+    (raw / "orders" / "dt=2026-11-02" / "b.json").write_text(
+        '{"id": 2, "customer": "c1", "product": "p1", "qty": 1}\n'
+    )
+    again = run_script("s3_sales.py", sales_args("s3://my-bucket"), tmp_path / "home", **env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    found = []
+    for path in (root / "my-bucket" / "curated" / "sales").rglob("*.parquet"):
+        found += pq.read_table(path).column("id").to_pylist()
+    assert sorted(found) == [1, 2]  # the second run read only the new object
+    shown = subprocess.run(
+        [str(SPARKMARK), "bookmark", "files", "s3_sales", "Orders_node1"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "SPARKMARK_HOME": str(tmp_path / "home"), **env},
+    )
+    assert "s3://my-bucket/raw/orders/dt=2026-11-01/a.json" in shown.stdout, shown.stdout + shown.stderr
