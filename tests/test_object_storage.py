@@ -31,8 +31,9 @@ SPARKMARK = Path(sys.executable).with_name("sparkmark")
 
 
 @pytest.fixture
-def s3env(s3_server, monkeypatch):
-    """AWS's standard variables pointing at the local server, and a fresh bucket."""
+def s3env(s3_server, spark, monkeypatch):
+    """AWS's standard variables pointing at the local server, a fresh bucket, and the
+    test session given those settings as an entry point (the CLI, Job) gives them."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
@@ -47,7 +48,7 @@ def s3env(s3_server, monkeypatch):
         region_name="us-east-1",
     )
     client.create_bucket(Bucket=bucket)
-    storage.configure(Settings.from_env())
+    storage.prepare_spark(spark, Settings.from_env())
     yield bucket, client
     storage.configure(Settings.from_env({}))
 
@@ -386,3 +387,75 @@ def test_glue_script_with_s3_paths_on_a_local_folder(tmp_path, monkeypatch):
         env={"PATH": "/usr/bin:/bin", "SPARKMARK_HOME": str(tmp_path / "home"), **env},
     )
     assert "s3://my-bucket/raw/orders/dt=2026-11-01/a.json" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_crawler_and_catalog_on_s3(spark, s3env):
+    from .test_catalog import crawl
+
+    bucket, client = s3env
+    db = f"db_{uuid.uuid4().hex[:8]}"
+    client.put_object(Bucket=bucket, Key="sales/dt=2026-01-01/a.csv", Body=b"id,amount\n1,10.5\n2,3.0\n")
+    client.put_object(Bucket=bucket, Key="sales/dt=2026-01-02/b.csv", Body=b"id,amount\n3,1.5\n")
+    target = {"Path": f"s3://{bucket}/sales/", "Exclusions": []}
+    record, store = crawl(spark, {"Name": f"c_{db}", "DatabaseName": db, "Targets": {"S3Targets": [target]}})
+    assert record.state == "SUCCEEDED", record.summary
+    assert record.summary["tables_created"] == [f"{db}.sales"], str(record.errors)
+    table = store.table(db, "sales")
+    assert table.location == f"s3://{bucket}/sales"
+    assert [c.name for c in table.partition_keys] == ["dt"]
+    assert sorted(p.location for p in store.partitions(db, "sales")) == [
+        f"s3://{bucket}/sales/dt=2026-01-01",
+        f"s3://{bucket}/sales/dt=2026-01-02",
+    ]
+    assert spark.sql(f"SELECT sum(id) FROM {db}.sales").first()[0] == 6  # Spark reads s3:// via S3A
+
+    from sparkmark.engine.store import StateStore
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+
+    ctx = GlueContext(spark)
+    job = GlueJob(ctx)
+    job.init(f"cat_{db}", {"JOB_NAME": f"cat_{db}", "job_bookmark_option": "job-bookmark-enable"})
+    frame = ctx.create_dynamic_frame.from_catalog(
+        database=db, table_name="sales", push_down_predicate="dt = '2026-01-02'", transformation_ctx="src"
+    )
+    assert sorted(r["id"] for r in frame.toDF().collect()) == [3]
+    job.commit()
+    metrics = StateStore.from_settings().get_run(job.run_id).metrics["sources"]["src"]
+    assert metrics["partitions_listed"] == 1 and metrics["files_listed"] == 1  # one prefix listed
+
+    client.put_object(Bucket=bucket, Key="sales/dt=2026-01-03/c.csv", Body=b"id,amount\n4,2.0\n")
+    again, store = crawl(spark, {"Name": f"c_{db}", "DatabaseName": db, "Targets": {"S3Targets": [target]}})
+    assert again.summary["partitions_added"] == 1
+
+
+def test_purge_s3_path_and_temp_dir_on_s3(spark, s3env, runner):
+    from sparkmark.glue.context import GlueContext
+
+    bucket, client = s3env
+    put_json(client, bucket, "old/a.json", [1])
+    put_json(client, bucket, "old/sub/b.json", [2])
+    ctx = GlueContext(spark)
+    ctx.purge_s3_path(f"s3://{bucket}/old/", {"retentionPeriod": 1})
+    assert keys(client, bucket, "old/") == ["old/a.json", "old/sub/b.json"]  # younger than an hour
+    ctx.purge_s3_path(f"s3://{bucket}/old/", {"retentionPeriod": 0})
+    assert keys(client, bucket, "old/") == []
+
+    # TempDir on S3: the run's manifest and its quarantined records are written there.
+    client.put_object(Bucket=bucket, Key="in/a.json", Body=b'{"id": 1}\n{"id": oops\n{"id": 2}\n')
+    runner.temp_dir = f"s3://{bucket}/tmp"
+    job = runner.start()
+    assert ids(job.read_files(f"s3://{bucket}/in", ctx="src")) == [1, 2]
+    job.commit()
+    written = keys(client, bucket, "tmp/")
+    manifest = f"tmp/partitionlisting/{runner.name}/{job.run_id}/src.input-files.json"
+    assert manifest in written
+    listed = json.loads(client.get_object(Bucket=bucket, Key=manifest)["Body"].read())
+    assert listed == [{"path": f"s3://{bucket}/in", "files": [f"s3://{bucket}/in/a.json"]}]
+    quarantined = [k for k in written if k.startswith(f"tmp/quarantine/{runner.name}/") and k.endswith(".json")]
+    records = [
+        json.loads(line)
+        for k in quarantined
+        for line in client.get_object(Bucket=bucket, Key=k)["Body"].read().decode().splitlines()
+    ]
+    assert [r["record"] for r in records] == ['{"id": oops']

@@ -246,7 +246,7 @@ class FileSource:
             )
             bad.select(F.col(SOURCE_FILE).alias("file"), F.col(column).alias("record")).write.mode(
                 "append"
-            ).json(where)
+            ).json(spark_base_path(where))
             metrics["quarantine"] = where
             log.warning(
                 "job %s ctx %s: %d malformed records set aside in %s (file, record); "
