@@ -204,3 +204,18 @@ def test_files_sharing_an_mtime_at_the_band_cut_are_split_never_lost():
         bookmark.commit(selected)
     assert order == sorted(world.files)
     assert plan(world, bookmark, opts) == []
+
+
+etags = st.one_of(st.none(), st.sampled_from(["a1", "b2", "c3-2"]))
+
+
+@given(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), etags, etags)
+def test_an_object_is_the_one_processed_only_when_its_etag_agrees(m1, m2, z1, z2, e1, e2):
+    """Same mtime and size, and the same ETag whenever both sides know one (a file
+    system has none; a bookmark written before ETags were kept has none)."""
+    seen = FileEntry("s3://b/k", m1, z1, e1)
+    expected = (m1, z1) == (m2, z2) and (e1 is None or e2 is None or e1 == e2)
+    assert seen.same_content(m2, z2, e2) is expected
+    listing = Listing(files=[ListedFile("s3://b/k", "s3://b", "s3://b", m2, z2, e2)])
+    inc = plan_increment(listing, {"s3://b/k": seen}, options=FileSourceOptions(max_band_ms=0), now_ms=10)
+    assert (inc.already_processed, inc.modified) == ((1, 0) if expected else (0, 1))
