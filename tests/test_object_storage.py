@@ -281,17 +281,35 @@ def test_credentials_reach_no_output(runner, s3env, sparkmark_home, capfd, caplo
     assert SECRET not in repr(Settings.from_env()) and KEY_ID not in repr(Settings.from_env())
 
 
-def test_without_s3a_a_read_fails_with_one_line(spark, s3env):
-    """The line a user gets from a session whose classpath has no S3A filesystem."""
-    from sparkmark.errors import ConfigError
-
-    class NoS3A:
-        _jvm = type("J", (), {})()  # a JVM that loads no class at all
-
-    with pytest.raises(ConfigError) as caught:
-        storage.require_s3a(NoS3A(), f"s3://{s3env[0]}/x")  # type: ignore[arg-type]
-    message = str(caught.value)
-    assert "\n" not in message and "hadoop-aws" in message and "make jars" in message
+def test_without_s3a_a_job_fails_with_one_line(s3env, tmp_path):
+    """A session with no S3A filesystem on its classpath (SPARKMARK_CONNECTORS=none)."""
+    bucket, client = s3env
+    put_json(client, bucket, "in/a.json", [1])
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from sparkmark import Job\n"
+        "job = Job.from_args()\n"
+        f"job.read_files('s3://{bucket}/in', ctx='src').count()\n"
+        "job.commit()\n"
+    )
+    done = subprocess.run(
+        [str(SPARKMARK), "run", str(script), "--JOB_NAME", "no_s3a"],
+        capture_output=True,
+        text=True,
+        env={
+            **__import__("os").environ,
+            "SPARKMARK_HOME": str(tmp_path / "home"),
+            "SPARKMARK_CONNECTORS": "none",
+            "SPARKMARK_CATALOG": "none",
+            "SPARKMARK_SPARK_MASTER": "local[1]",
+        },
+        timeout=300,
+    )
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, done.stderr[-2000:]
+    assert "hadoop-aws" in lines[0] and "make jars" in lines[0]
+    assert "Traceback" not in done.stderr
 
 
 def run_script(script: str, args: list[str], home: Path, **env: str) -> subprocess.CompletedProcess:
