@@ -496,3 +496,78 @@ def test_for_each_batch_on_a_streaming_file_source(glue, tmp_path):
     assert sorted(seen) == [1, 2, 3]  # the checkpoint remembers what was processed
     with pytest.raises(SparkmarkError, match="checkpointLocation"):
         glue.forEachBatch(frame=stream, batch_function=batch, options={})
+
+
+def test_a_run_with_nothing_new_goes_through_every_transform_and_commits(glue, tmp_path, spark):
+    """Glue's DynamicFrames are schema-less per record: a path no record has is not an
+    error. A bookmarked source with nothing new gives a frame with no fields, and a
+    scheduled run of the usual script (ResolveChoice, ApplyMapping, RenameField,
+    SelectFields, DropFields, Filter, Join, write) succeeds, writes nothing and commits."""
+    data, out = tmp_path / "orders", tmp_path / "out"
+    write_json(data / "a.json", [1], amount=5, customer="c1")
+    customers = DynamicFrame.fromDF(
+        spark.createDataFrame([("c1", "Ann")], "cid string, name string"), glue, "c"
+    )
+    name = f"nothing_new_{uuid.uuid4().hex[:6]}"
+
+    def run() -> tuple[Job, list]:
+        job = Job(glue)
+        job.init(name, {"JOB_NAME": name, "job_bookmark_option": "job-bookmark-enable"})
+        orders = glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [str(data)]}, format="json", transformation_ctx="orders"
+        )
+        frame = ResolveChoice.apply(frame=orders, specs=[("amount", "cast:double")])
+        frame = ApplyMapping.apply(
+            frame=frame,
+            mappings=[
+                ("id", "long", "id", "long"),
+                ("amount", "double", "amount", "double"),
+                ("customer", "string", "customer", "string"),
+            ],
+        )
+        frame = RenameField.apply(frame=frame, old_name="amount", new_name="total")
+        frame = SelectFields.apply(frame=frame, paths=["id", "total", "customer"])
+        frame = DropFields.apply(frame=frame, paths=["not_there"])
+        frame = Filter.apply(frame=frame, f=lambda r: r["total"] is not None and r["total"] > 0)
+        joined = Join.apply(frame1=frame, frame2=customers, keys1=["customer"], keys2=["cid"])
+        rows = sorted((r["id"], r["name"]) for r in joined.toDF().collect())
+        glue.write_dynamic_frame.from_options(
+            frame=joined,
+            connection_type="s3",
+            connection_options={"path": str(out)},
+            format="parquet",
+            transformation_ctx="sink",
+        )
+        job.commit()
+        return job, rows
+
+    first, rows = run()
+    assert rows == [(1, "Ann")]
+    written = sorted(p.name for p in out.glob("*.parquet"))
+    assert written
+    second, rows = run()  # nothing new
+    assert rows == []
+    state = StateStore.from_settings()
+    assert state.get_run(second.run_id).state.value == "SUCCEEDED"
+    assert sorted(p.name for p in out.glob("*.parquet")) == written  # no file, not even an empty one
+
+    # Without a bookmark too: a path missing from a frame that has other fields.
+    partial = DynamicFrame.fromDF(spark.createDataFrame([(1,)], "id long"), glue, "p")
+    assert ResolveChoice.apply(frame=partial, specs=[("price", "cast:double")]).toDF().columns == ["id"]
+    assert RenameField.apply(frame=partial, old_name="price", new_name="cost").toDF().columns == ["id"]
+    nothing = Join.apply(frame1=partial, frame2=customers, keys1=["customer"], keys2=["cid"])
+    assert nothing.count() == 0 and {"id", "cid", "name"} <= set(nothing.toDF().columns)
+
+
+def test_a_value_that_does_not_cast_becomes_null(glue, spark):
+    """Glue's ResolveChoice cast: and ApplyMapping's type change give null for a value
+    that does not convert, whatever Spark's ANSI setting (on by default in Spark 4)."""
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"
+    frame = DynamicFrame.fromDF(spark.createDataFrame([("5",), ("x1",), (None,)], "v string"), glue, "f")
+    cast = ResolveChoice.apply(frame=frame, specs=[("v", "cast:int")]).toDF()
+    assert [r["v"] for r in cast.collect()] == [5, None, None]
+    mapped = ApplyMapping.apply(frame=frame, mappings=[("v", "string", "n", "long")]).toDF()
+    assert [r["n"] for r in mapped.collect()] == [5, None, None]
+    dates = DynamicFrame.fromDF(spark.createDataFrame([("2026-11-01",), ("soon",)], "d string"), glue, "d")
+    mapped = ApplyMapping.apply(frame=dates, mappings=[("d", "string", "d", "date")]).toDF()
+    assert [str(r["d"]) for r in mapped.collect()] == ["2026-11-01", "None"]

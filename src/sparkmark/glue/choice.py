@@ -138,14 +138,19 @@ def project(col: Column, glue_type: str) -> Column:
 
 
 def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = None) -> DataFrame:
-    """Apply one ResolveChoice action to the choice field at ``path``."""
-    parts, found = paths.require(df.schema, path)
+    """Apply one ResolveChoice action to the choice field at ``path``. A path that no
+    record has (an empty frame: a run with nothing new) is left alone, as on Glue."""
+    parts = paths.split_path(path)
+    found = paths.field_type(df.schema, parts)
+    if found is None:
+        return df
     if isinstance(found, ArrayType) and isinstance(found.elementType, VariantType):
         raise TransformError(f"field {path!r} is an array of choices; resolve its elements with Map")
     if not is_choice(found):
-        # Glue allows resolving a field that is not a choice: cast still converts it.
+        # Glue allows resolving a field that is not a choice: cast still converts it, and a
+        # value that does not convert becomes null (under Spark's ANSI mode too).
         if action.startswith("cast:"):
-            return paths.replace(df, parts, lambda c: c.cast(spark_type(action[5:])))
+            return paths.replace(df, parts, lambda c: c.try_cast(spark_type(action[5:])))
         return df
     kind, _, target = action.partition(":")
     if kind == "cast":

@@ -423,6 +423,14 @@ class GlueContext:
     ) -> None:
         df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
         kind = (connection_type or "").lower()
+        if (kind in FILE_CONNECTIONS or kind in JDBC_CONNECTIONS) and (not df.columns or df.isEmpty()):
+            # A run with nothing new: as on Glue, the write produces nothing and the run
+            # goes on to commit (a frame with no field cannot even be written by Spark).
+            log.info(
+                "nothing to write to %s: the frame has no records",
+                options.get("path") or options.get("dbtable"),
+            )
+            return
         if kind in FILE_CONNECTIONS:
             path = options.get("path")
             if not path:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, NullType, StructType, VariantType
+from pyspark.sql.types import ArrayType, NullType, StringType, StructType, VariantType
 
 from ..errors import SparkmarkError, TransformError
 from . import choice as choices
@@ -209,7 +209,9 @@ class DynamicFrame:
         stageThreshold: int = 0,
         totalThreshold: int = 0,
     ) -> DynamicFrame:
-        old, _ = fieldpaths.require(self._df.schema, oldName)
+        old = fieldpaths.split_path(oldName)
+        if fieldpaths.field_type(self._df.schema, old) is None:
+            return self._with(self._df)  # no record has the field: nothing to rename, as on Glue
         new = fieldpaths.split_path(newName)
         if len(old) == 1 and len(new) == 1:
             return self._with(self._df.withColumnRenamed(old[0], new[0]))
@@ -249,7 +251,7 @@ class DynamicFrame:
             elif isinstance(found, (StructType, ArrayType)) and ttype.lower() in ("struct", "array"):
                 value = fieldpaths.column(parts)
             else:
-                value = fieldpaths.column(parts).cast(spark_t)
+                value = fieldpaths.column(parts).try_cast(spark_t)  # no conversion: null, as on Glue
             leaves.append((fieldpaths.split_path(target), value))
         return self._with(self._df.select(*_build(leaves)))
 
@@ -416,7 +418,11 @@ class DynamicFrame:
         keys2 = [paths2] if isinstance(paths2, str) else list(paths2)
         if len(keys1) != len(keys2) or not keys1:
             raise TransformError("join needs the same number of key paths on both sides")
-        left, right = self._df.alias("__l"), frame2._df
+        left, right = (
+            _with_keys(self._df, keys1, frame2._df, keys2),
+            _with_keys(frame2._df, keys2, self._df, keys1),
+        )
+        left = left.alias("__l")
         shared = [k for k1, k in zip(keys1, keys2, strict=False) if k1 == k]
         renames = {c: "." + c for c in right.columns if c in left.columns and c not in shared}
         for old, new in renames.items():
@@ -542,6 +548,19 @@ class DynamicFrame:
 
     def __repr__(self) -> str:
         return f"DynamicFrame(name={self.name!r}, fields={self._df.columns})"
+
+
+def _with_keys(df: DataFrame, keys: list[str], other: DataFrame, other_keys: list[str]) -> DataFrame:
+    """A join key that no record of ``df`` has (an empty frame of a run with nothing new)
+    becomes a null column of the other side's key type: no record matches, as on Glue,
+    where a record without the key joins nothing."""
+    for key, other_key in zip(keys, other_keys, strict=False):
+        parts = fieldpaths.split_path(key)
+        if fieldpaths.field_type(df.schema, parts) is not None or len(parts) != 1:
+            continue
+        other_type = fieldpaths.field_type(other.schema, fieldpaths.split_path(other_key))
+        df = df.withColumn(parts[0], F.lit(None).cast(other_type or StringType()))
+    return df
 
 
 def _to_variant(col: Column, data_type) -> Column:
