@@ -238,7 +238,9 @@ def test_length_type_and_freshness(data):
         ],
     )
     assert metric(found, 'ColumnLength "name" between 2 and 5') == 0.6  # bob, dave, "   "
-    assert found['ColumnLength "name" <= 5'][0] == "Failed"  # NULL has no length
+    # DQDL's rule reference, "Null behavior": NULL is a string of length 0.
+    assert found['ColumnLength "name" <= 5'][0] == "Passed"
+    assert metric(found, 'ColumnLength "name" <= 5') == 1.0
     assert metric(found, 'ColumnDataType "code" = "INTEGER"') == 0.6  # 5, 7, 8
     assert found['ColumnDataType "code" = "INTEGER"'][0] == "Failed"
     assert found['ColumnDataType "code" = "INTEGER" with threshold >= 0.6'][0] == "Passed"
@@ -247,6 +249,24 @@ def test_length_type_and_freshness(data):
     assert metric(found, 'DataFreshness "ts" <= 36 hours') == 0.4
     assert found['DataFreshness "ts" <= 36 hours with threshold >= 0.4'][0] == "Passed"
     assert metric(found, 'DataFreshness "ts" between 1 days and 4 days') == 0.4  # 72 h and 48 h
+
+
+def test_column_length_counts_null_as_zero_length(spark):
+    """The rule reference's own example: for a NULL Postal_Code, `> 4` fails and `< 6`
+    succeeds; `AND ColumnValues != NULL` is how a rule fails NULLs explicitly."""
+    df = spark.createDataFrame([("12345",), (None,)], "Postal_Code string")
+    found = outcomes(
+        df,
+        [
+            'ColumnLength "Postal_Code" > 4',
+            'ColumnLength "Postal_Code" < 6',
+            '(ColumnLength "Postal_Code" < 6) AND (ColumnValues "Postal_Code" != NULL)',
+        ],
+    )
+    assert found['ColumnLength "Postal_Code" > 4'][0] == "Failed"
+    assert metric(found, 'ColumnLength "Postal_Code" > 4') == 0.5
+    assert found['ColumnLength "Postal_Code" < 6'][0] == "Passed"
+    assert found['(ColumnLength "Postal_Code" < 6) AND (ColumnValues "Postal_Code" != NULL)'][0] == "Failed"
 
 
 def test_where_custom_sql_and_composites(data):

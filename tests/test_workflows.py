@@ -114,6 +114,14 @@ def test_cron_years_run_out_and_windows_are_listed():
         ("cron(0 12 ? * 8 *)", "8 is out of range for the day-of-week field (1-7)"),
         ("cron(0 12 LW * ? *)", "LW (the last weekday of the month) is not supported"),
         ("cron(0 ? * * ? *)", "'?' is only allowed in day-of-month or day-of-week, not hours"),
+        # Glue: "Cron expressions that lead to rates faster than 5 minutes are not supported."
+        (
+            "cron(* * * * ? *)",
+            "fires 1 minute(s) apart; Glue does not support cron expressions that lead to rates faster than 5 minutes",
+        ),
+        ("cron(0/4 * * * ? *)", "fires 4 minute(s) apart"),
+        ("cron(0,3 8 ? * MON-FRI *)", "fires 3 minute(s) apart"),
+        ("cron(0,58 * * * ? *)", "fires 2 minute(s) apart"),  # 58, then the next hour's 0
         ("rate(5 minutes)", "a schedule is written cron(...)"),
         ("cron(0 12 ? * MON-SUNDAY *)", "'SUNDAY' is not a value of the day-of-week field"),
     ],
@@ -122,6 +130,13 @@ def test_cron_errors_say_what_is_wrong(expression, message):
     with pytest.raises(cron.CronError) as caught:
         cron.parse(expression)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "expression", ["cron(0/5 * * * ? *)", "cron(58 7,8 ? * MON-FRI *)", "cron(0,55 * * * ? *)"]
+)
+def test_schedules_five_minutes_apart_or_more_are_accepted(expression):
+    assert cron.parse(expression).next_after(at(2026, 11, 23)) is not None
 
 
 # --------------------------------------------------------------------------- definitions

@@ -260,7 +260,9 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
     if kind in ("ColumnValues", "ColumnLength", "DataFreshness"):
         col = ctx.column(params[0])
         if kind == "ColumnLength":
-            subject, metric = F.length(col.cast("string")), f"Column.{params[0]}.ColumnLength.Compliance"
+            # DQDL treats NULL as a string of length 0 (its rule reference, "Null behavior").
+            subject = F.coalesce(F.length(col.cast("string")), F.lit(0))
+            metric = f"Column.{params[0]}.ColumnLength.Compliance"
         elif kind == "DataFreshness":
             subject = F.unix_timestamp(
                 F.lit(ctx.now.replace(tzinfo=None)).cast("timestamp")

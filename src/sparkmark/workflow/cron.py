@@ -238,4 +238,30 @@ def parse(expression: str) -> Schedule:
     translated = " ".join(parts)
     if not croniter.is_valid(translated):
         raise _bad(expression, f"its translation {translated!r} is not a valid schedule")
+    gap = _shortest_gap(translated)
+    if gap is not None and gap < MIN_INTERVAL:
+        raise _bad(
+            expression,
+            f"it fires {int(gap.total_seconds() // 60)} minute(s) apart; Glue does not support cron "
+            "expressions that lead to rates faster than 5 minutes",
+        )
     return Schedule(expression.strip(), translated, _years(year, expression))
+
+
+MIN_INTERVAL = timedelta(minutes=5)  # "the minimum precision for a schedule is 5 minutes"
+
+
+def _shortest_gap(translated: str, firings: int = 400) -> timedelta | None:
+    """The shortest time between two firings. Minute and hour patterns repeat every day,
+    and 400 firings at least 5 minutes apart span more than a day of them."""
+    it = croniter(translated, datetime(2026, 1, 4, tzinfo=UTC))  # a Sunday: a whole week ahead
+    previous, shortest = None, None
+    for _ in range(firings):
+        moment = it.get_next(datetime)
+        if previous is not None:
+            gap = moment - previous
+            shortest = gap if shortest is None else min(shortest, gap)
+            if shortest < MIN_INTERVAL:
+                break
+        previous = moment
+    return shortest
