@@ -444,12 +444,22 @@ def test_source_without_ctx_is_read_in_full_and_not_bookmarked(runner, tmp_path,
     assert runner.store.latest_version(runner.name).ctx_states == {}
 
 
-def test_each_ctx_is_read_once_per_run(runner, tmp_path):
-    write_json(tmp_path / "data" / "a.json", [1])
+def test_a_ctx_read_twice_shares_its_state_with_a_warning(runner, tmp_path, caplog):
+    """Glue does not refuse a transformation_ctx used by two reads: both read against the
+    ctx's bookmark as the last commit left it, and the commit keeps what both read."""
+    write_json(tmp_path / "a" / "1.json", [1])
+    write_json(tmp_path / "b" / "1.json", [10])
     job = runner.start()
-    job.read_files(str(tmp_path / "data"), ctx="src")
-    with pytest.raises(SourceError, match="already read"):
-        job.read_files(str(tmp_path / "data"), ctx="src")
+    with caplog.at_level(logging.WARNING, logger="sparkmark.run"):
+        assert ids(job.read_files(str(tmp_path / "a"), ctx="src")) == [1]
+        assert ids(job.read_files(str(tmp_path / "b"), ctx="src")) == [10]
+    assert "reuses ctx 'src'" in caplog.text and "give each source its own transformation_ctx" in caplog.text
+    job.commit()
+    assert set(job.run.metrics["sources"]) == {"src", "src#2"}
+    write_json(tmp_path / "a" / "2.json", [2])
+    job = runner.start()
+    assert ids(job.read_files(str(tmp_path / "a"), ctx="src")) == [2]  # 1.json stays processed
+    assert ids(job.read_files(str(tmp_path / "b"), ctx="src")) == []  # and so does b's
     job.commit()
 
 

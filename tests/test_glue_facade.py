@@ -541,7 +541,7 @@ def test_a_run_with_nothing_new_goes_through_every_transform_and_commits(glue, t
         job.commit()
         return job, rows
 
-    first, rows = run()
+    _, rows = run()
     assert rows == [(1, "Ann")]
     written = sorted(p.name for p in out.glob("*.parquet"))
     assert written

@@ -37,7 +37,7 @@ from ..engine.owner import this_process
 from ..engine.preview import script_identity
 from ..engine.publish import PublishError
 from ..engine.store import StateStore
-from ..errors import ArgumentError, RunFinished, SinkError, SourceError
+from ..errors import ArgumentError, RunFinished, SinkError
 from .failures import describe_error
 
 log = logging.getLogger("sparkmark.run")
@@ -189,9 +189,14 @@ class JobRun:
         if ctx is not None:
             check_name("transformation_ctx", ctx)
         if ctx is not None and ctx in self._sources:
-            raise SourceError(
-                f"source ctx {ctx!r} was already read in run {self.run_id}; give each source "
-                "its own ctx (transformation_ctx)"
+            # Glue does not refuse this: both reads share the ctx's bookmark state.
+            log.warning(
+                "source %s reuses ctx %r, already read in run %s: both reads share one bookmark "
+                "state, so each starts from what the other left, and a change to either source "
+                "moves the bookmark of both; give each source its own transformation_ctx",
+                what,
+                ctx,
+                self.run_id,
             )
         if ctx is None and self.option is not BookmarkOption.DISABLE:
             log.warning(
@@ -210,10 +215,22 @@ class JobRun:
         return self.base.lineage if self.base else ()
 
     def record_source(self, key: str, metrics: dict[str, Any]) -> None:
-        self._sources[key] = metrics
+        name, n = key, 1
+        while name in self._sources:  # a ctx read again: its metrics as "ctx#2", "ctx#3"...
+            n += 1
+            name = f"{key}#{n}"
+        self._sources[name] = metrics
 
     def stage_commit(self, commit: CtxCommit) -> None:
-        """What a source adds to the bookmark when this run commits."""
+        """What a source adds to the bookmark when this run commits. A ctx read twice
+        commits what both reads processed, with the later read's summary."""
+        earlier = self._pending.get(commit.ctx)
+        if earlier is not None:
+            files = {f.path: f for f in earlier.files}
+            files.update({f.path: f for f in commit.files})
+            commit = CtxCommit(
+                commit.ctx, commit.state, list(files.values()), {**earlier.dirs, **commit.dirs}
+            )
         self._pending[commit.ctx] = commit
 
     # ------------------------------------------------------------ sinks
