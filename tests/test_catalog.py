@@ -326,8 +326,9 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
             },
         }
         record, store = crawl(spark, spec)
-        assert record.summary["tables_created"] == [f"{db}.{schema}_orders"]
-        table = store.table(db, f"{schema}_orders")
+        # Glue names a crawled JDBC table <database>_<schema>_<table>.
+        assert record.summary["tables_created"] == [f"{db}.test_{schema}_orders"]
+        table = store.table(db, f"test_{schema}_orders")
         assert [(c.name, c.type) for c in table.columns] == [
             ("id", "bigint"),
             ("amount", "decimal(10,2)"),
@@ -335,7 +336,10 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
         ]
         assert table.classification == "postgresql" and "password" not in json.dumps(table.parameters)
         job = Job(f"jt_{db}", bookmark_option="job-bookmark-enable", spark=spark)
-        assert sorted(r["id"] for r in job.read_table(f"{db}.{schema}_orders", ctx="o").collect()) == [1, 2]
+        assert sorted(r["id"] for r in job.read_table(f"{db}.test_{schema}_orders", ctx="o").collect()) == [
+            1,
+            2,
+        ]
         job.commit()
         with engine.begin() as conn:
             conn.exec_driver_sql(f"INSERT INTO {schema}.orders VALUES (3, 1.00, now())")
@@ -343,7 +347,7 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
         gjob = GlueJob(glue)
         gjob.init(f"jt_{db}", {"job_bookmark_option": "job-bookmark-enable"})
         frame = glue.create_dynamic_frame.from_catalog(
-            database=db, table_name=f"{schema}_orders", transformation_ctx="o"
+            database=db, table_name=f"test_{schema}_orders", transformation_ctx="o"
         )
         assert [r["id"] for r in frame.toDF().collect()] == [3]
         gjob.commit()

@@ -12,7 +12,7 @@ from pyspark.sql.types import VariantType
 
 from sparkmark.engine.store import StateStore
 from sparkmark.errors import SparkmarkError
-from sparkmark.glue import shim
+from sparkmark.glue import gluetypes, shim
 from sparkmark.glue.context import GlueContext
 from sparkmark.glue.dynamicframe import DynamicFrame, GlueError
 from sparkmark.glue.job import Job
@@ -215,10 +215,17 @@ def choice_frame(glue, tmp_path):
 
 
 def test_inconsistent_types_become_choices_on_variant(choice_frame, capsys):
+    spark_schema = choice_frame.toDF().schema
+    assert isinstance(spark_schema["price"].dataType, VariantType)
+    assert isinstance(spark_schema["addr"].dataType["zip"].dataType, VariantType)
+    # schema() speaks Glue's types (awsglue.gluetypes), as scripts inspect them.
     schema = choice_frame.schema()
-    assert isinstance(schema["price"].dataType, VariantType)
-    assert isinstance(schema["addr"].dataType["zip"].dataType, VariantType)
-    assert schema["id"].dataType.simpleString() == "bigint"
+    price = schema.getField("price").dataType
+    assert isinstance(price, gluetypes.ChoiceType) and sorted(price.choices) == ["int", "string"]
+    zip_code = schema.getField("addr").dataType.getField("zip").dataType
+    assert sorted(zip_code.choices) == ["int", "string"]
+    assert schema.getField("id").dataType.typeName() == "long"
+    assert [f.name for f in schema.fields] == [f.name for f in spark_schema.fields]
     choice_frame.printSchema()
     printed = capsys.readouterr().out
     assert "price: choice\n|    |-- int\n|    |-- string" in printed
@@ -571,3 +578,40 @@ def test_a_value_that_does_not_cast_becomes_null(glue, spark):
     dates = DynamicFrame.fromDF(spark.createDataFrame([("2026-11-01",), ("soon",)], "d string"), glue, "d")
     mapped = ApplyMapping.apply(frame=dates, mappings=[("d", "string", "d", "date")]).toDF()
     assert [str(r["d"]) for r in mapped.collect()] == ["2026-11-01", "None"]
+
+
+def test_gluetypes_as_scripts_use_them():
+    """`from awsglue.gluetypes import *`: Glue's type names (typeName() is the class name
+    without "Type", lower case; IntegerType's is "int"), fields, and JSON values."""
+    assert shim.install()
+    from awsglue.gluetypes import (  # type: ignore[import-not-found]
+        ArrayType,
+        ChoiceType,
+        DecimalType,
+        DoubleType,
+        Field,
+        IntegerType,
+        StringType,
+        StructType,
+    )
+
+    s = StructType(
+        [
+            Field("id", IntegerType()),
+            Field("tags", ArrayType(StringType())),
+            Field("price", ChoiceType([DoubleType(), StringType()])),
+            Field("amount", DecimalType(12, 3)),
+        ]
+    )
+    assert [f.dataType.typeName() for f in s.fields] == ["int", "array", "choice", "decimal"]
+    assert s.hasField("id") and not s.hasField("nope")
+    assert s.getField("tags").dataType.elementType.typeName() == "string"
+    assert sorted(s.getField("price").dataType.choices) == ["double", "string"]
+    assert s.jsonValue()["fields"][3]["container"] == {
+        "dataType": "decimal",
+        "properties": {},
+        "precision": 12,
+        "scale": 3,
+    }
+    with pytest.raises(ValueError):
+        ChoiceType([StringType(), StringType()])  # one entry per type

@@ -73,6 +73,9 @@ def crawl_jdbc_target(
         else:
             table_pat = (parts + ["%"])[1] if len(parts) > 1 else "%"
             schemas = [None]
+        database = parts[0] if parts[0] and "%" not in parts[0] else engine.url.database
+        if database and "/" in database:  # SQLite: the file's name, not its path
+            database = database.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         skip = ExclusionMatcher(exclusions)
         existing = {t.name for t in store.tables(database_name)}
         for schema in schemas:
@@ -87,7 +90,9 @@ def crawl_jdbc_target(
                     for c in inspector.get_columns(name, schema=schema)
                 )
                 pk = inspector.get_pk_constraint(name, schema=schema).get("constrained_columns") or []
-                table_name = (prefix + "_".join(p for p in (schema, name) if p)).lower()
+                # Glue's name for a crawled JDBC table: <prefix><database>_<schema>_<table>
+                # (no schema part where the database has none, as MySQL's).
+                table_name = (prefix + "_".join(p for p in (database, schema, name) if p)).lower()
                 table = Table(
                     database_name,
                     table_name,

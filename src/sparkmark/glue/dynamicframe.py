@@ -19,8 +19,8 @@ from pyspark.sql.types import ArrayType, NullType, StringType, StructType, Varia
 
 from ..errors import SparkmarkError, TransformError
 from . import choice as choices
+from . import gluetypes, records
 from . import paths as fieldpaths
-from . import records
 
 log = logging.getLogger("sparkmark.glue")
 
@@ -97,8 +97,15 @@ class DynamicFrame:
     def count(self) -> int:
         return self._df.count()
 
-    def schema(self) -> StructType:
-        return self._df.schema
+    def schema(self) -> gluetypes.StructType:
+        """The frame's schema in Glue's types (``awsglue.gluetypes``): a field whose
+        records hold several types is a ChoiceType of them (one Spark job finds them)."""
+        paths = choices.choice_paths(self._df.schema)
+        held = choices.observed_types(self._df, paths)
+        named = {path: [choices.glue_name(t) for t in types] for path, types in held.items()}
+        schema = gluetypes.from_spark(self._df.schema, named)
+        assert isinstance(schema, gluetypes.StructType)
+        return schema
 
     def _schema_lines(self) -> list[str]:
         held = choices.observed_types(self._df, choices.choice_paths(self._df.schema))
