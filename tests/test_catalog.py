@@ -67,7 +67,7 @@ def test_crawl_partitioned_csv_and_json_then_only_new_partitions(spark, tmp_path
     table = store.table(db, "sales")
     assert table.classification == "csv" and [c.name for c in table.partition_keys] == ["dt"]
     assert [(c.name, c.type) for c in table.columns] == [
-        ("id", "int"),
+        ("id", "bigint"),  # Glue's crawler types whole numbers bigint
         ("amount", "double"),
         ("region", "string"),
     ]
@@ -430,3 +430,45 @@ def test_avro_tables_live_in_the_state_store_catalog(spark, tmp_path, db):
     job = Job(f"av_{db}", spark=spark)
     assert sorted((r["id"], r["dt"]) for r in job.read_table(f"{db}.av").collect()) == [(1, "1"), (2, "1")]
     job.commit()
+
+
+def test_crawled_csv_schemas_follow_glues_classifier(spark, tmp_path, db):
+    """One table per fixture file (tests/fixtures/csv_dialects): Glue's delimiters,
+    header detection, col0… names, lower-cased names, bigint and double."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures" / "csv_dialects"
+    names = [
+        "comma_header",
+        "pipe_noheader",
+        "tab_header",
+        "semicolon_header",
+        "ctrla_noheader",
+        "strings_only",
+        "quoted",
+    ]
+    targets = []
+    for name in names:
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(fixtures / f"{name}.csv", folder / "data.csv")
+        targets.append(folder)
+    record, store = crawl(spark, definition(db, *targets))
+    assert sorted(record.summary["tables_created"]) == sorted(f"{db}.{n}" for n in names), record.errors
+
+    def columns(table: str) -> list[tuple[str, str]]:
+        return [(c.name, c.type) for c in store.table(db, table).columns]
+
+    assert columns("comma_header") == [("id", "bigint"), ("name", "string"), ("amount", "double")]
+    assert columns("pipe_noheader") == [("col0", "bigint"), ("col1", "string"), ("col2", "double")]
+    assert columns("tab_header") == [("id", "bigint"), ("name", "string"), ("amount", "double")]
+    # "10,5" is not a number where the delimiter is ';': the column stays a string
+    assert columns("semicolon_header") == [("id", "bigint"), ("name", "string"), ("amount", "string")]
+    assert columns("ctrla_noheader") == [("col0", "bigint"), ("col1", "string"), ("col2", "double")]
+    assert columns("strings_only") == [("col0", "string"), ("col1", "string")]  # no header
+    assert columns("quoted") == [("id", "bigint"), ("full name", "string"), ("note", "string")]
+    # The tables read back as crawled: the quoted delimiter stays inside its field.
+    rows = spark.sql(f"SELECT * FROM {db}.quoted ORDER BY id").collect()
+    assert [tuple(r) for r in rows] == [(1, "Smith, Ann", 'said "hi"'), (2, "Lee, Bob", "ok")]
+    rows = spark.sql(f"SELECT col0, col2 FROM {db}.ctrla_noheader ORDER BY col0").collect()
+    assert [tuple(r) for r in rows] == [(1, 10.5), (2, 3.0)]

@@ -23,7 +23,8 @@ from ..engine.listing import FileLister, ListedFile, Listing
 from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
-from .classify import classify, csv_has_header
+from . import csv_dialect
+from .classify import classify
 from .definition import CrawlerDefinition
 from .definition import DeleteBehaviorKind as DeleteBehavior
 from .definition import RecrawlBehaviorKind as RecrawlBehavior
@@ -165,18 +166,37 @@ def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[
     return df.schema
 
 
+CSV_SAMPLE_LINES = 50  # the lines of the newest file the CSV classifier looks at
+
+
 def infer(
-    spark: SparkSession, found: Found, crawl: Crawl, xml_row_tag: str
+    spark: SparkSession,
+    found: Found,
+    crawl: Crawl,
+    xml_row_tag: str,
+    csv_rules: csv_dialect.CsvRules | None = None,
 ) -> tuple[list[Column], dict[str, str]] | None:
     sample = _sample(found)
     options: dict[str, str] = {}
+    dialect = None
     if found.classification == "csv":
         with fsspec.open(sample[0].url, "rt", encoding="utf-8", errors="replace") as fh:
-            lines = [fh.readline().rstrip("\r\n") for _ in range(2)]
-        sep = "\t" if "\t" in lines[0] and "," not in lines[0] else ","
-        first = lines[0].split(sep)
-        second = lines[1].split(sep) if lines[1] else None
-        options = {"header": str(csv_has_header(first, second)).lower(), "sep": sep, "inferSchema": "true"}
+            lines = [line.rstrip("\r\n") for _, line in zip(range(CSV_SAMPLE_LINES), fh, strict=False)]
+        dialect = csv_dialect.detect(lines, csv_rules)
+        if dialect is None:
+            crawl.error(
+                sample[0].url,
+                "not CSV by Glue's rules (no delimiter of , | tab ; Ctrl-A splits every row into "
+                "the same two or more columns)",
+            )
+            return None
+        options = {
+            "header": str(dialect.has_header).lower(),
+            "sep": dialect.delimiter,
+            "quote": dialect.quote,
+            "escape": dialect.quote,  # a quote inside a quoted field is doubled (RFC 4180)
+            "inferSchema": "true",
+        }
     if found.classification == "xml":
         options = {"rowTag": xml_row_tag}
     urls = [f.url for f in sample]
@@ -199,8 +219,28 @@ def infer(
     if any(f.name == "_corrupt_record" for f in fields):
         crawl.error(found.root, "some records in the sample are not valid JSON")
         fields = [f for f in fields if f.name != "_corrupt_record"]
-    params = {f"option.{k}": v for k, v in options.items() if k in ("header", "sep", "rowTag")}
-    return [Column(f.name, f.dataType.simpleString()) for f in fields], params
+    params = {f"option.{k}": v for k, v in options.items() if k in ("header", "sep", "quote", "escape", "rowTag")}
+    if dialect is not None:
+        names = list(dialect.names)
+        fields = [f for i, f in enumerate(schema.fields) if i < len(names)]
+        columns = [Column(names[i], _glue_type(f.dataType)) for i, f in enumerate(fields)]
+    elif found.classification == "json":
+        columns = [Column(f.name.lower(), _glue_type(f.dataType)) for f in fields]
+    else:  # typed formats keep their files' types; names are lower-cased, as Glue's catalog keeps them
+        columns = [Column(f.name.lower(), f.dataType.simpleString()) for f in fields]
+    return columns, params
+
+
+def _glue_type(data_type) -> str:
+    """The catalog type Glue's crawler gives a text format's column: whole numbers
+    bigint, fractions double."""
+    from pyspark.sql.types import ByteType, DecimalType, FloatType, IntegerType, ShortType
+
+    if isinstance(data_type, (ByteType, ShortType, IntegerType)):
+        return "bigint"
+    if isinstance(data_type, (FloatType, DecimalType)):
+        return "double"
+    return data_type.simpleString()
 
 
 def run_crawl(
