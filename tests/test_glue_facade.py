@@ -615,3 +615,18 @@ def test_gluetypes_as_scripts_use_them():
     }
     with pytest.raises(ValueError):
         ChoiceType([StringType(), StringType()])  # one entry per type
+
+
+def test_json_numbers_are_bigint_and_double_as_glue_types_them(glue, tmp_path):
+    """A fractional JSON number is a double in a DynamicFrame (Glue's JSON reader), not a
+    decimal whose precision depends on the sample; whole numbers are bigint."""
+    data = tmp_path / "nums"
+    write_json(data / "a.json", [1], price=12.5, nested={"rate": 0.125})
+    write_json(data / "b.json", [2], price=3, nested={"rate": 2})
+    frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, format="json")
+    df = frame.toDF()
+    assert df.schema["id"].dataType.simpleString() == "bigint"
+    assert df.schema["price"].dataType.simpleString() == "double"
+    assert df.schema["nested"].dataType["rate"].dataType.simpleString() == "double"
+    assert sorted((r["id"], r["price"]) for r in df.collect()) == [(1, 12.5), (2, 3.0)]
+    assert frame.schema().getField("price").dataType.typeName() == "double"

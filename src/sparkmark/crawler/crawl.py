@@ -219,7 +219,9 @@ def infer(
     if any(f.name == "_corrupt_record" for f in fields):
         crawl.error(found.root, "some records in the sample are not valid JSON")
         fields = [f for f in fields if f.name != "_corrupt_record"]
-    params = {f"option.{k}": v for k, v in options.items() if k in ("header", "sep", "quote", "escape", "rowTag")}
+    params = {
+        f"option.{k}": v for k, v in options.items() if k in ("header", "sep", "quote", "escape", "rowTag")
+    }
     if dialect is not None:
         names = list(dialect.names)
         fields = [f for i, f in enumerate(schema.fields) if i < len(names)]

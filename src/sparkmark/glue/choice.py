@@ -91,9 +91,11 @@ def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[Dat
 
 
 def to_ddl(variant_schema: str) -> str:
-    """``schema_of_variant_agg`` output as a Spark DDL type: OBJECT → STRUCT, and a field
-    that was null in every record (VOID) → STRING, since Spark has no null-typed column."""
-    return re.sub(r"\bVOID\b", "STRING", re.sub(r"\bOBJECT<", "STRUCT<", variant_schema))
+    """``schema_of_variant_agg`` output as a Spark DDL type: OBJECT → STRUCT, a field that
+    was null in every record (VOID) → STRING, since Spark has no null-typed column, and a
+    fractional JSON number (which VARIANT holds as DECIMAL) → DOUBLE, as Glue types it."""
+    ddl = re.sub(r"\bVOID\b", "STRING", re.sub(r"\bOBJECT<", "STRUCT<", variant_schema))
+    return re.sub(r"\bDECIMAL\(\d+,\s*\d+\)", "DOUBLE", ddl)
 
 
 def is_choice(data_type: DataType) -> bool:
