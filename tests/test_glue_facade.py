@@ -630,3 +630,36 @@ def test_json_numbers_are_bigint_and_double_as_glue_types_them(glue, tmp_path):
     assert df.schema["nested"].dataType["rate"].dataType.simpleString() == "double"
     assert sorted((r["id"], r["price"]) for r in df.collect()) == [(1, 12.5), (2, 3.0)]
     assert frame.schema().getField("price").dataType.typeName() == "double"
+
+
+def test_flat_glue_context_methods_read_and_write_as_the_dotted_ones(glue, tmp_path, spark):
+    """Glue scripts call both spellings: create_dynamic_frame_from_options is
+    create_dynamic_frame.from_options, and so on, with Glue's keyword names."""
+    from sparkmark.glue.dynamicframe import DynamicFrameCollection
+
+    data, out, out2 = tmp_path / "in", tmp_path / "out", tmp_path / "out2"
+    write_json(data / "a.json", [1, 2])
+    frame = glue.create_dynamic_frame_from_options(
+        connection_type="s3", connection_options={"paths": [str(data)]}, format="json"
+    )
+    assert sorted(r["id"] for r in frame.toDF().collect()) == [1, 2]
+    df = glue.create_data_frame_from_options(
+        connection_type="s3", connection_options={"paths": [str(data)]}, format="json"
+    )
+    assert sorted(r["id"] for r in df.collect()) == [1, 2]
+    glue.write_dynamic_frame_from_options(
+        frame=frame, connection_type="s3", connection_options={"path": str(out)}, format="parquet"
+    )
+    assert sorted(spark.read.parquet(str(out)).toPandas()["id"]) == [1, 2]
+    other = DynamicFrame.fromDF(spark.createDataFrame([(3,)], "id long"), glue, "other")
+    glue.write_from_options(
+        frame_or_dfc=DynamicFrameCollection({"a": frame, "b": other}, glue),
+        connection_type="s3",
+        connection_options={"path": str(out2)},
+        format="json",
+    )
+    assert sorted(r["id"] for r in spark.read.json(str(out2)).collect()) == [1, 2, 3]
+    rdd_frame = glue.create_dynamic_frame_from_rdd(
+        spark.sparkContext.parallelize([(7,)]), "r", schema="id long"
+    )
+    assert [r["id"] for r in rdd_frame.toDF().collect()] == [7]

@@ -95,6 +95,191 @@ class GlueContext:
     def get_logger(self) -> _GlueLogger:
         return _GlueLogger(logging.getLogger("sparkmark.glue.script"))
 
+    # Glue's flat spellings of the readers and writers (``create_dynamic_frame_from_options``
+    # is ``create_dynamic_frame.from_options``), with Glue's parameters.
+
+    def create_dynamic_frame_from_options(
+        self,
+        connection_type,
+        connection_options=None,
+        format=None,
+        format_options=None,
+        transformation_ctx="",
+        push_down_predicate="",
+        **kwargs,
+    ) -> DynamicFrame:
+        return self.create_dynamic_frame.from_options(
+            connection_type,
+            connection_options,
+            format,
+            format_options,
+            transformation_ctx,
+            push_down_predicate or None,
+            **kwargs,
+        )
+
+    def create_dynamic_frame_from_catalog(
+        self,
+        database=None,
+        table_name=None,
+        redshift_tmp_dir="",
+        transformation_ctx="",
+        push_down_predicate="",
+        additional_options=None,
+        catalog_id=None,
+        **kwargs,
+    ) -> DynamicFrame:
+        database, table_name = kwargs.pop("name_space", database), kwargs.pop("table_name", table_name)
+        return self.create_dynamic_frame.from_catalog(
+            database,
+            table_name,
+            redshift_tmp_dir,
+            transformation_ctx,
+            push_down_predicate,
+            additional_options,
+            catalog_id,
+            **kwargs,
+        )
+
+    def create_dynamic_frame_from_rdd(
+        self, data, name, schema=None, sample_ratio=None, transformation_ctx=""
+    ) -> DynamicFrame:
+        return self.create_dynamic_frame.from_rdd(data, name, schema, sample_ratio, transformation_ctx)
+
+    def create_data_frame_from_options(
+        self,
+        connection_type,
+        connection_options=None,
+        format=None,
+        format_options=None,
+        transformation_ctx="",
+        **kwargs,
+    ) -> DataFrame:
+        return self.create_data_frame.from_options(
+            connection_type, connection_options, format, format_options, transformation_ctx, **kwargs
+        )
+
+    def create_data_frame_from_catalog(
+        self,
+        database,
+        table_name,
+        transformation_ctx="",
+        push_down_predicate="",
+        additional_options=None,
+        **kwargs,
+    ) -> DataFrame:
+        return self.create_data_frame.from_catalog(
+            database, table_name, transformation_ctx, push_down_predicate, additional_options, **kwargs
+        )
+
+    def write_dynamic_frame_from_options(
+        self,
+        frame,
+        connection_type,
+        connection_options=None,
+        format=None,
+        format_options=None,
+        transformation_ctx="",
+        **kwargs,
+    ) -> DynamicFrame:
+        return self.write_dynamic_frame.from_options(
+            frame, connection_type, connection_options, format, format_options, transformation_ctx, **kwargs
+        )
+
+    def write_dynamic_frame_from_catalog(
+        self,
+        frame,
+        database=None,
+        table_name=None,
+        redshift_tmp_dir="",
+        transformation_ctx="",
+        additional_options=None,
+        catalog_id=None,
+        **kwargs,
+    ) -> DynamicFrame:
+        database = kwargs.pop("name_space", database)
+        return self.write_dynamic_frame.from_catalog(
+            frame,
+            database,
+            table_name,
+            redshift_tmp_dir,
+            transformation_ctx,
+            additional_options,
+            catalog_id,
+            **kwargs,
+        )
+
+    def write_dynamic_frame_from_jdbc_conf(
+        self,
+        frame,
+        catalog_connection,
+        connection_options=None,
+        redshift_tmp_dir="",
+        transformation_ctx="",
+        catalog_id=None,
+        **kwargs,
+    ) -> DynamicFrame:
+        return self.write_dynamic_frame.from_jdbc_conf(
+            frame, catalog_connection, connection_options, redshift_tmp_dir, transformation_ctx, **kwargs
+        )
+
+    def write_from_options(
+        self,
+        frame_or_dfc,
+        connection_type,
+        connection_options=None,
+        format=None,
+        format_options=None,
+        transformation_ctx="",
+        **kwargs,
+    ):
+        """A DynamicFrame, or each frame of a DynamicFrameCollection, to one target."""
+        for frame in _frames(frame_or_dfc):
+            self.write_dynamic_frame.from_options(
+                frame,
+                connection_type,
+                connection_options,
+                format,
+                format_options,
+                transformation_ctx,
+                **kwargs,
+            )
+        return frame_or_dfc
+
+    def write_from_jdbc_conf(
+        self,
+        frame_or_dfc,
+        catalog_connection,
+        connection_options=None,
+        redshift_tmp_dir="",
+        transformation_ctx="",
+        catalog_id=None,
+        **kwargs,
+    ):
+        for frame in _frames(frame_or_dfc):
+            self.write_dynamic_frame.from_jdbc_conf(
+                frame,
+                catalog_connection,
+                connection_options,
+                redshift_tmp_dir,
+                transformation_ctx,
+                **kwargs,
+            )
+        return frame_or_dfc
+
+    def extract_jdbc_conf(self, connection_name: str, catalog_id: str | None = None) -> dict[str, str]:
+        """A named connection's settings, as Glue returns them (url, user, password,
+        vendor); the password is the resolved one, for the script's own use."""
+        resolved = self.connections.resolve(connection_name)
+        vendor = resolved.url.split(":")[1] if resolved.url.startswith("jdbc:") else ""
+        return {
+            "url": resolved.url,
+            "user": resolved.user or "",
+            "password": resolved.password or "",
+            "vendor": vendor,
+            "fullUrl": resolved.url,
+        }
+
     def getSource(
         self, connection_type: str, format: str | None = None, transformation_ctx: str = "", **options
     ) -> DataSource:
@@ -479,6 +664,15 @@ class GlueContext:
             self._append_jdbc(df, self._database(options, kind), table, ctx)
             return
         raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
+
+
+def _frames(frame_or_dfc) -> list:
+    """The frames of a DynamicFrame or of a DynamicFrameCollection."""
+    from .dynamicframe import DynamicFrameCollection
+
+    if isinstance(frame_or_dfc, DynamicFrameCollection):
+        return list(frame_or_dfc.values())
+    return [frame_or_dfc]
 
 
 def _variants_as_json(df: DataFrame) -> DataFrame:
