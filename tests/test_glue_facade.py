@@ -663,3 +663,66 @@ def test_flat_glue_context_methods_read_and_write_as_the_dotted_ones(glue, tmp_p
         spark.sparkContext.parallelize([(7,)]), "r", schema="id long"
     )
     assert [r["id"] for r in rdd_frame.toDF().collect()] == [7]
+
+
+def test_jdbc_from_options_with_a_named_connection_and_custom_jdbc(glue, tmp_path, monkeypatch, caplog):
+    """Glue's JDBC options: connectionName + useConnectionProperties take the URL and
+    credentials from a named connection; custom.jdbc takes className, dbTable or query,
+    filterPredicate and partitionColumn/numPartitions; redshift notes that COPY/UNLOAD
+    is not used. Against the real PostgreSQL server."""
+    import psycopg
+
+    from .conftest import PG_DSN
+
+    table = f"glue_conn_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (id bigint primary key, region text)")
+        conn.execute(f"INSERT INTO {table} VALUES (1, 'eu'), (2, 'us'), (3, 'eu'), (4, 'us')")
+    config = tmp_path / "sparkmark.toml"
+    config.write_text(
+        '[connections.shop]\nurl = "jdbc:postgresql://127.0.0.1:5432/test"\nuser = "postgres"\n'
+    )
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(config))
+    ctx = GlueContext(glue.spark_session)
+    try:
+        named = ctx.create_dynamic_frame.from_options(
+            "postgresql",
+            {"connectionName": "shop", "useConnectionProperties": "true", "dbtable": table},
+        )
+        assert sorted(r["id"] for r in named.toDF().collect()) == [1, 2, 3, 4]
+        custom = ctx.create_dynamic_frame.from_options(
+            "custom.jdbc",
+            {
+                "className": "org.postgresql.Driver",
+                "connectionName": "shop",
+                "dbTable": table,
+                "filterPredicate": "region = 'eu'",
+                "partitionColumn": "id",
+                "numPartitions": "2",
+            },
+        )
+        assert sorted(r["id"] for r in custom.toDF().collect()) == [1, 3]
+        query = ctx.create_dynamic_frame.from_options(
+            "marketplace.jdbc",
+            {
+                "connectionName": "shop",
+                "query": f"SELECT id FROM {table} WHERE id > 2",
+                "jobBookmarkKeys": ["id"],
+            },
+        )
+        assert sorted(r["id"] for r in query.toDF().collect()) == [3, 4]
+        with caplog.at_level(logging.INFO, logger="sparkmark.glue"):
+            redshift = ctx.create_dynamic_frame.from_options(
+                "redshift", {"connectionName": "shop", "dbtable": table}
+            )
+        assert (
+            redshift.count() == 4 and "UNLOAD/COPY path through redshift_tmp_dir is not used" in caplog.text
+        )
+        with pytest.raises(SparkmarkError, match="no JDBC driver"):
+            ctx.create_dynamic_frame.from_options(
+                "custom.jdbc",
+                {"className": "com.example.NoSuchDriver", "connectionName": "shop", "dbTable": table},
+            )
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")

@@ -33,6 +33,11 @@ log = logging.getLogger("sparkmark.glue")
 
 FILE_CONNECTIONS = ("s3", "file", "local")
 JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
+CUSTOM_JDBC = ("custom.jdbc", "marketplace.jdbc")  # Glue's JDBC connectors: any driver, by URL
+REDSHIFT_NOTE = (
+    "redshift: reading and writing over plain JDBC through the named connection; Redshift's "
+    "UNLOAD/COPY path through redshift_tmp_dir is not used"
+)
 
 
 def _file_options(options: dict) -> dict:
@@ -398,20 +403,35 @@ class GlueContext:
         return choice.parse_records(lines, "value", keep)
 
     def _database(self, options: dict, connection_type: str) -> jdbc_keys.Database:
-        url = options.get("url")
+        """The database the options name: their url/user/password, or a named connection's
+        (``connectionName``, with ``useConnectionProperties`` or no url of their own)."""
+        url, user, password = options.get("url"), options.get("user"), options.get("password")
+        name = options.get("connectionName")
+        if name and (
+            parse_bool("useConnectionProperties", options.get("useConnectionProperties", False)) or not url
+        ):
+            resolved = self.connections.resolve(str(name))
+            url, user, password = url or resolved.url, user or resolved.user, password or resolved.password
         if not url:
-            raise SourceError(f"connection_type {connection_type!r} needs connection_options['url']")
-        database = jdbc_keys.parse_database(url, options.get("user"), options.get("password"))
-        expected = JDBC_CONNECTIONS[connection_type]
-        if database.dialect.name != expected:
+            raise SourceError(
+                f"connection_type {connection_type!r} needs connection_options['url'] or 'connectionName'"
+            )
+        database = jdbc_keys.parse_database(url, user, password)
+        expected = JDBC_CONNECTIONS.get(connection_type)
+        if expected is not None and database.dialect.name != expected:
             raise SourceError(f"url {database.display} is not a {connection_type} URL")
         return database
 
     def _read_jdbc(self, connection_type: str, options: dict, ctx: str | None) -> DataFrame:
+        if connection_type == "redshift":
+            log.info(REDSHIFT_NOTE)
+            return self._read_custom_jdbc(connection_type, options, ctx)
+        if connection_type in CUSTOM_JDBC:
+            return self._read_custom_jdbc(connection_type, options, ctx)
         if connection_type not in JDBC_CONNECTIONS:
             raise SourceError(
-                f"connection_type {connection_type!r} is not supported: use s3, postgresql, mysql "
-                "or sqlite (no SQL Server, Oracle or Redshift driver is available here)"
+                f"connection_type {connection_type!r} is not supported: use s3, postgresql, mysql, "
+                "sqlite, or custom.jdbc with a driver on Spark's classpath"
             )
         table = options.get("dbtable")
         keys = options.get("jobBookmarkKeys")
@@ -430,6 +450,45 @@ class GlueContext:
         if run is not None:
             run.add_database(database)
         request = JdbcRequest.build(database, query=None, lag=None, on_null_key="raise", **kwargs)
+        return read_source(self.spark_session, JdbcSource(request, ctx=ctx or None), run)
+
+    def _read_custom_jdbc(self, connection_type: str, options: dict, ctx: str | None) -> DataFrame:
+        """``custom.jdbc`` / ``marketplace.jdbc``: Glue's connector options over the same
+        bookmarked JDBC read (``dbTable`` or ``query``, ``filterPredicate``,
+        ``partitionColumn`` with ``numPartitions``)."""
+        if options.get("className"):
+            from ..spark import driver_class
+
+            driver_class(self.spark_session, (str(options["className"]),), connection_type)
+        if options.get("dataTypeMapping"):
+            raise SourceError(
+                "dataTypeMapping is not supported: cast the columns after reading (ApplyMapping)"
+            )
+        table, query = options.get("dbTable") or options.get("dbtable"), options.get("query")
+        where = options.get("filterPredicate")
+        if where:
+            source = f"({query}) sm_q" if query else table
+            query, table = f"SELECT * FROM {source} WHERE {where}", None
+        keys = options.get("jobBookmarkKeys")
+        if isinstance(keys, str):
+            keys = json.loads(keys) if keys.strip().startswith("[") else [keys]
+        partition = options.get("partitionColumn")
+        database = self._database(options, connection_type)
+        run = self._run
+        if run is not None:
+            run.add_database(database)
+        request = JdbcRequest.build(
+            database,
+            table=table,
+            query=query,
+            keys=keys or ([partition] if partition and query else None),
+            keys_sort_order=options.get("jobBookmarkKeysSortOrder", "asc"),
+            hashfield=partition,
+            hashexpression=None,
+            hashpartitions=int(options.get("numPartitions", 7)),
+            lag=None,
+            on_null_key="raise",
+        )
         return read_source(self.spark_session, JdbcSource(request, ctx=ctx or None), run)
 
     def _from_options(
@@ -814,6 +873,8 @@ class _DynamicFrameWriter:
     ) -> DynamicFrame:
         """Write through a named connection (``[connections.NAME]`` in sparkmark.toml)."""
         options = dict(connection_options or {})
+        if redshift_tmp_dir:
+            log.info(REDSHIFT_NOTE)
         resolved = self._ctx.connections.resolve(catalog_connection)
         database = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
         table = options.get("dbtable")
