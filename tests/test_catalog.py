@@ -472,3 +472,38 @@ def test_crawled_csv_schemas_follow_glues_classifier(spark, tmp_path, db):
     assert [tuple(r) for r in rows] == [(1, "Smith, Ann", 'said "hi"'), (2, "Lee, Bob", "ok")]
     rows = spark.sql(f"SELECT col0, col2 FROM {db}.ctrla_noheader ORDER BY col0").collect()
     assert [tuple(r) for r in rows] == [(1, 10.5), (2, 3.0)]
+
+
+def test_a_hyphenated_glue_database_through_crawl_catalog_and_write(spark, tmp_path):
+    """Glue allows hyphens in catalog names (and keeps them lower-case); Hive's metastore
+    does not. The Glue name is used everywhere a user names it; Spark SQL sees '_'."""
+    glue_db = f"Sales-{uuid.uuid4().hex[:6]}"
+    sales, out = tmp_path / "sales", tmp_path / "out"
+    sales_tree(sales)
+    record, store = crawl(
+        spark, {"Name": "hyphens", "DatabaseName": glue_db, "Targets": {"S3Targets": [{"Path": str(sales)}]}}
+    )
+    lower = glue_db.lower()
+    assert record.summary["tables_created"] == [f"{lower}.sales"], record.errors
+    assert store.table(lower, "sales").partition_keys[0].name == "dt"
+    hive_db = lower.replace("-", "_")
+    assert spark.sql(f"SELECT sum(id) FROM {hive_db}.sales").first()[0] == 6
+
+    ctx = GlueContext(spark)
+    job = GlueJob(ctx)
+    job.init(f"hy_{uuid.uuid4().hex[:6]}", {"job_bookmark_option": "job-bookmark-enable"})
+    frame = ctx.create_dynamic_frame.from_catalog(
+        database=glue_db, table_name="SALES", push_down_predicate="dt = '2026-01-02'", transformation_ctx="s"
+    )
+    assert [r["id"] for r in frame.toDF().collect()] == [3]
+    (out / "dt=2026-01-05").mkdir(parents=True)
+    copy = {"Name": "hyphens2", "DatabaseName": glue_db, "Targets": {"S3Targets": [{"Path": str(out)}]}}
+    (out / "dt=2026-01-05" / "x.csv").write_text("id,amount,region\n9,1.0,eu\n")
+    crawl(spark, copy)
+    ctx.write_dynamic_frame.from_catalog(
+        frame=frame, database=glue_db, table_name="out", transformation_ctx="w"
+    )
+    job.commit()
+    assert spark.sql(f"SELECT count(*) FROM {hive_db}.out").first()[0] >= 1
+    written = [p for p in out.rglob("*.csv") if p.name != "x.csv"]
+    assert written  # the frame was appended in the table's format

@@ -9,6 +9,7 @@ which also covers folders that are not named ``key=value``.
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from ..errors import SparkmarkError
@@ -25,6 +26,18 @@ SPARK_FORMATS = {"csv": "csv", "json": "json", "parquet": "parquet", "orc": "orc
 
 def ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def metastore_name(glue_name: str) -> str:
+    """The Hive metastore's name for a Glue database or table name. Glue allows hyphens
+    (and stores names in lower case); Hive's metastore takes letters, digits and '_'
+    only, so every other character becomes '_' there. The Glue name is what users see
+    and what sparkmark's own catalog keeps; Spark SQL sees this one."""
+    return re.sub(r"[^0-9a-z_]", "_", glue_name.lower())
+
+
+def _q(glue_name: str) -> str:
+    return ident(metastore_name(glue_name))
 
 
 def literal(text: str) -> str:
@@ -46,7 +59,7 @@ class HiveCatalog:
         return self.spark.sql(statement)
 
     def ensure_database(self, database: str) -> None:
-        self._sql(f"CREATE DATABASE IF NOT EXISTS {ident(database)}")
+        self._sql(f"CREATE DATABASE IF NOT EXISTS {_q(database)}")
 
     @staticmethod
     def in_metastore(table: Table) -> bool:
@@ -75,7 +88,7 @@ class HiveCatalog:
             " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"
         )
         self._sql(
-            f"CREATE TABLE {ident(table.database)}.{ident(table.name)} ({cols}) USING {fmt}"
+            f"CREATE TABLE {_q(table.database)}.{_q(table.name)} ({cols}) USING {fmt}"
             f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}"
         )
 
@@ -87,7 +100,7 @@ class HiveCatalog:
     def replace_table(self, table: Table, crawl_id: str | None = None) -> None:
         """New schema for an existing table; its partitions stay registered."""
         keep = self.store.partitions(table.database, table.name)
-        self._sql(f"DROP TABLE IF EXISTS {ident(table.database)}.{ident(table.name)}")
+        self._sql(f"DROP TABLE IF EXISTS {_q(table.database)}.{_q(table.name)}")
         self._create(table)
         self.store.put_table(table, crawl_id)
         self._register_partitions(table, keep)
@@ -104,12 +117,12 @@ class HiveCatalog:
         )
         props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in parameters.items())
         if self.in_metastore(table):
-            self._sql(f"ALTER TABLE {ident(table.database)}.{ident(table.name)} SET TBLPROPERTIES ({props})")
+            self._sql(f"ALTER TABLE {_q(table.database)}.{_q(table.name)} SET TBLPROPERTIES ({props})")
         self.store.put_table(merged)
         return merged
 
     def drop_table(self, database: str, name: str) -> None:
-        self._sql(f"DROP TABLE IF EXISTS {ident(database)}.{ident(name)}")
+        self._sql(f"DROP TABLE IF EXISTS {_q(database)}.{_q(name)}")
         self.store.drop_table(database, name)
 
     def _spec(self, table: Table, p: Partition) -> str:
@@ -122,7 +135,7 @@ class HiveCatalog:
             return
         for p in parts:
             self._sql(
-                f"ALTER TABLE {ident(table.database)}.{ident(table.name)} ADD IF NOT EXISTS "
+                f"ALTER TABLE {_q(table.database)}.{_q(table.name)} ADD IF NOT EXISTS "
                 f"PARTITION ({self._spec(table, p)}) LOCATION {literal(p.location)}"
             )
 
@@ -133,7 +146,7 @@ class HiveCatalog:
     def drop_partitions(self, table: Table, parts: list[Partition]) -> None:
         for p in parts if self.in_metastore(table) else []:
             self._sql(
-                f"ALTER TABLE {ident(table.database)}.{ident(table.name)} DROP IF EXISTS "
+                f"ALTER TABLE {_q(table.database)}.{_q(table.name)} DROP IF EXISTS "
                 f"PARTITION ({self._spec(table, p)})"
             )
         self.store.drop_partitions(table.database, table.name, parts)

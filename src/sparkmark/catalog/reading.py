@@ -20,7 +20,7 @@ Reader = Callable[[list[str], str, dict[str, dict[str, str]], dict[str, Any]], D
 def split_name(name: str) -> tuple[str, str]:
     if name.count(".") != 1:
         raise SparkmarkError(f"name catalog tables as DATABASE.TABLE, got {name!r}")
-    db, table = name.split(".")
+    db, table = name.lower().split(".")  # Glue's catalog names are case-insensitive, kept lower-case
     return db, table
 
 

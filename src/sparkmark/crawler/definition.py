@@ -74,6 +74,11 @@ class CrawlerDefinition(_Model):
             raise ValueError("must be letters, digits, '_' or '-'")
         return value
 
+    @field_validator("DatabaseName")
+    @classmethod
+    def _lower(cls, value: str) -> str:
+        return value.lower()  # Glue keeps catalog names in lower case
+
     @property
     def configuration(self) -> dict[str, Any]:
         if isinstance(self.Configuration, str):

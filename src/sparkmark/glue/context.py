@@ -532,6 +532,7 @@ class GlueContext:
     ) -> tuple[DataFrame, bool]:
         from ..catalog.reading import read_table
 
+        database, table_name = database.lower(), table_name.lower()  # Glue's names are case-insensitive
         name = f"{database}.{table_name}"
         predicates = [push_down_predicate, options.get("catalogPartitionPredicate", "")]
         store = self._catalog_store()
@@ -904,6 +905,7 @@ class _DynamicFrameWriter:
         ``enableUpdateCatalog`` the new partitions (and, with ``updateBehavior``
         UPDATE_IN_DATABASE, the new schema) are registered."""
         options = dict(additional_options or {})
+        database, table_name = database.lower(), table_name.lower()
         table = self._ctx._catalog_store().table(database, table_name)
         keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
         self._ctx._write(
