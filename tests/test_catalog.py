@@ -507,3 +507,61 @@ def test_a_hyphenated_glue_database_through_crawl_catalog_and_write(spark, tmp_p
     assert spark.sql(f"SELECT count(*) FROM {hive_db}.out").first()[0] >= 1
     written = [p for p in out.rglob("*.csv") if p.name != "x.csv"]
     assert written  # the frame was appended in the table's format
+
+
+def test_a_custom_csv_classifier_from_the_config_file(spark, tmp_path, db):
+    """[classifiers.NAME.CsvClassifier] with Glue's fields; the crawler's Classifiers
+    list names it, and it decides the delimiter, quote, header policy and names."""
+    from sparkmark.crawler.classifiers import load_classifiers
+    from sparkmark.errors import ConfigError
+
+    config = tmp_path / "sparkmark.toml"
+    config.write_text(
+        "[classifiers.semis.CsvClassifier]\n"
+        'Delimiter = ";"\nQuoteSymbol = "\'"\nContainsHeader = "ABSENT"\nHeader = ["Id", "Who", "Note"]\n'
+    )
+    data = tmp_path / "people"
+    data.mkdir()
+    # Strings only and a comma inside: the built-in rules would find no header and split on ','.
+    (data / "p.txt.csv").write_text("1;'Smith, Ann';a,b\n2;'Lee; Bob';c\n")
+    declared = load_classifiers(config)
+    settings = Settings.from_env()
+    state = StateStore.from_settings(settings)
+    crawlers = CrawlerStore(state)
+    parsed = load_definition(
+        {
+            "Name": f"k_{db}",
+            "DatabaseName": db,
+            "Classifiers": ["semis"],
+            "Targets": {"S3Targets": [{"Path": str(data)}]},
+        }
+    )
+    crawlers.save(parsed)
+    catalog_store = CatalogStore(state)
+    record = run_crawl(
+        spark, state, HiveCatalog(spark, catalog_store), crawlers, parsed,
+        connections=Connections.from_settings(settings), classifiers=declared,
+    )  # fmt: skip
+    assert record.summary["tables_created"] == [f"{db}.people"], record.errors
+    assert [(c.name, c.type) for c in catalog_store.table(db, "people").columns] == [
+        ("id", "bigint"),
+        ("who", "string"),
+        ("note", "string"),
+    ]
+    rows = spark.sql(f"SELECT id, who, note FROM {db}.people ORDER BY id").collect()
+    assert [tuple(r) for r in rows] == [(1, "Smith, Ann", "a,b"), (2, "Lee; Bob", "c")]
+
+    unknown = load_definition(
+        {
+            "Name": "u",
+            "DatabaseName": db,
+            "Classifiers": ["nope"],
+            "Targets": {"S3Targets": [{"Path": str(data)}]},
+        }
+    )
+    with pytest.raises(ConfigError, match="classifier 'nope', which is not declared"):
+        run_crawl(spark, state, HiveCatalog(spark, catalog_store), crawlers, unknown,
+                  connections=Connections.from_settings(settings), classifiers=declared)  # fmt: skip
+    config.write_text('[classifiers.bad.CsvClassifier]\nDelimiter = ";;"\n')
+    with pytest.raises(ConfigError, match="classifier 'bad'.*one character"):
+        load_classifiers(config)

@@ -9,6 +9,7 @@ import typer
 from ..catalog.hive import HiveCatalog
 from ..catalog.store import CatalogStore
 from ..connections import Connections
+from ..crawler.classifiers import load_classifiers
 from ..crawler.crawl import run_crawl
 from ..crawler.definition import load_file
 from ..crawler.store import CrawlerStore
@@ -57,6 +58,7 @@ def run(
         crawlers,
         definition,
         connections=Connections.from_settings(settings),
+        classifiers=load_classifiers(settings.config),
         crawl_id=crawl_id,
     )
     if as_json:

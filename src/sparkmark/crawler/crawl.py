@@ -7,6 +7,7 @@ import re
 import secrets
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
 from . import csv_dialect
+from .classifiers import csv_rules
 from .classify import classify
 from .definition import CrawlerDefinition
 from .definition import DeleteBehaviorKind as DeleteBehavior
@@ -69,6 +71,7 @@ class Crawl:
         }
     )
     errors: list[dict[str, str]] = field(default_factory=list)
+    csv_rules: csv_dialect.CsvRules | None = None  # a custom CSV classifier the crawler names
 
     def error(self, path: str, message: str) -> None:
         log.warning("crawl %s: %s: %s", self.crawl_id, path, message)
@@ -254,8 +257,10 @@ def run_crawl(
     *,
     connections: Connections,
     crawl_id: str | None = None,
+    classifiers: Mapping[str, csv_dialect.CsvRules] | None = None,
 ) -> CrawlRecord:
     crawl = Crawl(crawl_id or "cr_" + secrets.token_hex(16))
+    crawl.csv_rules = csv_rules(definition.Classifiers, classifiers or {})
     crawler_store.begin(definition.Name, crawl.crawl_id)
     began = time.monotonic()
     outcome = "FAILED"
@@ -363,7 +368,7 @@ def _apply(
     old: Table | None,
     new_folders_only: bool,
 ) -> None:
-    inferred = infer(spark, found, crawl, definition.configuration.get("XmlRowTag", "row"))
+    inferred = infer(spark, found, crawl, definition.configuration.get("XmlRowTag", "row"), crawl.csv_rules)
     if inferred is None:
         crawl.error(found.root, "no readable file; table not created or updated")
         return

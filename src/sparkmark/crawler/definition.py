@@ -63,6 +63,7 @@ class CrawlerDefinition(_Model):
     DatabaseName: str
     Targets: TargetsSpec
     TablePrefix: str = ""
+    Classifiers: list[str] = Field(default_factory=list)  # custom classifiers, tried first
     SchemaChangePolicy: SchemaChangePolicySpec = Field(default_factory=SchemaChangePolicySpec)
     RecrawlPolicy: RecrawlPolicySpec = Field(default_factory=RecrawlPolicySpec)
     Configuration: dict[str, Any] | str | None = None
