@@ -702,6 +702,17 @@ def test_jdbc_from_options_with_a_named_connection_and_custom_jdbc(glue, tmp_pat
             },
         )
         assert sorted(r["id"] for r in custom.toDF().collect()) == [1, 3]
+        mapped = ctx.create_dynamic_frame.from_options(
+            "custom.jdbc",
+            {"connectionName": "shop", "dbTable": table, "dataTypeMapping": {"BIGINT": "STRING"}},
+        ).toDF()
+        assert mapped.schema["id"].dataType.simpleString() == "string"  # Glue's example: a JDBC type → STRING
+        assert sorted(r["id"] for r in mapped.collect()) == ["1", "2", "3", "4"]
+        with pytest.raises(SparkmarkError, match="dataTypeMapping: 'TEXTISH' is not a Glue type"):
+            ctx.create_dynamic_frame.from_options(
+                "custom.jdbc",
+                {"connectionName": "shop", "dbTable": table, "dataTypeMapping": {"INTEGER": "TEXTISH"}},
+            )
         query = ctx.create_dynamic_frame.from_options(
             "marketplace.jdbc",
             {

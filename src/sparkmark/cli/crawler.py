@@ -9,7 +9,7 @@ import typer
 from ..catalog.hive import HiveCatalog
 from ..catalog.store import CatalogStore
 from ..connections import Connections
-from ..crawler.classifiers import load_classifiers
+from ..crawler.classifiers import csv_rules, load_classifiers
 from ..crawler.crawl import run_crawl
 from ..crawler.definition import load_file
 from ..crawler.store import CrawlerStore
@@ -49,6 +49,8 @@ def run(
     state = StateStore.from_settings(settings)
     crawlers = CrawlerStore(state)
     definition, _ = crawlers.get(name)
+    classifiers = load_classifiers(settings.config)
+    csv_rules(definition.Classifiers, classifiers)  # an undeclared classifier fails before Spark starts
     spark = create_session(f"crawler-{name}", settings.spark_master, settings)
     spark.sparkContext.setLogLevel("ERROR")
     record = run_crawl(
@@ -58,7 +60,7 @@ def run(
         crawlers,
         definition,
         connections=Connections.from_settings(settings),
-        classifiers=load_classifiers(settings.config),
+        classifiers=classifiers,
         crawl_id=crawl_id,
     )
     if as_json:

@@ -460,10 +460,7 @@ class GlueContext:
             from ..spark import driver_class
 
             driver_class(self.spark_session, (str(options["className"]),), connection_type)
-        if options.get("dataTypeMapping"):
-            raise SourceError(
-                "dataTypeMapping is not supported: cast the columns after reading (ApplyMapping)"
-            )
+        mapping = _type_mapping(options.get("dataTypeMapping"))
         table, query = options.get("dbTable") or options.get("dbtable"), options.get("query")
         where = options.get("filterPredicate")
         if where:
@@ -489,7 +486,8 @@ class GlueContext:
             lag=None,
             on_null_key="raise",
         )
-        return read_source(self.spark_session, JdbcSource(request, ctx=ctx or None), run)
+        df = read_source(self.spark_session, JdbcSource(request, ctx=ctx or None), run)
+        return _apply_type_mapping(df, mapping) if mapping else df
 
     def _from_options(
         self,
@@ -724,6 +722,56 @@ class GlueContext:
             self._append_jdbc(df, self._database(options, kind), table, ctx)
             return
         raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
+
+
+# JDBC type names (java.sql.Types) for the Spark types the JDBC reader gives them.
+_JDBC_TYPE_NAMES: dict[str, tuple[str, ...]] = {
+    "boolean": ("BOOLEAN", "BIT"),
+    "tinyint": ("TINYINT",),
+    "smallint": ("SMALLINT",),
+    "int": ("INTEGER",),
+    "bigint": ("BIGINT",),
+    "float": ("REAL",),
+    "double": ("DOUBLE", "FLOAT"),
+    "string": ("VARCHAR", "CHAR", "LONGVARCHAR", "NVARCHAR", "NCHAR", "CLOB"),
+    "date": ("DATE",),
+    "timestamp": ("TIMESTAMP", "TIMESTAMP_WITH_TIMEZONE"),
+    "binary": ("BINARY", "VARBINARY", "LONGVARBINARY", "BLOB"),
+}
+_GLUE_TARGETS = {
+    "STRING": "string", "INT": "int", "INTEGER": "int", "LONG": "bigint", "BIGINT": "bigint",
+    "SHORT": "smallint", "BYTE": "tinyint", "FLOAT": "float", "DOUBLE": "double",
+    "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp", "BINARY": "binary",
+}  # fmt: skip
+
+
+def _type_mapping(raw) -> dict[str, str]:
+    """Glue's ``dataTypeMapping`` (JDBC type name → Glue type), checked."""
+    if not raw:
+        return {}
+    mapping = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    checked = {}
+    for jdbc, glue in mapping.items():
+        target = _GLUE_TARGETS.get(str(glue).upper()) or (
+            str(glue).lower() if str(glue).upper().startswith("DECIMAL") else None
+        )
+        if target is None:
+            raise SourceError(f"dataTypeMapping: {glue!r} is not a Glue type ({', '.join(_GLUE_TARGETS)})")
+        checked[str(jdbc).upper()] = target
+    return checked
+
+
+def _apply_type_mapping(df: DataFrame, mapping: dict[str, str]) -> DataFrame:
+    """Cast each column whose JDBC type the mapping names (a value that does not convert
+    becomes null, as any Glue cast)."""
+    cols = []
+    for f in df.schema.fields:
+        simple = "decimal" if f.dataType.simpleString().startswith("decimal") else f.dataType.simpleString()
+        names = ("DECIMAL", "NUMERIC") if simple == "decimal" else _JDBC_TYPE_NAMES.get(simple, ())
+        target = next((mapping[n] for n in names if n in mapping), None)
+        col = F.col(f"`{f.name}`")
+        cols.append(col.try_cast(target).alias(f.name) if target else col)
+    return df.select(*cols)
 
 
 def _frames(frame_or_dfc) -> list:
