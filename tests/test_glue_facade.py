@@ -737,3 +737,37 @@ def test_jdbc_from_options_with_a_named_connection_and_custom_jdbc(glue, tmp_pat
     finally:
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_ingestion_time_columns_and_purge_table(glue, spark, tmp_path):
+    """add_ingestion_time_columns: Glue's ingest_year … ingest_minute down to the
+    granularity; purge_table: purge_s3_path over the partitions a predicate selects."""
+    from datetime import UTC, datetime
+
+    frame = DynamicFrame.fromDF(spark.createDataFrame([(1,)], "id long"), glue, "f")
+    before = datetime.now(UTC)
+    hourly = glue.add_ingestion_time_columns(frame, "hour").toDF()
+    assert hourly.columns == ["id", "ingest_year", "ingest_month", "ingest_day", "ingest_hour"]
+    row = hourly.first()
+    stamp = datetime(
+        int(row["ingest_year"]),
+        int(row["ingest_month"]),
+        int(row["ingest_day"]),
+        int(row["ingest_hour"]),
+        tzinfo=UTC,
+    )
+    assert before.replace(minute=0, second=0, microsecond=0) <= stamp <= datetime.now(UTC)
+    assert len(row["ingest_month"]) == 2  # zero-padded, as partition folder names
+    assert glue.add_ingestion_time_columns(frame.toDF(), "minute").columns[-1] == "ingest_minute"
+    with pytest.raises(SparkmarkError, match="day, hour or minute"):
+        glue.add_ingestion_time_columns(frame, "week")
+
+    from .test_catalog import crawl, definition, sales_tree
+
+    db = f"pt_{uuid.uuid4().hex[:6]}"
+    sales = tmp_path / "sales"
+    sales_tree(sales)
+    crawl(spark, definition(db, sales))
+    glue.purge_table(db, "sales", {"retentionPeriod": 0, "partitionPredicate": "dt = '2026-01-01'"})
+    assert not list((sales / "dt=2026-01-01").glob("*.csv"))
+    assert list((sales / "dt=2026-01-02").glob("*.csv"))  # not selected: kept

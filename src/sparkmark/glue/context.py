@@ -295,6 +295,47 @@ class GlueContext:
     ) -> DataSink:
         return DataSink(self, connection_type, options, format, transformation_ctx)
 
+    def add_ingestion_time_columns(self, frame, time_granularity: str = "hour"):
+        """Glue's ingestion-time partition columns: ``ingest_year``, ``ingest_month``,
+        ``ingest_day``, then ``ingest_hour`` and ``ingest_minute`` down to the
+        granularity (``day``, ``hour`` or ``minute``), as zero-padded strings of the time
+        the rows are processed (UTC)."""
+        levels = {"day": 3, "hour": 4, "minute": 5}
+        depth = levels.get(str(time_granularity).lower())
+        if depth is None:
+            raise SourceError(f"time_granularity must be day, hour or minute, got {time_granularity!r}")
+        df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
+        zone = self.spark_session.conf.get("spark.sql.session.timeZone", "UTC") or "UTC"
+        now = F.to_utc_timestamp(F.current_timestamp(), zone)
+        columns = [("ingest_year", "yyyy"), ("ingest_month", "MM"), ("ingest_day", "dd"),
+                   ("ingest_hour", "HH"), ("ingest_minute", "mm")][:depth]  # fmt: skip
+        for name, pattern in columns:
+            df = df.withColumn(name, F.date_format(now, pattern))
+        return DynamicFrame(df, self, frame.name) if isinstance(frame, DynamicFrame) else df
+
+    def purge_table(
+        self,
+        database: str,
+        table_name: str,
+        options: dict | None = None,
+        transformation_ctx: str = "",
+        catalog_id: str | None = None,
+    ) -> None:
+        """``purge_s3_path`` over a catalog table's files: every partition's folder, or
+        those ``options["partitionPredicate"]`` selects, or the table's location."""
+        from ..catalog.reading import prune
+
+        opts = dict(options or {})
+        store = self._catalog_store()
+        table = store.table(database.lower(), table_name.lower())
+        folders = [table.location]
+        if table.partition_keys:
+            parts = store.partitions(table.database, table.name)
+            predicate = str(opts.pop("partitionPredicate", "") or "")
+            folders = [p.location for p in prune(self.spark_session, table, parts, [predicate])]
+        for folder in folders:
+            self.purge_s3_path(folder, opts, transformation_ctx)
+
     def purge_s3_path(self, s3_path: str, options: dict | None = None, transformation_ctx: str = "") -> None:
         """Delete the files under ``s3_path`` older than ``retentionPeriod`` hours (default
         168). ``excludeStorageClasses`` is accepted; local and fsspec stores have none."""
