@@ -152,6 +152,38 @@ def test_unknown_names_get_a_one_line_error(args, message):
     assert "Traceback" not in result.output
 
 
+def test_failing_crawler_and_catalog_commands_print_one_line(tmp_path, monkeypatch):
+    """Crawler and catalog commands that fail print one `error:` line and exit 1."""
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(tmp_path / "none.toml"))
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text("garbage = [")
+    bad_name = tmp_path / "bad_name.toml"
+    bad_name.write_text('[crawler]\nName = "c 1"\nDatabaseName = "d"\n[crawler.Targets]\nS3Targets = []\n')
+    classified = tmp_path / "classified.toml"
+    classified.write_text(
+        '[crawler]\nName = "needs_x"\nDatabaseName = "d"\nClassifiers = ["x"]\n'
+        f'[crawler.Targets]\nS3Targets = [{{Path = "{tmp_path}"}}]\n'
+    )
+    assert sm("crawler", "create", "--file", str(classified)).exit_code == 0
+    cases = [
+        (["crawler", "run", "ghost"], "unknown crawler 'ghost'"),
+        (["crawler", "run", "needs_x"], "names classifier 'x', which is not declared"),
+        (["crawler", "create", "--file", str(tmp_path / "missing.toml")], "cannot read"),
+        (["crawler", "create", "--file", str(bad_toml)], "cannot read"),
+        (["crawler", "create", "--file", str(bad_name)], "invalid crawler definition at Name"),
+        (["catalog", "partitions", "nope.tbl"], "no table nope.tbl in the catalog"),
+        (["catalog", "versions", "nope.tbl"], "no table nope.tbl in the catalog"),
+        (["catalog", "table", "nope.tbl"], "no table nope.tbl in the catalog"),
+        (["catalog", "partitions", "bad-name"], "name tables as DATABASE.TABLE"),
+    ]
+    for args, message in cases:
+        result = sm(*args)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 1, (args, result.output)
+        assert lines == [lines[0]] and lines[0].startswith("error:") and message in lines[0], (args, lines)
+        assert "Traceback" not in result.output
+
+
 def test_malformed_run_arguments_get_a_one_line_error(script):
     result = sm("run", str(script), "--job-bookmark-option", "sometimes")
     assert result.exit_code == 1
