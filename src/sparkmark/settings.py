@@ -20,10 +20,11 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_CONFIG`` | config | ``sparkmark.toml`` |
 | ``SPARKMARK_LOG_LEVEL`` | log_level | ``INFO`` |
 | ``SPARKMARK_AWSGLUE`` | awsglue | ``on`` (``off`` leaves ``import awsglue`` alone) |
-| ``SPARKMARK_BOTO3`` | boto3 | ``auto`` (``shim``: the workflow stand-in; ``real``) |
 | ``SPARKMARK_RUN_ID`` / ``SPARKMARK_ATTEMPT`` | run_id / attempt | set by the scheduler for the job it starts |
 | ``SPARKMARK_CRASH_AT`` | crash_at | unset (tests: die at that crash point) |
 | ``SPARKMARK_S3_LOCAL_ROOT`` | s3_local_root | unset; a folder: ``s3://bucket/key`` is read and written as ``FOLDER/bucket/key`` |
+| ``SPARKMARK_API_HOST`` / ``SPARKMARK_API_PORT`` | api_host / api_port | ``127.0.0.1`` / ``4599`` (``sparkmark api``) |
+| ``SPARKMARK_API_TOKEN`` | api_token | unset; when set, Glue API requests must be signed with it as the secret key |
 
 S3 access is configured the way AWS's own tools take it, from the standard variables
 (no ``SPARKMARK_`` prefix); sparkmark hands them to its S3 client and to Spark's S3A:
@@ -84,11 +85,13 @@ class Settings(BaseModel):
     config: Path = Path("sparkmark.toml")
     log_level: str = "INFO"
     awsglue: str = "on"
-    boto3: str = "auto"
     run_id: str | None = None
     attempt: int = Field(0, ge=0)
     crash_at: str | None = None
     s3_local_root: Path | None = None
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(4599, ge=0, le=65535)
+    api_token: SecretStr | None = None
     aws_access_key_id: str | None = Field(None, repr=False)
     aws_secret_access_key: SecretStr | None = None
     aws_session_token: SecretStr | None = None
@@ -132,6 +135,10 @@ class Settings(BaseModel):
             raise ConfigError(
                 f"invalid sparkmark setting {PREFIX}{str(field).upper()}: {first['msg']}"
             ) from None
+
+    @property
+    def api_token_value(self) -> str | None:
+        return self.api_token.get_secret_value() if self.api_token else None
 
     @property
     def hive_enabled(self) -> bool:

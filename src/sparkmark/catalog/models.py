@@ -49,3 +49,12 @@ class SchemaVersion:
     partition_keys: tuple[Column, ...]
     created_at: datetime
     crawl_id: str | None
+
+
+@dataclass(frozen=True)
+class Database:
+    name: str
+    description: str = ""
+    location_uri: str = ""
+    parameters: dict[str, str] = field(default_factory=dict)
+    created_at: datetime | None = None

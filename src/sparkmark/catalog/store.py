@@ -29,8 +29,13 @@ from sqlalchemy import (
 
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
-from ..errors import NotFound
-from .models import Column, Partition, SchemaVersion, Table
+from ..errors import NotFound, SparkmarkError
+from .models import Column, Database, Partition, SchemaVersion, Table
+
+
+class AlreadyExists(SparkmarkError):
+    """A catalog object with that name is already there."""
+
 
 metadata = MetaData()
 
@@ -67,7 +72,18 @@ versions = SATable(
     SAColumn("crawl_id", String(80)),
 )
 
+databases = SATable(
+    "sm_catalog_databases",
+    metadata,
+    SAColumn("name", String(255), primary_key=True),
+    SAColumn("description", Text, nullable=False),
+    SAColumn("location_uri", Text, nullable=False),
+    SAColumn("parameters", Text, nullable=False),
+    SAColumn("created_at", UTCDateTime, nullable=False),
+)
+
 SCHEMA_KEY = "catalog_schema_version"
+SCHEMA_VERSION = 2  # 2 added sm_catalog_databases: databases with no tables yet
 
 
 def _cols(doc: str) -> tuple[Column, ...]:
@@ -83,7 +99,45 @@ class CatalogStore:
 
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.ensure_tables(SCHEMA_KEY, metadata, SCHEMA_VERSION)
+
+    def put_database(self, db: Database, *, create: bool = True) -> None:
+        """Record a database; with ``create``, refuse one that already exists."""
+        values = {
+            "description": db.description,
+            "location_uri": db.location_uri,
+            "parameters": json.dumps(db.parameters, sort_keys=True),
+        }
+        with self.state.begin() as conn:
+            row = conn.execute(select(databases.c.name).where(databases.c.name == db.name)).first()
+            has_tables = conn.execute(select(tables.c.name).where(tables.c.database == db.name)).first()
+            if create and (row or has_tables):
+                raise AlreadyExists(f"database {db.name!r} already exists")
+            if row:
+                conn.execute(update(databases).where(databases.c.name == db.name).values(**values))
+            else:
+                conn.execute(insert(databases).values(name=db.name, created_at=utcnow(), **values))
+
+    def database(self, name: str) -> Database:
+        with self.state.connect() as conn:
+            row = conn.execute(select(databases).where(databases.c.name == name)).first()
+            has_tables = conn.execute(select(tables.c.name).where(tables.c.database == name)).first()
+        if row is not None:
+            return Database(
+                row.name, row.description, row.location_uri, json.loads(row.parameters), row.created_at
+            )
+        if has_tables:  # made by a crawler, which records no database of its own
+            return Database(name)
+        raise NotFound(f"no database {name!r} in the catalog")
+
+    def drop_database(self, name: str) -> None:
+        """Delete a database with its tables, partitions and schema versions."""
+        self.database(name)
+        with self.state.begin() as conn:
+            conn.execute(delete(partitions).where(partitions.c.database == name))
+            conn.execute(delete(versions).where(versions.c.database == name))
+            conn.execute(delete(tables).where(tables.c.database == name))
+            conn.execute(delete(databases).where(databases.c.name == name))
 
     def put_table(self, table: Table, crawl_id: str | None = None) -> int | None:
         """Record the table; returns the new schema version number when its schema changed."""
@@ -160,7 +214,9 @@ class CatalogStore:
 
     def databases(self) -> list[str]:
         with self.state.connect() as conn:
-            return sorted(conn.execute(select(tables.c.database).distinct()).scalars())
+            named = set(conn.execute(select(tables.c.database).distinct()).scalars())
+            named |= set(conn.execute(select(databases.c.name)).scalars())
+        return sorted(named)
 
     def tables(self, database: str) -> list[Table]:
         with self.state.connect() as conn:

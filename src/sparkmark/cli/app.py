@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import typer
 
 from ..engine import storage
 from ..errors import SparkmarkError
 from ..settings import Settings
-from . import bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
+from . import api, bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
 from .output import one_line_errors
 from .run import run_script
 
@@ -31,6 +30,7 @@ app.add_typer(workflows.workflow_app, name="workflow")
 app.add_typer(workflows.trigger_app, name="trigger")
 app.add_typer(workflows.job_app, name="job")
 app.command("scheduler")(one_line_errors(workflows.scheduler_command))
+app.command("api")(api.api_command)
 
 
 @app.command(
@@ -39,7 +39,9 @@ app.command("scheduler")(one_line_errors(workflows.scheduler_command))
 )
 def run(
     ctx: typer.Context,
-    script: Path = typer.Argument(..., help="The PySpark job script"),
+    script: str = typer.Argument(
+        ..., help="The PySpark job script: a path, or a URL such as s3://bucket/job.py"
+    ),
     skip_if_no_new_data: bool = typer.Option(
         False,
         "--skip-if-no-new-data",

@@ -8,39 +8,13 @@ from typing import Any
 import typer
 
 from ..engine.listing import FileLister
-from ..engine.models import BookmarkVersion
 from ..engine.preview import preview_job
 from ..engine.store import StateStore
 from ..errors import SparkmarkError
+from ..workflow.report import bookmark_entry as entry
 from .output import console, err_console, one_line_errors, print_json, table, when, when_ms
 
 app = typer.Typer(help="Read and control job bookmarks.", no_args_is_help=True)
-
-
-def entry(version: BookmarkVersion | None, job_name: str) -> dict[str, Any]:
-    """A bookmark version in the shape of Glue's JobBookmarkEntry."""
-    if version is None:
-        return {
-            "JobName": job_name,
-            "Version": 0,
-            "Run": 0,
-            "Attempt": 0,
-            "PreviousRunId": None,
-            "RunId": None,
-            "JobBookmark": {},
-        }
-    return {
-        "JobName": version.job_name,
-        "Version": version.version,
-        "Run": version.run,
-        "Attempt": version.attempt,
-        "PreviousRunId": version.previous_run_id,
-        "RunId": version.run_id,
-        "JobBookmark": version.ctx_states,
-        "Kind": version.kind.value,
-        "CreatedAt": version.created_at,
-        "RewoundToVersion": version.rewound_to,
-    }
 
 
 def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:

@@ -73,8 +73,62 @@ def _skip_without_spark(script: Path, resolved: job_args.JobArguments) -> bool:
     return True
 
 
-def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = False) -> int:
-    """Run ``script`` in this process as ``__main__``; returns the exit code."""
+def _fetch_script(location: str) -> Path:
+    """A script named by URL (``s3://bucket/job.py``, as Glue's ScriptLocation), copied
+    under the home to run; the copy is taken again at every run."""
+    import hashlib
+
+    import fsspec
+
+    from ..engine import storage
+    from ..settings import Settings
+
+    settings = Settings.from_env()
+    storage.configure(settings)
+    target = settings.home / "scripts" / hashlib.sha256(location.encode()).hexdigest()[:16]
+    target.mkdir(parents=True, exist_ok=True)
+    local = target / location.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        with fsspec.open(storage.canonical(location), "rb") as source:
+            local.write_bytes(source.read())
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read script {location!r}: {exc}")
+    return local
+
+
+def _glue_endpoint():
+    """Point boto3's Glue client at sparkmark's endpoint: one already running on this
+    machine, or one started in this process for the run. Returns what to stop after."""
+    from ..api.server import running_endpoint, start_in_thread
+    from ..settings import Settings
+
+    if os.environ.get("AWS_ENDPOINT_URL_GLUE"):
+        return None  # the user chose an endpoint (perhaps AWS's own)
+    settings = Settings.from_env()
+    started = None
+    url = running_endpoint(settings)
+    if url is None:
+        started = start_in_thread(settings)
+        url = started.url
+    os.environ["AWS_ENDPOINT_URL_GLUE"] = url
+    import boto3
+
+    session = boto3.session.Session()
+    if session.region_name is None:
+        os.environ["AWS_DEFAULT_REGION"] = settings.aws_region or "us-east-1"
+    if session.get_credentials() is None:  # the endpoint needs a signature, not an AWS account
+        os.environ["AWS_ACCESS_KEY_ID"] = "sparkmark"
+        os.environ["AWS_SECRET_ACCESS_KEY"] = settings.api_token_value or "sparkmark"
+    log.info("boto3's Glue client talks to sparkmark at %s", url)
+    return started
+
+
+def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool = False) -> int:
+    """Run ``script`` (a path, or a URL such as ``s3://…``) in this process as
+    ``__main__``; returns the exit code."""
+    if "://" in str(script) and not str(script).startswith("file://"):
+        script = _fetch_script(str(script))
+    script = Path(str(script).removeprefix("file://"))
     if not script.is_file():
         fail(f"script {str(script)!r} does not exist")
     try:
@@ -85,6 +139,10 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         fail(str(exc))
 
     _prepare_spark_and_glue()
+    try:
+        endpoint = _glue_endpoint()
+    except SparkmarkError as exc:
+        fail(str(exc))
     from ..runtime import describe_error, running_runs, started_runs
 
     already = len(started_runs())
@@ -101,6 +159,8 @@ def run_script(script: Path, argv: list[str], *, skip_if_no_new_data: bool = Fal
         error = exc
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        if endpoint is not None:
+            endpoint.stop()
 
     for job in running_runs():
         if error is None:

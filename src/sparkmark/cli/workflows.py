@@ -16,7 +16,8 @@ from ..errors import ConfigError
 from ..settings import Settings
 from ..workflow import report
 from ..workflow.control import run_job, start_workflow
-from ..workflow.definition import Project, TriggerType, load_project
+from ..workflow.definition import Project, TriggerType
+from ..workflow.registry import ProjectSource, load_project
 from ..workflow.scheduler import Scheduler
 from ..workflow.store import WorkflowRunRecord
 from .output import console, one_line_errors, print_json, table, when
@@ -36,8 +37,9 @@ def _config(given: Path | None, settings: Settings) -> Path:
 
 def _scheduler(config: Path | None, **kwargs) -> Scheduler:
     settings = Settings.from_env()
-    project = load_project(_config(config, settings))
-    return Scheduler(project, StateStore.from_settings(settings), settings=settings, **kwargs)
+    state = StateStore.from_settings(settings)
+    source = ProjectSource(_config(config, settings), state)
+    return Scheduler(source.current(), state, settings=settings, source=source, **kwargs)
 
 
 def _properties(pairs: list[str]) -> dict[str, str]:
@@ -186,7 +188,8 @@ def workflow_stop(name: str, run_id: str, config: Path = CONFIG) -> None:
 @one_line_errors
 def workflow_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared workflows with their triggers."""
-    project = load_project(_config(config, Settings.from_env()))
+    settings = Settings.from_env()
+    project = load_project(_config(config, settings), StateStore.from_settings(settings))
     rows = [
         {
             "Name": w.Name,
@@ -311,7 +314,8 @@ def job_run(
 @one_line_errors
 def job_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared jobs."""
-    project: Project = load_project(_config(config, Settings.from_env()))
+    settings = Settings.from_env()
+    project: Project = load_project(_config(config, settings), StateStore.from_settings(settings))
     rows = [j.model_dump(mode="json") for j in project.jobs.values()]
     if as_json:
         print_json(rows)

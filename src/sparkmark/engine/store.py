@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, insert, select
+from sqlalchemy import Engine, create_engine, event, insert, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError as SAArgumentError
 from sqlalchemy.exc import OperationalError
@@ -87,6 +87,11 @@ class StateStore(RunStore, BookmarkStore, OutputStore):
                 raise StateStoreError(
                     f"the state store's {component} is at version {found}, newer than this "
                     f"sparkmark understands ({version}); upgrade sparkmark"
+                )
+            elif int(found) < version:  # a later version only adds tables: create the missing ones
+                metadata.create_all(conn)
+                conn.execute(
+                    update(t.schema_info).where(t.schema_info.c.name == component).values(value=str(version))
                 )
 
     @classmethod

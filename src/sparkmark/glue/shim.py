@@ -58,31 +58,14 @@ class AwsGlueFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real), is_package=is_package)
 
 
-def _serve_boto3(wanted: str) -> bool:
-    """Whether ``import boto3`` should load sparkmark's stand-in: when boto3 is not
-    installed, or when SPARKMARK_BOTO3=shim asks for it."""
-    wanted = wanted.lower()
-    if wanted == "shim":
-        return True
-    if wanted in ("off", "real"):
-        return False
-    return importlib.machinery.PathFinder.find_spec("boto3") is None
-
-
 def install(settings: Settings | None = None) -> bool:
     """Install the hook (once). False when turned off with SPARKMARK_AWSGLUE=off."""
     # At interpreter start-up (the .pth hook) Settings is not built: importing pydantic
     # would cost every Python process, PySpark's workers too, a third of a second. The
-    # hook reads its two declared variables itself.
-    if settings is not None:
-        awsglue, boto3 = settings.awsglue, settings.boto3
-    else:
-        awsglue = os.environ.get("SPARKMARK_AWSGLUE", "on")
-        boto3 = os.environ.get("SPARKMARK_BOTO3", "auto")
+    # hook reads its declared variable itself.
+    awsglue = settings.awsglue if settings is not None else os.environ.get("SPARKMARK_AWSGLUE", "on")
     if awsglue.lower() in ("off", "0", "false", "aws"):
         return False
-    if _serve_boto3(boto3):
-        ALIASES["boto3"] = "sparkmark.glue.boto3"
     if not any(isinstance(f, AwsGlueFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, AwsGlueFinder())
     for name in [n for n in sys.modules if any(n == a or n.startswith(a + ".") for a in ALIASES)]:

@@ -40,6 +40,7 @@ class StoredResult:
     score: float
     rules: list[dict[str, Any]]
     metrics: dict[str, Any]
+    id: int = 0
 
 
 class QualityStore:
@@ -63,10 +64,36 @@ class QualityStore:
             )
 
     def results(self, job_name: str, ruleset: str | None = None, limit: int = 50) -> list[StoredResult]:
-        query = select(results).where(results.c.job_name == job_name)
-        if ruleset is not None:
-            query = query.where(results.c.ruleset == ruleset)
-        query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
+        return self.find(job_name=job_name, ruleset=ruleset, limit=limit)
+
+    def find(
+        self,
+        *,
+        job_name: str | None = None,
+        ruleset: str | None = None,
+        run_id: str | None = None,
+        result_id: int | None = None,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        limit: int | None = 50,
+    ) -> list[StoredResult]:
+        """Stored results, newest first, matching every filter given."""
+        query = select(results)
+        for column, value in (
+            (results.c.job_name, job_name),
+            (results.c.ruleset, ruleset),
+            (results.c.run_id, run_id),
+            (results.c.id, result_id),
+        ):
+            if value is not None:
+                query = query.where(column == value)
+        if after is not None:
+            query = query.where(results.c.evaluated_at > after)
+        if before is not None:
+            query = query.where(results.c.evaluated_at < before)
+        query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc())
+        if limit:
+            query = query.limit(limit)
         with self.state.connect() as conn:
             rows = conn.execute(query).all()
         return [
@@ -79,6 +106,7 @@ class QualityStore:
                 r.score,
                 json.loads(r.rules),
                 json.loads(r.metrics),
+                r.id,
             )
             for r in rows
         ]

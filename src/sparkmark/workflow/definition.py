@@ -86,7 +86,7 @@ class SparkSettings(_Model):
 
 class JobDefinition(_Model):
     Name: str
-    Script: Path
+    Script: str  # a local path (relative to the file that declares it) or a URL such as s3://…
     Description: str = ""
     DefaultArguments: dict[str, str] = Field(default_factory=dict)
     MaxRetries: int = Field(default=0, ge=0, le=10)
@@ -378,9 +378,18 @@ def _validate(model: type[BaseModel], section: str, name: str, body: Any):
         raise ConfigError(f"invalid [{section}.{name}]: {exc}") from None
 
 
+def is_url(script: str) -> bool:
+    return "://" in script
+
+
 def load_project(path: Path | str) -> Project:
     """Read and check ``sparkmark.toml`` (or another file of the same shape)."""
     path = Path(path)
+    return Project(path.resolve(), *read_project_file(path))
+
+
+def read_project_file(path: Path) -> tuple[dict, dict, dict, dict]:
+    """The jobs, triggers, workflows and crawlers a file declares, each checked alone."""
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -397,8 +406,9 @@ def load_project(path: Path | str) -> Project:
     jobs = {}
     for name, body in (document.get("jobs") or {}).items():
         job = _validate(JobDefinition, "jobs", name, body)
-        script = job.Script if job.Script.is_absolute() else base / job.Script
-        jobs[name] = job.model_copy(update={"Script": script})
+        if not is_url(job.Script) and not Path(job.Script).is_absolute():
+            job = job.model_copy(update={"Script": str(base / job.Script)})
+        jobs[name] = job
     triggers = {
         n: _validate(TriggerDefinition, "triggers", n, b) for n, b in (document.get("triggers") or {}).items()
     }
@@ -409,4 +419,4 @@ def load_project(path: Path | str) -> Project:
     crawlers = {}
     for name, body in (document.get("crawlers") or {}).items():
         crawlers[name] = load_definition({"Name": name, **body})
-    return Project(path.resolve(), jobs, triggers, workflows, crawlers)
+    return jobs, triggers, workflows, crawlers

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..engine.models import BookmarkVersion
 from .store import ActionRecord, WorkflowRunRecord
 
 
@@ -96,3 +97,29 @@ def node_state(node: dict[str, Any]) -> tuple[str, str | None, str | None, str]:
         return state, last.get("StartedOn"), last.get("CompletedOn"), detail
     details = node.get("TriggerDetails", {})
     return ("FIRED" if details.get("Fired") else "NOT FIRED"), details.get("FiredOn"), None, ""
+
+
+def bookmark_entry(version: BookmarkVersion | None, job_name: str) -> dict[str, Any]:
+    """A bookmark version in the shape of Glue's JobBookmarkEntry."""
+    if version is None:
+        return {
+            "JobName": job_name,
+            "Version": 0,
+            "Run": 0,
+            "Attempt": 0,
+            "PreviousRunId": None,
+            "RunId": None,
+            "JobBookmark": {},
+        }
+    return {
+        "JobName": version.job_name,
+        "Version": version.version,
+        "Run": version.run,
+        "Attempt": version.attempt,
+        "PreviousRunId": version.previous_run_id,
+        "RunId": version.run_id,
+        "JobBookmark": version.ctx_states,
+        "Kind": version.kind.value,
+        "CreatedAt": version.created_at,
+        "RewoundToVersion": version.rewound_to,
+    }

@@ -37,8 +37,9 @@ from ..engine.schema import utcnow
 from ..engine.store import StateStore
 from ..errors import ConfigError, NotFound, RunFinished, SparkmarkError
 from ..settings import Settings
-from .definition import LogicalKind, Project, TriggerDefinition, TriggerType
+from .definition import LogicalKind, Project, TriggerDefinition, TriggerType, is_url
 from .launcher import Launcher, LaunchSpec, log_tail
+from .registry import ProjectSource
 from .store import (
     ActionRecord,
     ActionState,
@@ -74,8 +75,10 @@ class Scheduler:
         lease_seconds: float = 30.0,
         leading: bool = True,
         settings: Settings | None = None,
+        source: ProjectSource | None = None,
     ):
         self.project = project
+        self.source = source  # when given: definitions are read again when they change
         self.state = store
         self.store = WorkflowStore(store)
         self.crawlers = CrawlerStore(store)
@@ -98,6 +101,12 @@ class Scheduler:
         if self.leading and not self.is_leader:
             return False
         self.store.beat(self.owner, now, self.lease_seconds)
+        if self.source is not None and self.source.changed():
+            try:
+                self.project = self.source.current()
+                self._synced = False
+            except ConfigError as exc:  # keep going on the last good definitions
+                log.error("definitions not reloaded: %s", exc)
         self.sync(now)
         if self.is_leader:
             self._adopt(now)
@@ -179,7 +188,12 @@ class Scheduler:
         return run_id
 
     def start_job_run(
-        self, job: str, arguments: dict[str, str] | None = None, *, supervisor: str | None = None
+        self,
+        job: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        supervisor: str | None = None,
+        timeout_minutes: float | None = None,
     ) -> str:
         """Queue one run of a declared job, outside any workflow."""
         definition = self.project.job(job)
@@ -191,7 +205,7 @@ class Scheduler:
                 name=definition.Name,
                 now=now,
                 arguments=definition.arguments(arguments),
-                timeout_minutes=definition.Timeout,
+                timeout_minutes=timeout_minutes or definition.Timeout,
                 supervisor=supervisor,
             )
 
@@ -234,6 +248,20 @@ class Scheduler:
                     )
                 )
         return ids
+
+    def fire_now(self, trigger: TriggerDefinition, *, supervisor: str | None = None) -> str:
+        """Fire a trigger by hand (Glue's StartTrigger on an ON_DEMAND trigger): start
+        its workflow's run when it starts one, else queue its actions. Returns the
+        workflow run id, or the firing's key."""
+        if trigger.WorkflowName and trigger.is_start:
+            run_id = self.start_workflow_run(trigger.WorkflowName, trigger=trigger, supervisor=supervisor)
+            return run_id or ""
+        now = self.clock()
+        key = "manual-" + new_workflow_run_id()[3:19]
+        with self.store.begin() as conn:
+            self.store.fire(conn, trigger.Name, key, now)
+            self._queue_actions(conn, trigger, now, workflow_run_id=None, supervisor=supervisor)
+        return key
 
     def _fire(self, trigger: TriggerDefinition, key: str, now: datetime) -> bool:
         """Fire a trigger that is not inside a running workflow run."""
@@ -543,7 +571,7 @@ class Scheduler:
                 log_path,
             )
         job = self.project.job(action.name)
-        if not Path(job.Script).is_file():
+        if not is_url(job.Script) and not Path(job.Script).is_file():
             raise ConfigError(f"job {job.Name!r}: script {str(job.Script)!r} does not exist")
         arguments = self._arguments(action)
         if action.workflow_run_id:

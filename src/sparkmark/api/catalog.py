@@ -1,0 +1,464 @@
+"""Data Catalog operations: databases, tables, partitions and table versions.
+
+They read and write sparkmark's catalog in the state store, which is what
+``from_catalog``, ``write_dynamic_frame.from_catalog``, crawlers and the CLI use.
+Names are kept in lower case, as Glue keeps them. A table's Glue-only fields
+(description, owner, table type, column comments, SerDe) are kept beside it under the
+``sparkmark.glue`` parameter, which the API never shows, and come back from GetTable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..catalog.expression import select_partitions
+from ..catalog.models import Column, Database, Partition, Table
+from ..catalog.store import AlreadyExists
+from ..errors import NotFound
+from .protocol import exists, invalid, not_found
+from .service import CATALOG_ID, Service, handler, page
+
+GLUE_KEY = "sparkmark.glue"
+# classification → (InputFormat, OutputFormat, SerDe), as Glue's crawlers write them
+FORMATS = {
+    "csv": (
+        "org.apache.hadoop.mapred.TextInputFormat",
+        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+    ),
+    "json": (
+        "org.apache.hadoop.mapred.TextInputFormat",
+        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        "org.openx.data.jsonserde.JsonSerDe",
+    ),
+    "parquet": (
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+    ),
+    "orc": (
+        "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+        "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+    ),
+    "avro": (
+        "org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat",
+        "org.apache.hadoop.hive.ql.io.avro.AvroContainerOutputFormat",
+        "org.apache.hadoop.hive.serde2.avro.AvroSerDe",
+    ),
+}
+
+
+def _name(value: str) -> str:
+    return value.lower()
+
+
+# ------------------------------------------------------------------ databases
+
+
+def _database_doc(db: Database) -> dict[str, Any]:
+    return {
+        "Name": db.name,
+        "Description": db.description or None,
+        "LocationUri": db.location_uri or None,
+        "Parameters": db.parameters,
+        "CreateTime": db.created_at,
+        "CatalogId": CATALOG_ID,
+    }
+
+
+@handler("CreateDatabase")
+def create_database(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    given = p["DatabaseInput"]
+    db = Database(
+        _name(given["Name"]),
+        given.get("Description", ""),
+        given.get("LocationUri", ""),
+        dict(given.get("Parameters") or {}),
+    )
+    try:
+        svc.catalog.put_database(db, create=True)
+    except AlreadyExists as exc:
+        raise exists(str(exc)) from None
+    return {}
+
+
+@handler("GetDatabase")
+def get_database(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    return {"Database": _database_doc(svc.catalog.database(_name(p["Name"])))}
+
+
+@handler("GetDatabases")
+def get_databases(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    docs = [_database_doc(svc.catalog.database(n)) for n in svc.catalog.databases()]
+    chunk, token = page(docs, p)
+    return {"DatabaseList": chunk, "NextToken": token}
+
+
+@handler("UpdateDatabase")
+def update_database(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = _name(p["Name"])
+    svc.catalog.database(name)
+    given = p["DatabaseInput"]
+    if _name(given["Name"]) != name:
+        raise invalid("renaming a database is not supported; DatabaseInput.Name must be its name")
+    svc.catalog.put_database(
+        Database(
+            name,
+            given.get("Description", ""),
+            given.get("LocationUri", ""),
+            dict(given.get("Parameters") or {}),
+        ),
+        create=False,
+    )
+    return {}
+
+
+@handler("DeleteDatabase")
+def delete_database(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    svc.catalog.drop_database(_name(p["Name"]))
+    return {}
+
+
+# ------------------------------------------------------------------ tables
+
+
+def _columns(given: list[dict[str, Any]] | None) -> tuple[tuple[Column, ...], dict[str, str]]:
+    cols, comments = [], {}
+    for c in given or []:
+        if not c.get("Type"):
+            raise invalid(f"column {c['Name']!r} has no Type")
+        cols.append(Column(c["Name"].lower(), c["Type"]))
+        if c.get("Comment"):
+            comments[c["Name"].lower()] = c["Comment"]
+    return tuple(cols), comments
+
+
+def _classification(params: dict[str, str], sd: dict[str, Any]) -> str:
+    if params.get("classification"):
+        return params["classification"].lower()
+    serde = (sd.get("SerdeInfo") or {}).get("SerializationLibrary", "") or ""
+    informat = sd.get("InputFormat", "") or ""
+    for kind, (fmt_in, _out, lib) in FORMATS.items():
+        if serde == lib or (informat == fmt_in and kind not in ("csv", "json")):
+            return kind
+    if "OpenCSVSerde" in serde or "LazySimpleSerDe" in serde:
+        return "csv"
+    if "json" in serde.lower():
+        return "json"
+    raise invalid(
+        "the table's format is not known: set Parameters.classification (csv, json, parquet, orc, avro) "
+        "or a SerDe sparkmark knows"
+    )
+
+
+def _reader_options(classification: str, sd: dict[str, Any]) -> dict[str, str]:
+    """Spark reader options from the SerDe's parameters (delimiter, quote, header)."""
+    serde = (sd.get("SerdeInfo") or {}).get("Parameters") or {}
+    params = {**(sd.get("Parameters") or {}), **serde}
+    out = {}
+    if classification == "csv":
+        sep = params.get("field.delim") or params.get("separatorChar")
+        if sep:
+            out["option.sep"] = sep
+        if params.get("quoteChar"):
+            out["option.quote"] = params["quoteChar"]
+        if params.get("escapeChar"):
+            out["option.escape"] = params["escapeChar"]
+    return out
+
+
+def table_from_input(database: str, given: dict[str, Any]) -> Table:
+    sd = given.get("StorageDescriptor") or {}
+    params = dict(given.get("Parameters") or {})
+    classification = _classification(params, sd)
+    columns, comments = _columns(sd.get("Columns"))
+    keys, key_comments = _columns(given.get("PartitionKeys"))
+    location = sd.get("Location") or ""
+    if not location:
+        raise invalid("StorageDescriptor.Location is required: sparkmark reads tables from their location")
+    if params.get("skip.header.line.count") == "1" and classification == "csv":
+        params["option.header"] = "true"
+    glue = {
+        "Description": given.get("Description"),
+        "Owner": given.get("Owner"),
+        "TableType": given.get("TableType") or "EXTERNAL_TABLE",
+        "Retention": given.get("Retention"),
+        "Comments": {**comments, **key_comments},
+        "StorageDescriptor": {k: v for k, v in sd.items() if k not in ("Columns", "Location")},
+    }
+    params.update(_reader_options(classification, sd))
+    params["classification"] = classification
+    params[GLUE_KEY] = json.dumps(glue, default=str)
+    return Table(database, _name(given["Name"]), location, classification, columns, keys, params)
+
+
+def _glue_extra(table: Table) -> dict[str, Any]:
+    try:
+        return json.loads(table.parameters.get(GLUE_KEY, "{}"))
+    except ValueError:
+        return {}
+
+
+def _storage(table: Table, location: str, extra: dict[str, Any], comments: dict[str, str]) -> dict[str, Any]:
+    fmt_in, fmt_out, lib = FORMATS.get(table.classification, FORMATS["csv"])
+    given = dict(extra.get("StorageDescriptor") or {})
+    serde = given.get("SerdeInfo") or {"SerializationLibrary": lib, "Parameters": {}}
+    if not given.get("SerdeInfo") and table.parameters.get("option.sep"):
+        serde["Parameters"] = {"field.delim": table.parameters["option.sep"]}
+    return {
+        **given,
+        "Columns": [
+            {"Name": c.name, "Type": c.type, **({"Comment": comments[c.name]} if c.name in comments else {})}
+            for c in table.columns
+        ],
+        "Location": location,
+        "InputFormat": given.get("InputFormat") or fmt_in,
+        "OutputFormat": given.get("OutputFormat") or fmt_out,
+        "SerdeInfo": serde,
+        "Compressed": given.get("Compressed", False),
+        "NumberOfBuckets": given.get("NumberOfBuckets", -1),
+        "StoredAsSubDirectories": given.get("StoredAsSubDirectories", False),
+    }
+
+
+def table_doc(table: Table, version: int | None = None) -> dict[str, Any]:
+    extra = _glue_extra(table)
+    comments = extra.get("Comments") or {}
+    params = {
+        k: v
+        for k, v in table.parameters.items()
+        if not k.startswith("sparkmark.") and not k.startswith("option.")
+    }
+    params.setdefault("classification", table.classification)
+    doc = {
+        "Name": table.name,
+        "DatabaseName": table.database,
+        "Description": extra.get("Description"),
+        "Owner": extra.get("Owner"),
+        "Retention": extra.get("Retention"),
+        "TableType": extra.get("TableType") or "EXTERNAL_TABLE",
+        "StorageDescriptor": _storage(table, table.location, extra, comments),
+        "PartitionKeys": [
+            {"Name": c.name, "Type": c.type, **({"Comment": comments[c.name]} if c.name in comments else {})}
+            for c in table.partition_keys
+        ],
+        "Parameters": params,
+        "CatalogId": CATALOG_ID,
+        "IsRegisteredWithLakeFormation": False,
+    }
+    if version is not None:
+        doc["VersionId"] = str(version)
+    return doc
+
+
+def _table(svc: Service, database: str, name: str) -> Table:
+    db, table = _name(database), _name(name)
+    try:
+        svc.catalog.database(db)
+    except NotFound:
+        raise not_found(f"Database {db} not found.") from None
+    try:
+        return svc.catalog.table(db, table)
+    except NotFound:
+        raise not_found(f"Table {table} not found.") from None
+
+
+@handler("CreateTable")
+def create_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    db = _name(p["DatabaseName"])
+    try:
+        svc.catalog.database(db)
+    except NotFound:
+        raise not_found(f"Database {db} not found.") from None
+    table = table_from_input(db, p["TableInput"])
+    if any(t.name == table.name for t in svc.catalog.tables(db)):
+        raise exists(f"Table {table.name} already exists.")
+    svc.catalog.put_table(table)
+    return {}
+
+
+@handler("UpdateTable")
+def update_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    given = p.get("TableInput")
+    if not given:
+        raise invalid("UpdateTable needs TableInput")
+    old = _table(svc, p["DatabaseName"], given["Name"])
+    svc.catalog.put_table(table_from_input(old.database, given))
+    return {}
+
+
+@handler("GetTable")
+def get_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["Name"])
+    versions = svc.catalog.versions(table.database, table.name)
+    return {"Table": table_doc(table, versions[-1].version if versions else None)}
+
+
+@handler("GetTables")
+def get_tables(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    import re
+
+    db = _name(p["DatabaseName"])
+    try:
+        svc.catalog.database(db)
+    except NotFound:
+        raise not_found(f"Database {db} not found.") from None
+    tables = svc.catalog.tables(db)
+    if p.get("Expression"):  # Glue: a regular expression over table names
+        try:
+            pattern = re.compile(p["Expression"])
+        except re.error as exc:
+            raise invalid(f"Expression is not a regular expression: {exc}") from None
+        tables = [t for t in tables if pattern.fullmatch(t.name)]
+    chunk, token = page([table_doc(t) for t in tables], p)
+    return {"TableList": chunk, "NextToken": token}
+
+
+@handler("DeleteTable")
+def delete_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["Name"])
+    svc.catalog.drop_table(table.database, table.name)
+    return {}
+
+
+@handler("GetTableVersions")
+def get_table_versions(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    from dataclasses import replace
+
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    docs = []
+    for v in reversed(svc.catalog.versions(table.database, table.name)):  # newest first, as Glue
+        then = replace(table, columns=v.columns, partition_keys=v.partition_keys)
+        docs.append({"Table": table_doc(then, v.version), "VersionId": str(v.version)})
+    chunk, token = page(docs, p)
+    return {"TableVersions": chunk, "NextToken": token}
+
+
+# ------------------------------------------------------------------ partitions
+
+
+def _partition_doc(table: Table, part: Partition) -> dict[str, Any]:
+    extra = _glue_extra(table)
+    storage = _storage(table, part.location, extra, extra.get("Comments") or {})
+    return {
+        "Values": list(part.values),
+        "DatabaseName": table.database,
+        "TableName": table.name,
+        "StorageDescriptor": storage,
+        "Parameters": {},
+        "CatalogId": CATALOG_ID,
+    }
+
+
+def _partition_from_input(table: Table, given: dict[str, Any]) -> Partition:
+    values = tuple(str(v) for v in given.get("Values") or [])
+    if len(values) != len(table.partition_keys):
+        raise invalid(
+            f"table {table.name} has {len(table.partition_keys)} partition keys; "
+            f"the partition gives {len(values)} values"
+        )
+    location = (given.get("StorageDescriptor") or {}).get("Location")
+    if not location:
+        names = [c.name for c in table.partition_keys]
+        location = (
+            table.location.rstrip("/")
+            + "/"
+            + "/".join(f"{k}={v}" for k, v in zip(names, values, strict=True))
+        )
+    return Partition(values, location)
+
+
+def _error(values: list[str], code: str, message: str) -> dict[str, Any]:
+    return {"PartitionValues": values, "ErrorDetail": {"ErrorCode": code, "ErrorMessage": message}}
+
+
+@handler("CreatePartition")
+def create_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    out = batch_create_partition(svc, {**p, "PartitionInputList": [p["PartitionInput"]]})
+    if out["Errors"]:
+        detail = out["Errors"][0]["ErrorDetail"]
+        raise (
+            exists(detail["ErrorMessage"])
+            if detail["ErrorCode"] == "AlreadyExistsException"
+            else invalid(detail["ErrorMessage"])
+        )
+    return {}
+
+
+@handler("BatchCreatePartition")
+def batch_create_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    have = {part.values for part in svc.catalog.partitions(table.database, table.name)}
+    errors, new = [], []
+    for given in p["PartitionInputList"]:
+        values = [str(v) for v in given.get("Values") or []]
+        try:
+            part = _partition_from_input(table, given)
+        except Exception as exc:  # noqa: BLE001 - one bad partition is reported, the rest go in
+            errors.append(_error(values, "InvalidInputException", getattr(exc, "message", str(exc))))
+            continue
+        if part.values in have:
+            errors.append(_error(values, "AlreadyExistsException", "Partition already exists."))
+            continue
+        have.add(part.values)
+        new.append(part)
+    svc.catalog.put_partitions(table.database, table.name, new)
+    return {"Errors": errors}
+
+
+@handler("GetPartition")
+def get_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    wanted = tuple(str(v) for v in p["PartitionValues"])
+    for part in svc.catalog.partitions(table.database, table.name):
+        if part.values == wanted:
+            return {"Partition": _partition_doc(table, part)}
+    raise not_found("Partition not found.")
+
+
+@handler("GetPartitions")
+def get_partitions(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    parts = select_partitions(
+        table.partition_keys, svc.catalog.partitions(table.database, table.name), p.get("Expression") or ""
+    )
+    chunk, token = page([_partition_doc(table, part) for part in parts], p, default=1000)
+    return {"Partitions": chunk, "NextToken": token}
+
+
+@handler("UpdatePartition")
+def update_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    old = tuple(str(v) for v in p["PartitionValueList"])
+    current = {part.values: part for part in svc.catalog.partitions(table.database, table.name)}
+    if old not in current:
+        raise not_found("Partition not found.")
+    new = _partition_from_input(table, p["PartitionInput"])
+    svc.catalog.drop_partitions(table.database, table.name, [current[old]])
+    svc.catalog.put_partitions(table.database, table.name, [new])
+    return {}
+
+
+@handler("DeletePartition")
+def delete_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    out = batch_delete_partition(svc, {**p, "PartitionsToDelete": [{"Values": p["PartitionValues"]}]})
+    if out["Errors"]:
+        raise not_found("Partition not found.")
+    return {}
+
+
+@handler("BatchDeletePartition")
+def batch_delete_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    current = {part.values: part for part in svc.catalog.partitions(table.database, table.name)}
+    errors, gone = [], []
+    for item in p["PartitionsToDelete"]:
+        values = tuple(str(v) for v in item["Values"])
+        if values not in current:
+            errors.append(_error(list(values), "EntityNotFoundException", "Partition not found."))
+        else:
+            gone.append(current[values])
+    svc.catalog.drop_partitions(table.database, table.name, gone)
+    return {"Errors": errors}

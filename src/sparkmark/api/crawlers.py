@@ -1,0 +1,186 @@
+"""Crawler operations. A crawler made through the API is stored where
+``sparkmark crawler create`` stores one, so the CLI, workflows and the API see the
+same crawlers; its Glue-only fields (Role, Description, Schedule…) are kept in the
+definitions registry and shown back by GetCrawler. ``StartCrawler`` queues a crawl
+for the scheduler that leads."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from ..crawler.definition import CrawlerDefinition, load_definition
+from ..engine.schema import utcnow
+from ..errors import ConfigError, NotFound
+from ..workflow.store import ActionState
+from .protocol import GlueApiError, exists, invalid, not_found
+from .service import Service, handler, page
+
+_ACTED_ON = (
+    "Name",
+    "DatabaseName",
+    "Targets",
+    "TablePrefix",
+    "Classifiers",
+    "SchemaChangePolicy",
+    "RecrawlPolicy",
+    "Configuration",
+)
+
+
+def _definition(p: dict[str, Any]) -> CrawlerDefinition:
+    targets = p.get("Targets") or {}
+    unsupported = [k for k, v in targets.items() if v and k not in ("S3Targets", "JdbcTargets")]
+    if unsupported:
+        raise invalid(
+            f"crawler targets {', '.join(unsupported)} are not supported; use S3Targets or JdbcTargets"
+        )
+    doc: dict[str, Any] = {k: p[k] for k in _ACTED_ON if p.get(k) is not None}
+    doc["Targets"] = {
+        "S3Targets": [
+            {"Path": t["Path"], "Exclusions": t.get("Exclusions") or []}
+            for t in targets.get("S3Targets") or []
+        ],
+        "JdbcTargets": [
+            {
+                "ConnectionName": t["ConnectionName"],
+                "Path": t["Path"],
+                "Exclusions": t.get("Exclusions") or [],
+            }
+            for t in targets.get("JdbcTargets") or []
+        ],
+    }
+    if not p.get("DatabaseName"):
+        raise invalid("DatabaseName is required: it is where the crawler writes its tables")
+    try:
+        return load_definition(doc)
+    except ConfigError as exc:
+        raise invalid(str(exc)) from None
+
+
+def _pending(svc: Service, name: str) -> bool:
+    return any(
+        a.state in (ActionState.WAITING, ActionState.RUNNING)
+        for a in svc.workflows.actions_of(kind="CRAWLER", name=name)[-5:]
+    )
+
+
+def _crawler_doc(svc: Service, name: str) -> dict[str, Any]:
+    definition, state = svc.crawlers.get(name)
+    entry = svc.registry.get("crawler", name)
+    glue = dict(entry.glue) if entry else {}
+    doc: dict[str, Any] = {
+        **{k: v for k, v in glue.items() if k not in ("Schedule",)},
+        **definition.model_dump(mode="json", exclude_none=True),
+    }
+    if isinstance(doc.get("Configuration"), dict):
+        import json
+
+        doc["Configuration"] = json.dumps(doc["Configuration"])
+    if not doc.get("TablePrefix"):
+        doc.pop("TablePrefix", None)
+    if state == "READY" and _pending(svc, name):
+        state = "RUNNING"  # queued: Glue shows a started crawler as running at once
+    doc["State"] = state
+    if glue.get("Schedule"):
+        doc["Schedule"] = {"ScheduleExpression": glue["Schedule"], "State": "NOT_SCHEDULED"}
+    if entry:
+        doc["CreationTime"], doc["LastUpdated"] = entry.created_at, entry.updated_at
+    crawls = svc.crawlers.crawls(name, limit=1)
+    if crawls and crawls[0].state != "RUNNING":
+        last = crawls[0]
+        status = {"SUCCEEDED": "SUCCEEDED", "CANCELLED": "CANCELLED"}.get(last.state, "FAILED")
+        doc["LastCrawl"] = {
+            "Status": status,
+            "StartTime": last.started_at,
+            **({"ErrorMessage": last.errors[0]["error"]} if last.errors and status != "SUCCEEDED" else {}),
+        }
+        if last.ended_at:
+            doc["CrawlElapsedTime"] = int((last.ended_at - last.started_at).total_seconds() * 1000)
+    doc["Version"] = 1
+    return doc
+
+
+@handler("CreateCrawler")
+def create_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    if name in svc.crawlers.names():
+        raise exists(f"crawler {name!r} already exists")
+    definition = _definition(p)
+    glue = {k: v for k, v in p.items() if k not in _ACTED_ON and k != "Tags"}
+    svc.crawlers.save(definition)
+    svc.registry.put("crawler", name, {}, glue, create=svc.registry.get("crawler", name) is None)
+    return {}
+
+
+@handler("UpdateCrawler")
+def update_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    svc.refuse_file_owned("crawler", name)
+    current, _ = svc.crawlers.get(name)
+    merged = {
+        **current.model_dump(mode="json", exclude_none=True),
+        **{k: v for k, v in p.items() if v is not None},
+    }
+    definition = _definition(merged)
+    svc.crawlers.save(definition)
+    entry = svc.registry.get("crawler", name)
+    glue = {**(entry.glue if entry else {}), **{k: v for k, v in p.items() if k not in _ACTED_ON}}
+    svc.registry.put("crawler", name, {}, glue, create=entry is None)
+    return {}
+
+
+@handler("GetCrawler")
+def get_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {"Crawler": _crawler_doc(svc, p["Name"])}
+    except NotFound:
+        raise not_found(f"Crawler with name {p['Name']} not found") from None
+
+
+@handler("GetCrawlers")
+def get_crawlers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    chunk, token = page([_crawler_doc(svc, n) for n in svc.crawlers.names()], p)
+    return {"Crawlers": chunk, "NextToken": token}
+
+
+@handler("StartCrawler")
+def start_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    try:
+        _, state = svc.crawlers.get(name)
+    except NotFound:
+        raise not_found(f"Crawler with name {name} not found") from None
+    if state != "READY" or _pending(svc, name):
+        raise GlueApiError("CrawlerRunningException", f"Crawler with name {name} has already started")
+    with svc.workflows.begin() as conn:
+        svc.workflows.add_action(conn, kind="CRAWLER", name=name, now=utcnow(), supervisor=None)
+    return {}
+
+
+@handler("GetCrawlerMetrics")
+def get_crawler_metrics(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    names = p.get("CrawlerNameList") or svc.crawlers.names()
+    out = []
+    for name in names:
+        try:
+            svc.crawlers.get(name)
+        except NotFound:
+            raise not_found(f"Crawler with name {name} not found") from None
+        done = [c for c in svc.crawlers.crawls(name, limit=50) if c.ended_at is not None]
+        times = [(c.ended_at - c.started_at).total_seconds() for c in done if c.ended_at]
+        last = done[0].summary if done else {}
+        out.append(
+            {
+                "CrawlerName": name,
+                "TimeLeftSeconds": 0.0,
+                "StillEstimating": False,
+                "LastRuntimeSeconds": times[0] if times else 0.0,
+                "MedianRuntimeSeconds": statistics.median(times) if times else 0.0,
+                "TablesCreated": len(last.get("tables_created", [])),
+                "TablesUpdated": len(last.get("tables_updated", [])),
+                "TablesDeleted": len(last.get("tables_deleted", [])),
+            }
+        )
+    chunk, token = page(out, p)
+    return {"CrawlerMetricsList": chunk, "NextToken": token}

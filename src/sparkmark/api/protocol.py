@@ -1,0 +1,151 @@
+"""Glue's wire protocol: AWS JSON 1.1, read and written through botocore's own model of
+the Glue service (the one boto3 and the AWS CLI use), so request and response shapes
+are Glue's by construction rather than copied by hand.
+
+A request is ``POST /`` with ``X-Amz-Target: AWSGlue.<Operation>`` and a JSON body.
+The body is parsed against the operation's input shape (timestamps become datetimes)
+and validated with botocore's parameter validator; a handler's result is validated
+against the output shape before it is sent, with datetimes as epoch seconds. An
+error is HTTP 400 with ``{"__type": "<Glue exception>", "message": …}``, which
+botocore turns into the exception class of that name.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+TARGET_PREFIX = "AWSGlue."
+CONTENT_TYPE = "application/x-amz-json-1.1"
+
+
+class GlueApiError(Exception):
+    """An error the endpoint answers with: one of Glue's exception types and a message."""
+
+    status = 400
+
+    def __init__(self, code: str, message: str, status: int = 400):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+def not_found(message: str) -> GlueApiError:
+    return GlueApiError("EntityNotFoundException", message)
+
+
+def invalid(message: str) -> GlueApiError:
+    return GlueApiError("InvalidInputException", message)
+
+
+def exists(message: str) -> GlueApiError:
+    return GlueApiError("AlreadyExistsException", message)
+
+
+@cache
+def service_model():
+    """botocore's model of the Glue service, loaded once."""
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model("glue")
+
+
+def operation(name: str):
+    from botocore.model import OperationNotFoundError
+
+    try:
+        return service_model().operation_model(name)
+    except OperationNotFoundError:
+        raise GlueApiError(
+            "InvalidAction", f"{name} is not an operation of the Glue API", status=400
+        ) from None
+
+
+def operation_name(target: str | None) -> str:
+    if not target or not target.startswith(TARGET_PREFIX):
+        raise GlueApiError(
+            "UnknownOperationException",
+            f"the X-Amz-Target header must be {TARGET_PREFIX}<Operation>, got {target!r}",
+        )
+    return target[len(TARGET_PREFIX) :]
+
+
+def parse_request(op, body: bytes) -> dict[str, Any]:
+    """The request's parameters as botocore would have been given them, validated."""
+    from botocore.parsers import JSONParser
+    from botocore.validate import ParamValidator
+
+    try:
+        document = json.loads(body or b"{}")
+    except ValueError:
+        raise GlueApiError("SerializationException", "the request body is not JSON") from None
+    if not isinstance(document, dict):
+        raise GlueApiError("SerializationException", "the request body is not a JSON object")
+    if op.input_shape is None:
+        return {}
+    params = JSONParser().parse({"body": body or b"{}", "headers": {}, "status_code": 200}, op.input_shape)
+    params.pop("ResponseMetadata", None)
+    report = ParamValidator().validate(params, op.input_shape)
+    if report.has_errors():
+        raise invalid(" ".join(report.generate_report().split()))
+    return params
+
+
+def _encode(value: Any, shape) -> Any:
+    if value is None or shape is None:
+        return value
+    kind = shape.type_name
+    if kind == "structure":
+        return {k: _encode(v, shape.members.get(k)) for k, v in value.items() if v is not None}
+    if kind == "list":
+        return [_encode(v, shape.member) for v in value]
+    if kind == "map":
+        return {k: _encode(v, shape.value) for k, v in value.items()}
+    if kind == "timestamp":
+        if isinstance(value, str):
+            from botocore.utils import parse_timestamp
+
+            value = parse_timestamp(value)
+        if isinstance(value, datetime):
+            stamp = value if value.tzinfo else value.replace(tzinfo=UTC)
+            return stamp.timestamp()
+        return value
+    if kind == "blob" and isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+def render_response(op, result: dict[str, Any]) -> bytes:
+    """The handler's result as the operation's JSON response, checked against its shape."""
+    from botocore.validate import ParamValidator
+
+    shape = op.output_shape
+    if shape is None:
+        return b"{}"
+    cleaned = _without_nulls(result)
+    report = ParamValidator().validate(cleaned, shape)
+    if report.has_errors():
+        raise GlueApiError(
+            "InternalServiceException",
+            f"sparkmark built a {op.name} response Glue's model refuses: "
+            + " ".join(report.generate_report().split()),
+            status=500,
+        )
+    return json.dumps(_encode(cleaned, shape)).encode("utf-8")
+
+
+def _without_nulls(value: Any) -> Any:
+    """Glue leaves absent fields out rather than sending null."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def render_error(error: GlueApiError) -> bytes:
+    return json.dumps({"__type": error.code, "message": error.message}).encode("utf-8")

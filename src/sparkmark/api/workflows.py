@@ -1,0 +1,294 @@
+"""Trigger and workflow operations, and the run properties jobs of a workflow run share.
+
+Triggers and workflows created through the API go to the definitions registry and
+are checked together with everything else declared (a trigger naming a job that
+does not exist is refused, as a cycle of conditional triggers is). Runs are queued
+for the scheduler that leads, as ``sparkmark workflow run`` hands them to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.schema import utcnow
+from ..errors import ConfigError, NotFound
+from ..workflow import report
+from ..workflow.definition import Project, TriggerDefinition, TriggerType, WorkflowDefinition, _validate
+from ..workflow.store import WorkflowRunStatus
+from .protocol import exists, invalid, not_found
+from .service import Service, handler, page
+
+_TRIGGER_FIELDS = (
+    "Type",
+    "Description",
+    "Schedule",
+    "Predicate",
+    "Actions",
+    "WorkflowName",
+    "StartOnCreation",
+)
+
+
+def _check_with(svc: Service, kind: str, definition: Any) -> None:
+    """Refuse a definition that would make the whole project invalid."""
+    current = svc.project
+    jobs, triggers = dict(current.jobs), dict(current.triggers)
+    workflows, crawlers = dict(current.workflows), dict(current.crawlers)
+    {"trigger": triggers, "workflow": workflows}[kind][definition.Name] = definition
+    try:
+        Project(current.path, jobs, triggers, workflows, crawlers)
+    except ConfigError as exc:
+        raise invalid(str(exc)) from None
+
+
+def _trigger_definition(name: str, given: dict[str, Any]) -> tuple[dict[str, Any], TriggerDefinition]:
+    doc = {k: given[k] for k in _TRIGGER_FIELDS if given.get(k) is not None}
+    for action in doc.get("Actions", []):
+        for glue_only in ("NotificationProperty", "SecurityConfiguration"):
+            action.pop(glue_only, None)
+    try:
+        return doc, _validate(TriggerDefinition, "triggers", name, doc)
+    except ConfigError as exc:
+        raise invalid(str(exc)) from None
+
+
+def _trigger_doc(trigger: TriggerDefinition, state: str) -> dict[str, Any]:
+    doc = trigger.model_dump(mode="json", exclude_none=True, exclude={"StartOnCreation"})
+    doc["Id"] = trigger.Name
+    doc["State"] = state
+    if not doc.get("Description"):
+        doc.pop("Description", None)
+    for action in doc.get("Actions", []):
+        if not action.get("Arguments"):
+            action.pop("Arguments", None)
+        if action.get("Timeout") is not None:
+            action["Timeout"] = int(action["Timeout"])
+    return doc
+
+
+def _trigger_state(svc: Service, trigger: TriggerDefinition) -> str:
+    rows = svc.workflows.trigger_rows()
+    if trigger.Name in rows:
+        return rows[trigger.Name][0]
+    return "ACTIVATED" if trigger.StartOnCreation else "CREATED"
+
+
+@handler("CreateTrigger")
+def create_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    if name in svc.project.triggers:
+        raise exists(f"trigger {name!r} already exists")
+    if p.get("Type") == "EVENT":
+        raise invalid(
+            "EVENT triggers (EventBridge) are not supported; use SCHEDULED, CONDITIONAL or ON_DEMAND"
+        )
+    doc, trigger = _trigger_definition(name, p)
+    _check_with(svc, "trigger", trigger)
+    glue = {k: v for k, v in p.items() if k not in (*_TRIGGER_FIELDS, "Name", "Tags")}
+    svc.registry.put("trigger", name, doc, glue, create=True)
+    svc.workflows.sync_trigger(name, start_on_creation=trigger.StartOnCreation, now=utcnow())
+    return {"Name": name}
+
+
+@handler("UpdateTrigger")
+def update_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    svc.refuse_file_owned("trigger", name)
+    entry = svc.registry.get("trigger", name)
+    if entry is None:
+        raise not_found(f"Trigger {name} not found")
+    merged = {**entry.definition, **{k: v for k, v in p["TriggerUpdate"].items() if k != "Name"}}
+    doc, trigger = _trigger_definition(name, merged)
+    _check_with(svc, "trigger", trigger)
+    svc.registry.put("trigger", name, doc, entry.glue, create=False)
+    return {"Trigger": _trigger_doc(trigger, _trigger_state(svc, trigger))}
+
+
+@handler("DeleteTrigger")
+def delete_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    svc.refuse_file_owned("trigger", p["Name"])
+    svc.registry.delete("trigger", p["Name"])
+    return {"Name": p["Name"]}
+
+
+def _trigger(svc: Service, name: str) -> TriggerDefinition:
+    trigger = svc.project.triggers.get(name)
+    if trigger is None:
+        raise not_found(f"Trigger {name} not found")
+    return trigger
+
+
+@handler("GetTrigger")
+def get_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    trigger = _trigger(svc, p["Name"])
+    return {"Trigger": _trigger_doc(trigger, _trigger_state(svc, trigger))}
+
+
+@handler("GetTriggers")
+def get_triggers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    triggers = sorted(svc.project.triggers.values(), key=lambda t: t.Name)
+    if p.get("DependentJobName"):
+        job = p["DependentJobName"]
+        triggers = [t for t in triggers if any(a.JobName == job for a in t.Actions)]
+    chunk, token = page([_trigger_doc(t, _trigger_state(svc, t)) for t in triggers], p)
+    return {"Triggers": chunk, "NextToken": token}
+
+
+@handler("StartTrigger")
+def start_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """A scheduled or conditional trigger is activated; an on-demand one fires now."""
+    trigger = _trigger(svc, p["Name"])
+    if trigger.Type is TriggerType.ON_DEMAND:
+        svc.scheduler().fire_now(trigger)
+    else:
+        svc.workflows.set_trigger_state(trigger.Name, "ACTIVATED", utcnow())
+    return {"Name": trigger.Name}
+
+
+@handler("StopTrigger")
+def stop_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    trigger = _trigger(svc, p["Name"])
+    if trigger.Type is TriggerType.ON_DEMAND:
+        raise invalid(f"trigger {trigger.Name} is ON_DEMAND: it is never activated, so it cannot be stopped")
+    svc.workflows.set_trigger_state(trigger.Name, "DEACTIVATED", utcnow())
+    return {"Name": trigger.Name}
+
+
+# ------------------------------------------------------------------ workflows
+
+
+@handler("CreateWorkflow")
+def create_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    if name in svc.project.workflows:
+        raise exists(f"workflow {name!r} already exists")
+    doc = {k: p[k] for k in ("Description", "DefaultRunProperties") if p.get(k) is not None}
+    try:
+        workflow = _validate(WorkflowDefinition, "workflows", name, doc)
+    except ConfigError as exc:
+        raise invalid(str(exc)) from None
+    _check_with(svc, "workflow", workflow)
+    glue = {k: v for k, v in p.items() if k not in ("Name", "Description", "DefaultRunProperties", "Tags")}
+    svc.registry.put("workflow", name, doc, glue, create=True)
+    return {"Name": name}
+
+
+@handler("DeleteWorkflow")
+def delete_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    svc.refuse_file_owned("workflow", name)
+    for trigger in svc.project.workflow_triggers(name):
+        if svc.registry.get("trigger", trigger.Name) is not None:
+            svc.registry.delete("trigger", trigger.Name)  # Glue deletes a workflow's triggers with it
+    svc.registry.delete("workflow", name)
+    return {"Name": name}
+
+
+def _workflow(svc: Service, name: str) -> WorkflowDefinition:
+    workflow = svc.project.workflows.get(name)
+    if workflow is None:
+        raise not_found(f"Workflow {name} not found")
+    return workflow
+
+
+def _clean_run(doc: dict[str, Any]) -> dict[str, Any]:
+    """sparkmark's workflow-run report in Glue's WorkflowRun shape."""
+    doc = {k: v for k, v in doc.items() if k != "StartTrigger"}
+    for node in (doc.get("Graph") or {}).get("Nodes", []):
+        for run in (node.get("JobDetails") or {}).get("JobRuns", []):
+            run.pop("LogPath", None)
+            if run.get("ExecutionTime") is not None:
+                run["ExecutionTime"] = int(run["ExecutionTime"])
+            if run.get("JobRunState") == "WAITING":
+                run["JobRunState"] = "STARTING"
+        for crawl in (node.get("CrawlerDetails") or {}).get("Crawls", []):
+            crawl.pop("LogPath", None)
+            crawl.pop("ExecutionTime", None)
+            if crawl.get("State") == "WAITING":
+                crawl["State"] = "RUNNING"
+            elif crawl.get("State") not in ("RUNNING", "COMPLETED", "FAILED", "STOPPED", "CANCELLING"):
+                crawl["State"] = {"SUCCEEDED": "COMPLETED", "CANCELLED": "STOPPED"}.get(
+                    crawl["State"], "FAILED"
+                )
+    return doc
+
+
+def _run_doc(svc: Service, run, graph: bool) -> dict[str, Any]:
+    firings = svc.workflows.run_firings(run.run_id) if graph else None
+    return _clean_run(report.workflow_run(run, graph=graph, firings=firings))
+
+
+@handler("GetWorkflow")
+def get_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    workflow = _workflow(svc, p["Name"])
+    entry = svc.registry.get("workflow", workflow.Name)
+    runs = svc.workflows.workflow_runs(workflow=workflow.Name, limit=1)
+    doc: dict[str, Any] = {
+        "Name": workflow.Name,
+        "Description": workflow.Description or None,
+        "DefaultRunProperties": workflow.DefaultRunProperties,
+        "CreatedOn": entry.created_at if entry else None,
+        "LastModifiedOn": entry.updated_at if entry else None,
+        "LastRun": _run_doc(svc, runs[0], False) if runs else None,
+    }
+    if p.get("IncludeGraph"):
+        doc["Graph"] = svc.project.graph(workflow.Name)
+    return {"Workflow": doc}
+
+
+@handler("ListWorkflows")
+def list_workflows(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    chunk, token = page(sorted(svc.project.workflows), p)
+    return {"Workflows": chunk, "NextToken": token}
+
+
+@handler("StartWorkflowRun")
+def start_workflow_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    workflow = _workflow(svc, p["Name"])
+    run_id = svc.scheduler().start_workflow_run(
+        workflow.Name, supervisor=None, properties=dict(p.get("RunProperties") or {})
+    )
+    return {"RunId": run_id}
+
+
+@handler("GetWorkflowRun")
+def get_workflow_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    try:
+        run = svc.workflows.workflow_run(p["RunId"], p["Name"])
+    except NotFound:
+        raise not_found(f"Workflow run {p['RunId']} of workflow {p['Name']} not found") from None
+    return {"Run": _run_doc(svc, run, bool(p.get("IncludeGraph")))}
+
+
+@handler("GetWorkflowRuns")
+def get_workflow_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    _workflow(svc, p["Name"])
+    runs = svc.workflows.workflow_runs(workflow=p["Name"])
+    chunk, token = page([_run_doc(svc, r, bool(p.get("IncludeGraph"))) for r in runs], p)
+    return {"Runs": chunk, "NextToken": token}
+
+
+@handler("StopWorkflowRun")
+def stop_workflow_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    run = svc.workflows.workflow_run(p["RunId"], p["Name"])
+    if run.status is not WorkflowRunStatus.RUNNING:
+        raise GlueIllegalState(f"Workflow run {run.run_id} is {run.status.value}, not RUNNING")
+    svc.scheduler().stop_workflow_run(p["Name"], p["RunId"])
+    return {}
+
+
+def GlueIllegalState(message: str):
+    from .protocol import GlueApiError
+
+    return GlueApiError("IllegalWorkflowStateException", message)
+
+
+@handler("GetWorkflowRunProperties")
+def get_workflow_run_properties(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    return {"RunProperties": svc.workflows.run_properties(p["Name"], p["RunId"])}
+
+
+@handler("PutWorkflowRunProperties")
+def put_workflow_run_properties(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    svc.workflows.put_run_properties(p["Name"], p["RunId"], dict(p["RunProperties"]))
+    return {}
