@@ -18,7 +18,7 @@ from typing import Any
 from ..engine.models import RunRecord, RunState
 from ..engine.schema import utcnow
 from ..errors import NotFound, RunFinished, UnknownRun
-from ..workflow.definition import JobDefinition
+from ..workflow.definition import JobDefinition, _validate
 from ..workflow.report import bookmark_entry
 from ..workflow.store import ActionRecord, ActionState
 from .protocol import GlueApiError, exists, invalid, not_found
@@ -94,7 +94,7 @@ def create_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     if name in svc.project.jobs:
         raise exists(f"job {name!r} already exists")
     definition = _definition(name, p)
-    JobDefinition.model_validate({"Name": name, **definition})  # refuse what a run could not use
+    _validate(JobDefinition, "jobs", name, definition)  # refuse what a run could not use
     glue = {k: v for k, v in p.items() if k not in ("Name", "Tags")}
     try:
         svc.registry.put("job", name, definition, glue, create=True)
@@ -115,7 +115,7 @@ def update_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         raise not_found(f"Job {name} not found")
     glue = {**entry.glue, **p["JobUpdate"]}
     definition = _definition(name, glue)
-    JobDefinition.model_validate({"Name": name, **definition})
+    _validate(JobDefinition, "jobs", name, definition)
     svc.registry.put("job", name, definition, glue, create=False)
     return {"JobName": name}
 

@@ -191,10 +191,16 @@ def _workflow(svc: Service, name: str) -> WorkflowDefinition:
     return workflow
 
 
-def _clean_run(doc: dict[str, Any]) -> dict[str, Any]:
+def _clean_run(svc: Service, doc: dict[str, Any]) -> dict[str, Any]:
     """sparkmark's workflow-run report in Glue's WorkflowRun shape."""
     doc = {k: v for k, v in doc.items() if k != "StartTrigger"}
+    triggers = svc.project.triggers
     for node in (doc.get("Graph") or {}).get("Nodes", []):
+        if "TriggerDetails" in node:
+            trigger = triggers.get(node["Name"])
+            node["TriggerDetails"] = (
+                {"Trigger": _trigger_doc(trigger, _trigger_state(svc, trigger))} if trigger else {}
+            )
         for run in (node.get("JobDetails") or {}).get("JobRuns", []):
             run.pop("LogPath", None)
             if run.get("ExecutionTime") is not None:
@@ -215,7 +221,7 @@ def _clean_run(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _run_doc(svc: Service, run, graph: bool) -> dict[str, Any]:
     firings = svc.workflows.run_firings(run.run_id) if graph else None
-    return _clean_run(report.workflow_run(run, graph=graph, firings=firings))
+    return _clean_run(svc, report.workflow_run(run, graph=graph, firings=firings))
 
 
 @handler("GetWorkflow")

@@ -1,0 +1,683 @@
+"""The Glue API endpoint, driven by the real boto3 and the real AWS CLI over HTTP.
+
+What is asserted is Glue's documented behaviour: names kept in lower case, errors as
+Glue's exception types (which boto3 raises by name), partial failures of batch calls
+listed per partition, partition expressions comparing keys as their declared types,
+GetTableVersions newest first, ResetJobBookmark with a RunId rewinding to just after
+that run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from sparkmark.api.server import start_in_thread
+from sparkmark.engine.store import StateStore
+from sparkmark.errors import ConfigError
+from sparkmark.settings import Settings
+from sparkmark.workflow.registry import ProjectSource
+from sparkmark.workflow.scheduler import Scheduler
+
+from .conftest import write_json
+
+REPO = Path(__file__).resolve().parents[1]
+SEED_COMMANDS = REPO / "tests" / "fixtures" / "glue_cli" / "seed_commands.sh"
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    path = tmp_path / "project" / "sparkmark.toml"
+    path.parent.mkdir(parents=True)
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(path))
+    return path
+
+
+@pytest.fixture
+def endpoint(config, sparkmark_home):
+    running = start_in_thread(Settings.from_env())
+    yield running
+    running.stop()
+
+
+def client(url: str, secret: str = "test"):
+    return boto3.client(
+        "glue",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key=secret,
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+@pytest.fixture
+def glue(endpoint):
+    return client(endpoint.url)
+
+
+def drive(until, seconds: float = 120) -> Scheduler:
+    """Lead a scheduler over the current definitions until ``until()`` holds."""
+    state = StateStore.from_settings()
+    source = ProjectSource(Settings.from_env().config, state)
+    scheduler = Scheduler(source.current(), state, source=source, owner="test-leader")
+    assert scheduler.run(until=until, max_seconds=seconds, poll_seconds=0.05), "the runs did not end in time"
+    return scheduler
+
+
+# ------------------------------------------------------------------ catalog
+
+
+def orders_table(location: str, name: str = "Orders") -> dict:
+    return {
+        "Name": name,
+        "StorageDescriptor": {
+            "Columns": [
+                {"Name": "ID", "Type": "bigint", "Comment": "order id"},
+                {"Name": "amount", "Type": "double"},
+            ],
+            "Location": location,
+            "SerdeInfo": {
+                "SerializationLibrary": "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+                "Parameters": {"field.delim": "|"},
+            },
+        },
+        "PartitionKeys": [{"Name": "year", "Type": "int"}, {"Name": "region", "Type": "string"}],
+        "Parameters": {"classification": "csv", "owner_team": "sales"},
+    }
+
+
+def test_databases_and_tables_keep_glue_names_and_shapes(glue, tmp_path):
+    glue.create_database(DatabaseInput={"Name": "Raw-Data", "Description": "landing zone"})
+    db = glue.get_database(Name="raw-data")["Database"]
+    assert (db["Name"], db["Description"]) == ("raw-data", "landing zone")
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_database(DatabaseInput={"Name": "raw-data"})
+
+    glue.create_table(DatabaseName="RAW-DATA", TableInput=orders_table(str(tmp_path / "orders")))
+    table = glue.get_table(DatabaseName="raw-data", Name="orders")["Table"]
+    assert table["Name"] == "orders"
+    assert table["DatabaseName"] == "raw-data"
+    assert table["StorageDescriptor"]["Columns"] == [
+        {"Name": "id", "Type": "bigint", "Comment": "order id"},
+        {"Name": "amount", "Type": "double"},
+    ]
+    assert table["StorageDescriptor"]["SerdeInfo"]["Parameters"] == {"field.delim": "|"}
+    assert [k["Name"] for k in table["PartitionKeys"]] == ["year", "region"]
+    assert table["Parameters"] == {"classification": "csv", "owner_team": "sales"}
+    assert [t["Name"] for t in glue.get_tables(DatabaseName="raw-data")["TableList"]] == ["orders"]
+    assert glue.get_tables(DatabaseName="raw-data", Expression="ord.*")["TableList"]
+    assert not glue.get_tables(DatabaseName="raw-data", Expression="x.*")["TableList"]
+    assert [d["Name"] for d in glue.get_databases()["DatabaseList"]] == ["raw-data"]
+
+    with pytest.raises(glue.exceptions.EntityNotFoundException, match="Table nope not found"):
+        glue.get_table(DatabaseName="raw-data", Name="nope")
+    with pytest.raises(glue.exceptions.EntityNotFoundException, match="Database elsewhere not found"):
+        glue.get_table(DatabaseName="elsewhere", Name="orders")
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_table(DatabaseName="raw-data", TableInput=orders_table(str(tmp_path / "orders")))
+
+
+def test_a_table_made_through_the_api_is_read_by_from_catalog(glue, spark, tmp_path):
+    from sparkmark.glue.context import GlueContext
+
+    data = tmp_path / "orders"
+    (data / "year=2026" / "region=eu").mkdir(parents=True)
+    (data / "year=2026" / "region=eu" / "part.csv").write_text("1|10.5\n2|20.0\n")
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_table(DatabaseName="sales", TableInput=orders_table(str(data)))
+    glue.batch_create_partition(
+        DatabaseName="sales", TableName="orders", PartitionInputList=[{"Values": ["2026", "eu"]}]
+    )
+    frame = GlueContext(spark.sparkContext).create_dynamic_frame.from_catalog(
+        database="sales", table_name="orders"
+    )
+    rows = sorted((r["id"], r["amount"], r["year"], r["region"]) for r in frame.toDF().collect())
+    assert rows == [(1, 10.5, 2026, "eu"), (2, 20.0, 2026, "eu")]
+
+
+def test_partitions_batch_errors_and_typed_expressions(glue, tmp_path):
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_table(DatabaseName="sales", TableInput=orders_table(str(tmp_path / "orders")))
+    out = glue.batch_create_partition(
+        DatabaseName="sales",
+        TableName="orders",
+        PartitionInputList=[
+            {"Values": ["9", "eu"]},
+            {"Values": ["10", "us"]},
+            {"Values": ["2024", "eu"], "StorageDescriptor": {"Location": str(tmp_path / "elsewhere")}},
+            {"Values": ["9", "eu"]},  # a duplicate: reported, the others still go in
+            {"Values": ["1"]},  # too few values
+        ],
+    )
+    errors = {tuple(e["PartitionValues"]): e["ErrorDetail"]["ErrorCode"] for e in out["Errors"]}
+    assert errors == {("9", "eu"): "AlreadyExistsException", ("1",): "InvalidInputException"}
+
+    def values(expression: str = "") -> list[list[str]]:
+        parts = glue.get_partitions(DatabaseName="sales", TableName="orders", Expression=expression)
+        return sorted(p["Values"] for p in parts["Partitions"])
+
+    assert len(values()) == 3
+    # year is an int key: 10 > 9 as numbers, though '10' < '9' as text
+    assert values("year > 9") == [["10", "us"], ["2024", "eu"]]
+    assert values("year BETWEEN 9 AND 10 AND region <> 'us'") == [["9", "eu"]]
+    assert values("region IN ('us') OR year = 2024") == [["10", "us"], ["2024", "eu"]]
+    assert values("region LIKE 'e%' AND NOT year = 9") == [["2024", "eu"]]
+    one = glue.get_partition(DatabaseName="sales", TableName="orders", PartitionValues=["2024", "eu"])
+    assert one["Partition"]["StorageDescriptor"]["Location"] == str(tmp_path / "elsewhere")
+    default = glue.get_partition(DatabaseName="sales", TableName="orders", PartitionValues=["9", "eu"])
+    assert default["Partition"]["StorageDescriptor"]["Location"] == str(
+        tmp_path / "orders" / "year=9" / "region=eu"
+    )
+    with pytest.raises(glue.exceptions.InvalidInputException, match="invalid partition expression"):
+        values("year >")
+    with pytest.raises(glue.exceptions.InvalidInputException):
+        values("year = 1; DELETE FROM partitions")
+
+    gone = glue.batch_delete_partition(
+        DatabaseName="sales",
+        TableName="orders",
+        PartitionsToDelete=[{"Values": ["9", "eu"]}, {"Values": ["3", "xx"]}],
+    )
+    assert [e["PartitionValues"] for e in gone["Errors"]] == [["3", "xx"]]
+    assert gone["Errors"][0]["ErrorDetail"]["ErrorCode"] == "EntityNotFoundException"
+    assert values() == [["10", "us"], ["2024", "eu"]]
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_partition(DatabaseName="sales", TableName="orders", PartitionValues=["9", "eu"])
+
+
+def test_table_versions_newest_first_and_delete(glue, tmp_path):
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    table = orders_table(str(tmp_path / "orders"))
+    glue.create_table(DatabaseName="sales", TableInput=table)
+    table["StorageDescriptor"]["Columns"].append({"Name": "note", "Type": "string"})
+    glue.update_table(DatabaseName="sales", TableInput=table)
+    versions = glue.get_table_versions(DatabaseName="sales", TableName="orders")["TableVersions"]
+    assert [v["VersionId"] for v in versions] == ["2", "1"]
+    assert [c["Name"] for c in versions[0]["Table"]["StorageDescriptor"]["Columns"]] == [
+        "id",
+        "amount",
+        "note",
+    ]
+    assert [c["Name"] for c in versions[1]["Table"]["StorageDescriptor"]["Columns"]] == ["id", "amount"]
+    assert glue.get_table(DatabaseName="sales", Name="orders")["Table"]["VersionId"] == "2"
+    glue.delete_table(DatabaseName="sales", Name="orders")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_table(DatabaseName="sales", Name="orders")
+    glue.delete_database(Name="sales")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_database(Name="sales")
+
+
+def post(url: str, target: str, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url + "/", data=body, headers={"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_requests_glue_would_refuse_are_refused_by_shape(glue, endpoint):
+    # a client without boto3's own checks: the endpoint validates with Glue's model
+    unchecked = boto3.client(
+        "glue",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id="t",
+        aws_secret_access_key="t",
+        config=Config(parameter_validation=False, retries={"max_attempts": 1}),
+    )
+    with pytest.raises(unchecked.exceptions.InvalidInputException, match="Missing required parameter"):
+        unchecked.get_table(DatabaseName="x")
+    with pytest.raises(unchecked.exceptions.InvalidInputException, match="Invalid type for parameter"):
+        unchecked.get_table(DatabaseName="x", Name=5)
+    assert post(endpoint.url, "AWSGlue.GetTable", b"not json") == (
+        400,
+        {"__type": "SerializationException", "message": "the request body is not JSON"},
+    )
+    status, answer = post(endpoint.url, "Glue.GetTable", b"{}")
+    assert (status, answer["__type"]) == (400, "UnknownOperationException")
+    with pytest.raises(glue.exceptions.ClientError, match="UnsupportedOperationException"):
+        glue.list_blueprints()
+
+
+# ------------------------------------------------------------------ jobs and bookmarks
+
+
+def test_jobs_created_through_the_api_and_declared_in_the_file(glue, config):
+    config.write_text('[jobs.declared]\nScript = "declared.py"\nMaxRetries = 2\n')
+    glue.create_job(
+        Name="orders-transform",
+        Role="arn:aws:iam::123456789012:role/GlueServiceRole",
+        Command={
+            "Name": "glueetl",
+            "ScriptLocation": "s3://my-scripts/orders_transform.py",
+            "PythonVersion": "3",
+        },
+        DefaultArguments={"--job-bookmark-option": "job-bookmark-enable", "--TempDir": "s3://tmp/"},
+        WorkerType="G.1X",
+        NumberOfWorkers=10,
+        GlueVersion="4.0",
+    )
+    job = glue.get_job(JobName="orders-transform")["Job"]
+    assert job["Command"]["ScriptLocation"] == "s3://my-scripts/orders_transform.py"
+    assert (job["WorkerType"], job["NumberOfWorkers"], job["GlueVersion"]) == ("G.1X", 10, "4.0")
+    assert (job["MaxRetries"], job["Timeout"]) == (0, 2880)  # Glue's defaults
+    glue.update_job(
+        JobName="orders-transform",
+        JobUpdate={"DefaultArguments": {"--job-bookmark-option": "job-bookmark-pause"}},
+    )
+    job = glue.get_job(JobName="orders-transform")["Job"]
+    assert job["DefaultArguments"] == {"--job-bookmark-option": "job-bookmark-pause"}
+    assert job["Command"]["ScriptLocation"] == "s3://my-scripts/orders_transform.py"
+    assert sorted(j["Name"] for j in glue.get_jobs()["Jobs"]) == ["declared", "orders-transform"]
+    assert glue.get_job(JobName="declared")["Job"]["MaxRetries"] == 2
+
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_job(Name="declared", Role="r", Command={"Name": "glueetl", "ScriptLocation": "x.py"})
+    with pytest.raises(glue.exceptions.InvalidInputException, match="declared in"):
+        glue.update_job(JobName="declared", JobUpdate={"MaxRetries": 1})
+    with pytest.raises(glue.exceptions.InvalidInputException, match="argument names start with '--'"):
+        glue.create_job(
+            Name="bad",
+            Role="r",
+            Command={"Name": "glueetl", "ScriptLocation": "x.py"},
+            DefaultArguments={"x": "1"},
+        )
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_job(JobName="nope")
+    glue.delete_job(JobName="orders-transform")
+    assert [j["Name"] for j in glue.get_jobs()["Jobs"]] == ["declared"]
+
+    # the CLI sees the job the API made, from the same registry
+    glue.create_job(Name="from-api", Role="r", Command={"Name": "glueetl", "ScriptLocation": "/x/a.py"})
+    listed = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "job", "list", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert sorted(j["Name"] for j in json.loads(listed.stdout)) == ["declared", "from-api"]
+
+
+def test_get_and_reset_job_bookmark_match_the_cli(glue, spark, tmp_path):
+    from sparkmark import Job
+
+    store = StateStore.from_settings()
+    data = tmp_path / "data"
+
+    def run() -> str:
+        job = Job.from_args(
+            ["job.py", "--JOB_NAME", "orders", "--job-bookmark-option", "job-bookmark-enable"],
+            spark=spark,
+            store=store,
+            settings=Settings.from_env(),
+        )
+        job.read_files(str(data), format="json", ctx="src").count()
+        job.commit()
+        return job.run_id
+
+    write_json(data / "a.json", [1])
+    first = run()
+    write_json(data / "b.json", [2])
+    second = run()
+
+    entry = glue.get_job_bookmark(JobName="orders")["JobBookmarkEntry"]
+    shown = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "sparkmark", "bookmark", "get", "orders", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    for key in ("JobName", "Version", "Run", "Attempt", "RunId", "PreviousRunId"):
+        assert entry.get(key) == shown[key], key
+    assert json.loads(entry["JobBookmark"]) == shown["JobBookmark"]
+    assert entry["RunId"] == second
+    assert json.loads(entry["JobBookmark"])["src"]["files_committed"] == 2
+
+    rewound = glue.reset_job_bookmark(JobName="orders", RunId=first)["JobBookmarkEntry"]
+    assert json.loads(rewound["JobBookmark"])["src"]["files_committed"] == 1
+    write_json(data / "c.json", [3])
+    job = Job.from_args(
+        ["job.py", "--JOB_NAME", "orders", "--job-bookmark-option", "job-bookmark-enable"],
+        spark=spark,
+        store=store,
+        settings=Settings.from_env(),
+    )
+    assert sorted(r["id"] for r in job.read_files(str(data), format="json", ctx="src").collect()) == [2, 3]
+    job.commit()
+
+    glue.reset_job_bookmark(JobName="orders")
+    assert json.loads(glue.get_job_bookmark(JobName="orders")["JobBookmarkEntry"]["JobBookmark"]) == {}
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_job_bookmark(JobName="never-ran")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.reset_job_bookmark(JobName="orders", RunId="jr_" + "0" * 64)
+
+
+PLAIN_SCRIPT = """
+import json, sys
+from awsglue.utils import getResolvedOptions
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "out"])
+with open(args["out"], "w") as f:
+    json.dump(args, f)
+"""
+
+
+def test_start_job_run_runs_the_script_and_reports_it(glue, tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_SCRIPT)
+    out = tmp_path / "out.json"
+    glue.create_job(
+        Name="plain",
+        Role="r",
+        Command={"Name": "glueetl", "ScriptLocation": str(script)},
+        DefaultArguments={"--out": str(tmp_path / "wrong.json")},
+    )
+    run_id = glue.start_job_run(JobName="plain", Arguments={"--out": str(out)})["JobRunId"]
+    assert run_id.startswith("jr_")
+    assert glue.get_job_run(JobName="plain", RunId=run_id)["JobRun"]["JobRunState"] == "STARTING"
+    drive(lambda: glue.get_job_run(JobName="plain", RunId=run_id)["JobRun"]["JobRunState"] == "SUCCEEDED")
+    assert json.loads(out.read_text())["JOB_NAME"] == "plain"  # the run's arguments win over the defaults
+    runs = glue.get_job_runs(JobName="plain")["JobRuns"]
+    assert [r["Id"] for r in runs] == [run_id]
+    assert runs[0]["Arguments"]["--out"] == str(out)
+    assert runs[0]["CompletedOn"] >= runs[0]["StartedOn"]
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.start_job_run(JobName="missing")
+
+    queued = glue.start_job_run(JobName="plain", Arguments={"--out": str(out)})["JobRunId"]
+    stopped = glue.batch_stop_job_run(JobName="plain", JobRunIds=[queued, "jr_unknown"])
+    assert stopped["SuccessfulSubmissions"] == [{"JobName": "plain", "JobRunId": queued}]
+    assert [e["JobRunId"] for e in stopped["Errors"]] == ["jr_unknown"]
+    assert glue.get_job_run(JobName="plain", RunId=queued)["JobRun"]["JobRunState"] == "STOPPED"
+
+
+GLUE_CATALOG_SCRIPT = """
+import sys
+import boto3
+from awsglue.utils import getResolvedOptions
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "database", "table", "day"])
+glue = boto3.client("glue")
+table = glue.get_table(DatabaseName=args["database"], Name=args["table"])["Table"]
+keys = [k["Name"] for k in table["PartitionKeys"]]
+location = table["StorageDescriptor"]["Location"].rstrip("/") + "/" + keys[0] + "=" + args["day"]
+result = glue.batch_create_partition(
+    DatabaseName=args["database"],
+    TableName=args["table"],
+    PartitionInputList=[{"Values": [args["day"]], "StorageDescriptor": {
+        **table["StorageDescriptor"], "Location": location}}],
+)
+assert not result["Errors"], result["Errors"]
+"""
+
+
+def test_a_glue_script_calls_get_table_and_batch_create_partition_under_sparkmark_run(glue, tmp_path):
+    glue.create_database(DatabaseInput={"Name": "lake"})
+    table = orders_table(str(tmp_path / "events"), name="events")
+    table["PartitionKeys"] = [{"Name": "dt", "Type": "string"}]
+    glue.create_table(DatabaseName="lake", TableInput=table)
+    script = tmp_path / "partitions.py"
+    script.write_text(GLUE_CATALOG_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "run", str(script), "--JOB_NAME", "partitions",
+         "--database", "lake", "--table", "events", "--day", "2026-11-24"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    parts = glue.get_partitions(DatabaseName="lake", TableName="events")["Partitions"]
+    assert [(p["Values"], p["StorageDescriptor"]["Location"]) for p in parts] == [
+        (["2026-11-24"], str(tmp_path / "events" / "dt=2026-11-24"))
+    ]
+
+
+# ------------------------------------------------------------------ crawlers
+
+
+def test_crawler_created_started_and_measured_through_the_api(glue, tmp_path):
+    data = tmp_path / "lake" / "orders"
+    data.mkdir(parents=True)
+    (data / "a.csv").write_text("order_id,amount\n1,2.5\n2,3.0\n")
+    glue.create_crawler(
+        Name="raw-orders-crawler",
+        Role="arn:aws:iam::123456789012:role/GlueServiceRole",
+        DatabaseName="raw_data",
+        Targets={"S3Targets": [{"Path": str(data), "Exclusions": ["**/_temporary/**"]}]},
+        SchemaChangePolicy={"UpdateBehavior": "UPDATE_IN_DATABASE", "DeleteBehavior": "LOG"},
+        Schedule="cron(0 2 * * ? *)",
+    )
+    crawler = glue.get_crawler(Name="raw-orders-crawler")["Crawler"]
+    assert (crawler["State"], crawler["DatabaseName"], crawler["Role"]) == (
+        "READY",
+        "raw_data",
+        "arn:aws:iam::123456789012:role/GlueServiceRole",
+    )
+    assert crawler["Schedule"]["ScheduleExpression"] == "cron(0 2 * * ? *)"
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_crawler(Name="raw-orders-crawler", Role="r", DatabaseName="x", Targets={"S3Targets": []})
+    glue.start_crawler(Name="raw-orders-crawler")
+    assert glue.get_crawler(Name="raw-orders-crawler")["Crawler"]["State"] == "RUNNING"
+    with pytest.raises(glue.exceptions.CrawlerRunningException):
+        glue.start_crawler(Name="raw-orders-crawler")
+
+    def crawled() -> bool:
+        now = glue.get_crawler(Name="raw-orders-crawler")["Crawler"]
+        return now["State"] == "READY" and "LastCrawl" in now
+
+    drive(crawled, 240)
+    crawler = glue.get_crawler(Name="raw-orders-crawler")["Crawler"]
+    assert crawler["LastCrawl"]["Status"] == "SUCCEEDED", crawler["LastCrawl"]
+    assert crawler["State"] == "READY"
+    metrics = glue.get_crawler_metrics(CrawlerNameList=["raw-orders-crawler"])["CrawlerMetricsList"][0]
+    assert (metrics["TablesCreated"], metrics["TablesUpdated"], metrics["TablesDeleted"]) == (1, 0, 0)
+    table = glue.get_table(DatabaseName="raw_data", Name="orders")["Table"]
+    assert [(c["Name"], c["Type"]) for c in table["StorageDescriptor"]["Columns"]] == [
+        ("order_id", "bigint"),
+        ("amount", "double"),
+    ]
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.start_crawler(Name="nope")
+
+
+# ------------------------------------------------------------------ triggers and workflows
+
+
+def test_workflow_run_through_the_api_with_run_properties(glue, tmp_path):
+    script = tmp_path / "step.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import boto3
+            from awsglue.utils import getResolvedOptions
+            args = getResolvedOptions(sys.argv, ["JOB_NAME", "WORKFLOW_NAME", "WORKFLOW_RUN_ID"])
+            glue = boto3.client("glue")
+            props = glue.get_workflow_run_properties(Name=args["WORKFLOW_NAME"], RunId=args["WORKFLOW_RUN_ID"])
+            seen = props["RunProperties"].get("seen", "")
+            glue.put_workflow_run_properties(Name=args["WORKFLOW_NAME"], RunId=args["WORKFLOW_RUN_ID"],
+                                             RunProperties={"seen": seen + args["JOB_NAME"] + ";"})
+            """
+        )
+    )
+    for name in ("first", "second"):
+        glue.create_job(Name=name, Role="r", Command={"Name": "glueetl", "ScriptLocation": str(script)})
+    glue.create_workflow(Name="daily-orders-pipeline", DefaultRunProperties={"env": "test"})
+    glue.create_trigger(
+        Name="start", WorkflowName="daily-orders-pipeline", Type="ON_DEMAND", Actions=[{"JobName": "first"}]
+    )
+    glue.create_trigger(
+        Name="after-first",
+        WorkflowName="daily-orders-pipeline",
+        Type="CONDITIONAL",
+        StartOnCreation=True,
+        Predicate={"Logical": "AND", "Conditions": [
+            {"LogicalOperator": "EQUALS", "JobName": "first", "State": "SUCCEEDED"}]},
+        Actions=[{"JobName": "second"}],
+    )  # fmt: skip
+    assert glue.get_trigger(Name="after-first")["Trigger"]["State"] == "ACTIVATED"
+    assert glue.get_trigger(Name="start")["Trigger"]["State"] == "CREATED"
+    assert sorted(t["Name"] for t in glue.get_triggers(DependentJobName="second")["Triggers"]) == [
+        "after-first"
+    ]
+    with pytest.raises(glue.exceptions.InvalidInputException, match="not declared"):
+        glue.create_trigger(Name="dangling", Type="ON_DEMAND", Actions=[{"JobName": "no-such-job"}])
+    with pytest.raises(glue.exceptions.InvalidInputException, match="cycle"):
+        glue.create_trigger(
+            Name="loop",
+            WorkflowName="daily-orders-pipeline",
+            Type="CONDITIONAL",
+            Predicate={
+                "Conditions": [{"LogicalOperator": "EQUALS", "JobName": "second", "State": "SUCCEEDED"}]
+            },
+            Actions=[{"JobName": "first"}],
+        )
+
+    run_id = glue.start_workflow_run(Name="daily-orders-pipeline", RunProperties={"day": "2026-11-24"})[
+        "RunId"
+    ]
+    drive(
+        lambda: (
+            glue.get_workflow_run(Name="daily-orders-pipeline", RunId=run_id)["Run"]["Status"] == "COMPLETED"
+        )
+    )
+    run = glue.get_workflow_run(Name="daily-orders-pipeline", RunId=run_id, IncludeGraph=True)["Run"]
+    assert run["Statistics"]["SucceededActions"] == 2
+    assert run["WorkflowRunProperties"] == {"env": "test", "day": "2026-11-24", "seen": "first;second;"}
+    jobs = {
+        n["Name"]: n["JobDetails"]["JobRuns"][0]["JobRunState"]
+        for n in run["Graph"]["Nodes"]
+        if n["Type"] == "JOB"
+    }
+    assert jobs == {"first": "SUCCEEDED", "second": "SUCCEEDED"}
+    props = glue.get_workflow_run_properties(Name="daily-orders-pipeline", RunId=run_id)["RunProperties"]
+    assert props["seen"] == "first;second;"
+    workflow = glue.get_workflow(Name="daily-orders-pipeline", IncludeGraph=True)["Workflow"]
+    assert workflow["LastRun"]["WorkflowRunId"] == run_id
+    assert {n["Name"] for n in workflow["Graph"]["Nodes"]} == {"start", "after-first", "first", "second"}
+    glue.stop_trigger(Name="after-first")
+    assert glue.get_trigger(Name="after-first")["Trigger"]["State"] == "DEACTIVATED"
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_workflow_run(Name="daily-orders-pipeline", RunId="wr_missing")
+
+
+# ------------------------------------------------------------------ data quality
+
+
+def test_data_quality_results_listed_and_read(glue, spark):
+    from sparkmark import Job
+
+    job = Job.from_args(
+        ["job.py", "--JOB_NAME", "checked", "--job-bookmark-option", "job-bookmark-disable"],
+        spark=spark,
+        store=StateStore.from_settings(),
+        settings=Settings.from_env(),
+    )
+    df = spark.createDataFrame([(1, "a"), (2, None)], "id int, name string")
+    job.evaluate_quality(df, 'Rules = [ IsComplete "id", IsComplete "name" ]', name="orders_rules")
+    job.commit()
+    listed = glue.list_data_quality_results(Filter={"JobName": "checked"})["Results"]
+    assert [(r["JobName"], r["JobRunId"]) for r in listed] == [("checked", job.run_id)]
+    result = glue.get_data_quality_result(ResultId=listed[0]["ResultId"])
+    assert (result["RulesetName"], result["Score"]) == ("orders_rules", 0.5)
+    outcomes = {r["Name"]: r["Result"] for r in result["RuleResults"]}
+    assert outcomes == {'IsComplete "id"': "PASS", 'IsComplete "name"': "FAIL"}
+    assert not glue.list_data_quality_results(Filter={"JobName": "other"})["Results"]
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_data_quality_result(ResultId="dqresult-9999")
+
+
+# ------------------------------------------------------------------ signatures
+
+
+def test_a_token_is_checked_against_the_request_signature(config, sparkmark_home, monkeypatch):
+    monkeypatch.setenv("SPARKMARK_API_TOKEN", "s3cret-token")
+    running = start_in_thread(Settings.from_env())
+    try:
+        assert client(running.url, secret="s3cret-token").get_databases()["DatabaseList"] == []
+        wrong = client(running.url, secret="guess")
+        with pytest.raises(wrong.exceptions.AccessDeniedException, match="signature does not match"):
+            wrong.get_databases()
+        status, answer = post(running.url, "AWSGlue.GetDatabases", b"{}")  # not signed
+        assert (status, answer["__type"]) == (403, "AccessDeniedException")
+    finally:
+        running.stop()
+
+
+def test_binding_beyond_loopback_needs_a_token(config, sparkmark_home):
+    from sparkmark.api.server import check_binding
+
+    check_binding("127.0.0.1", None)
+    check_binding("0.0.0.0", "token")
+    with pytest.raises(ConfigError, match="SPARKMARK_API_TOKEN"):
+        check_binding("0.0.0.0", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "api", "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0 and "SPARKMARK_API_TOKEN" in done.stderr
+
+
+# ------------------------------------------------------------------ the AWS CLI
+
+
+def test_the_seed_guides_cli_commands_run_against_the_endpoint(glue, spark, tmp_path):
+    """The `aws glue` commands of the guides, unchanged but for the endpoint (see the
+    script), through the real AWS CLI."""
+    from sparkmark import Job
+
+    data = tmp_path / "orders"
+    write_json(data / "a.json", [1])
+    job = Job.from_args(
+        ["job.py", "--JOB_NAME", "orders-transform", "--job-bookmark-option", "job-bookmark-enable"],
+        spark=spark,
+        store=StateStore.from_settings(),
+        settings=Settings.from_env(),
+    )
+    job.read_files(str(data), format="json", ctx="src").count()
+    job.commit()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+        "GLUE_ENDPOINT": glue.meta.endpoint_url,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    done = subprocess.run(["bash", str(SEED_COMMANDS)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "RUNNING" in lines  # get-crawler --query Crawler.State --output text, after start-crawler
+    assert glue.get_job(JobName="orders-transform")["Job"]["DefaultArguments"]["--job-bookmark-option"] == (
+        "job-bookmark-disable"
+    )
+    assert (
+        json.loads(glue.get_job_bookmark(JobName="orders-transform")["JobBookmarkEntry"]["JobBookmark"]) == {}
+    )
+    assert glue.get_trigger(Name="start-raw-crawl")["Trigger"]["State"] == "ACTIVATED"
+    assert glue.get_trigger(Name="after-raw-crawl")["Trigger"]["Predicate"]["Conditions"][0][
+        "CrawlState"
+    ] == ("SUCCEEDED")
+    runs = glue.get_workflow_runs(Name="daily-orders-pipeline")["Runs"]
+    assert len(runs) == 1
+    assert f"workflow run: {runs[0]['WorkflowRunId']}" in lines
