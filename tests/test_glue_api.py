@@ -494,6 +494,19 @@ def test_crawler_created_started_and_measured_through_the_api(glue, tmp_path):
     with pytest.raises(glue.exceptions.EntityNotFoundException):
         glue.start_crawler(Name="nope")
 
+    # a started crawl that no scheduler has picked up yet is stopped before it starts
+    glue.start_crawler(Name="raw-orders-crawler")
+    with pytest.raises(glue.exceptions.CrawlerRunningException):
+        glue.delete_crawler(Name="raw-orders-crawler")
+    glue.stop_crawler(Name="raw-orders-crawler")
+    assert glue.get_crawler(Name="raw-orders-crawler")["Crawler"]["State"] == "READY"
+    with pytest.raises(glue.exceptions.CrawlerNotRunningException):
+        glue.stop_crawler(Name="raw-orders-crawler")
+    glue.delete_crawler(Name="raw-orders-crawler")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_crawler(Name="raw-orders-crawler")
+    assert glue.get_table(DatabaseName="raw_data", Name="orders")  # its tables stay, as on Glue
+
 
 # ------------------------------------------------------------------ triggers and workflows
 
@@ -681,3 +694,83 @@ def test_the_seed_guides_cli_commands_run_against_the_endpoint(glue, spark, tmp_
     runs = glue.get_workflow_runs(Name="daily-orders-pipeline")["Runs"]
     assert len(runs) == 1
     assert f"workflow run: {runs[0]['WorkflowRunId']}" in lines
+
+
+DEVUTILS_SCRIPT = """
+import sys
+from awsglue.context import GlueContext
+from awsglue.devutils import Command, GlueJobUtils, Job
+from awsglue.utils import getResolvedOptions
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "source", "target"])
+utils = GlueJobUtils(None)
+job = Job()
+job.name = "made-by-devutils"
+job.command = Command("glueetl", args["target"])
+job.defaultArguments = {"--job-bookmark-option": "job-bookmark-enable"}
+utils.create_job(job, args["source"])
+found = utils.get_job("made-by-devutils")
+found.maxRetries = 2
+utils.update_job(found)
+assert [j.name for j in utils.get_jobs()["jobs"]] == ["made-by-devutils"]
+"""
+
+
+def test_devutils_manages_jobs_through_the_endpoint(glue, tmp_path):
+    """awsglue.devutils: a script creates and updates a job; its script file is copied
+    to the job's script location."""
+    script = tmp_path / "manage.py"
+    script.write_text(DEVUTILS_SCRIPT)
+    source = tmp_path / "etl.py"
+    source.write_text("print('the job script')\n")
+    target = tmp_path / "published" / "etl.py"
+    target.parent.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "run", str(script), "--JOB_NAME", "manage",
+         "--source", str(source), "--target", str(target)],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "print('the job script')\n"
+    job = glue.get_job(JobName="made-by-devutils")["Job"]
+    assert job["Command"]["ScriptLocation"] == str(target)
+    assert job["MaxRetries"] == 2
+    assert job["DefaultArguments"] == {"--job-bookmark-option": "job-bookmark-enable"}
+
+
+def test_sparkmark_api_serves_records_itself_and_starts_what_it_queues(config, sparkmark_home, tmp_path):
+    """`sparkmark api` in its own process: it announces its URL, records it for other
+    sparkmark processes, and its scheduler starts a run queued through it."""
+    from sparkmark.api.server import running_endpoint
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sparkmark", "api", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("Glue API endpoint: http://127.0.0.1:"), line
+        url = line.split(": ", 1)[1].strip()
+        assert running_endpoint(Settings.from_env()) == url
+        glue = client(url)
+        script = tmp_path / "plain.py"
+        script.write_text(PLAIN_SCRIPT)
+        out = tmp_path / "out.json"
+        glue.create_job(Name="plain", Role="r", Command={"Name": "glueetl", "ScriptLocation": str(script)})
+        run_id = glue.start_job_run(JobName="plain", Arguments={"--out": str(out)})["JobRunId"]
+        waiter = StateStore.from_settings()
+        scheduler = Scheduler(ProjectSource(config, waiter).current(), waiter, leading=False)
+
+        def state() -> str:
+            return glue.get_job_run(JobName="plain", RunId=run_id)["JobRun"]["JobRunState"]
+
+        assert scheduler.run(until=lambda: state() == "SUCCEEDED", max_seconds=120, poll_seconds=0.1)
+        assert json.loads(out.read_text())["JOB_NAME"] == "plain"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert running_endpoint(Settings.from_env()) is None  # it removed its record on the way out

@@ -479,3 +479,54 @@ def test_purge_s3_path_and_temp_dir_on_s3(spark, s3env, runner):
         for line in client.get_object(Bucket=bucket, Key=k)["Body"].read().decode().splitlines()
     ]
     assert [r["record"] for r in records] == ['{"id": oops']
+
+
+S3_SCRIPT = """
+import sys
+import boto3
+from awsglue.utils import getResolvedOptions
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "bucket"])
+s3 = boto3.client("s3")
+keys = [o["Key"] for o in s3.list_objects_v2(Bucket=args["bucket"], Prefix="in/")["Contents"]]
+s3.put_object(Bucket=args["bucket"], Key="out/seen.txt", Body=",".join(keys).encode())
+s3.delete_object(Bucket=args["bucket"], Key="in/old.json")
+boto3.client("glue").create_database(DatabaseInput={"Name": "from_script"})
+"""
+
+
+def test_a_script_on_s3_runs_and_its_boto3_calls_reach_the_configured_endpoints(s3env, tmp_path):
+    """Glue's ScriptLocation is an s3:// URL: `sparkmark run` reads the script from there.
+    The script's own boto3 calls go where AWS's variables point S3 (the S3 API server
+    here) and Glue (sparkmark's endpoint, started for the run)."""
+    bucket, client = s3env
+    client.put_object(Bucket=bucket, Key="scripts/job.py", Body=S3_SCRIPT.encode())
+    put_json(client, bucket, "in/old.json", [1])
+    put_json(client, bucket, "in/new.json", [2])
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [
+            str(SPARKMARK),
+            "run",
+            f"s3://{bucket}/scripts/job.py",
+            "--JOB_NAME",
+            "s3_script",
+            "--bucket",
+            bucket,
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "SPARKMARK_HOME": str(home)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = client.get_object(Bucket=bucket, Key="out/seen.txt")["Body"].read().decode()
+    assert seen == "in/new.json,in/old.json"
+    assert [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="in/")["Contents"]] == [
+        "in/new.json"
+    ]
+    from sparkmark.catalog.store import CatalogStore
+    from sparkmark.engine.store import StateStore
+
+    store = StateStore(f"sqlite:///{home / 'state.db'}")
+    assert CatalogStore(store).database("from_script").name == "from_script"

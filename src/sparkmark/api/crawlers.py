@@ -184,3 +184,53 @@ def get_crawler_metrics(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         )
     chunk, token = page(out, p)
     return {"CrawlerMetricsList": chunk, "NextToken": token}
+
+
+@handler("StopCrawler")
+def stop_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """Cancel the crawler's crawl: a queued one is not started, a running one's
+    process is ended and its crawl recorded CANCELLED."""
+    import socket
+
+    from ..workflow.launcher import Launcher
+
+    name = p["Name"]
+    try:
+        svc.crawlers.get(name)
+    except NotFound:
+        raise not_found(f"Crawler with name {name} not found") from None
+    active = [
+        a
+        for a in svc.workflows.actions_of(kind="CRAWLER", name=name)
+        if a.state in (ActionState.WAITING, ActionState.RUNNING)
+    ]
+    if not active:
+        raise GlueApiError("CrawlerNotRunningException", f"Crawler with name {name} is not running")
+    for action in active:
+        if action.state is ActionState.WAITING:
+            svc.workflows.finish_action(
+                action, ActionState.CANCELLED, utcnow(), error="stopped by StopCrawler"
+            )
+            continue
+        record = svc.crawlers.crawl(action.action_id)
+        if record is not None and record.state == "RUNNING":
+            svc.crawlers.finish(
+                name, action.action_id, "CANCELLED", record.summary, [{"path": "(crawl)", "error": "stopped"}]
+            )
+        if action.host in (None, socket.gethostname()):
+            Launcher().kill(action.action_id, action.pid)
+    return {}
+
+
+@handler("DeleteCrawler")
+def delete_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    name = p["Name"]
+    svc.refuse_file_owned("crawler", name)
+    if _pending(svc, name):
+        raise GlueApiError("CrawlerRunningException", f"Crawler with name {name} is running")
+    try:
+        svc.crawlers.delete(name)
+    except NotFound:
+        raise not_found(f"Crawler with name {name} not found") from None
+    svc.registry.delete("crawler", name)
+    return {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, MetaData, String, Table, Text, insert, select, update
+from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, select, update
 
 from ..engine.owner import is_dead, this_process
 from ..engine.schema import UTCDateTime, utcnow
@@ -76,6 +76,16 @@ class CrawlerStore:
         if row is None:
             raise NotFound(f"unknown crawler {name!r}: create it with `sparkmark crawler create --file F`")
         return load_definition(json.loads(row.definition)), row.state
+
+    def delete(self, name: str) -> None:
+        """Forget a crawler (its past crawls stay on record); refused while it crawls."""
+        with self.state.begin() as conn:
+            row = conn.execute(select(crawlers.c.state).where(crawlers.c.name == name)).first()
+            if row is None:
+                raise NotFound(f"unknown crawler {name!r}")
+            if row.state != "READY":
+                raise SparkmarkError(f"crawler {name!r} is {row.state}; stop its crawl first")
+            conn.execute(delete(crawlers).where(crawlers.c.name == name))
 
     def names(self) -> list[str]:
         with self.state.connect() as conn:

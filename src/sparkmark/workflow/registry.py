@@ -192,9 +192,6 @@ class ProjectSource:
     def current(self) -> Project:
         key = self._stamp()
         if self._project is None or key != self._key:
+            self._key = key  # a file that does not load is not read again until it changes
             self._project = load_project(self.config, self.state)
-            self._key = key
         return self._project
-
-    def changed(self) -> bool:
-        return self._project is None or self._stamp() != self._key

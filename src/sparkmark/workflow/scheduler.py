@@ -101,12 +101,14 @@ class Scheduler:
         if self.leading and not self.is_leader:
             return False
         self.store.beat(self.owner, now, self.lease_seconds)
-        if self.source is not None and self.source.changed():
+        if self.source is not None:
             try:
-                self.project = self.source.current()
-                self._synced = False
+                current = self.source.current()  # read again only when something changed
             except ConfigError as exc:  # keep going on the last good definitions
                 log.error("definitions not reloaded: %s", exc)
+            else:
+                if current is not self.project:
+                    self.project, self._synced = current, False
         self.sync(now)
         if self.is_leader:
             self._adopt(now)
