@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import logging
 import os
 import runpy
@@ -96,6 +97,44 @@ def _fetch_script(location: str) -> Path:
     return local
 
 
+class _EndpointOnImport(importlib.abc.MetaPathFinder):
+    """Sets up the Glue endpoint when the script first imports boto3 (most scripts never
+    do, and need not pay for it). boto3 is found and loaded as usual; its loader is
+    wrapped so the set-up runs just before boto3 executes, outside the import system's
+    global lock (the endpoint's thread imports modules of its own)."""
+
+    def __init__(self) -> None:
+        self.running = None
+        self.done = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "boto3" or self.done:
+            return None
+        self.done = True
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _SetUpThenLoad(spec.loader, self)
+        return spec
+
+
+class _SetUpThenLoad(importlib.abc.Loader):
+    def __init__(self, loader, owner: _EndpointOnImport):
+        self.loader, self.owner = loader, owner
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        try:
+            self.owner.running = _glue_endpoint()
+        except SparkmarkError as exc:
+            raise ImportError(f"boto3's Glue endpoint could not be set up: {exc}") from None
+        self.loader.exec_module(module)
+
+
 def _glue_endpoint():
     """Point boto3's Glue client at sparkmark's endpoint: one already running on this
     machine, or one started in this process for the run. Returns what to stop after."""
@@ -111,10 +150,10 @@ def _glue_endpoint():
         started = start_in_thread(settings)
         url = started.url
     os.environ["AWS_ENDPOINT_URL_GLUE"] = url
-    import boto3
+    import botocore.session  # not boto3: this runs while boto3 is being imported
 
-    session = boto3.session.Session()
-    if session.region_name is None:
+    session = botocore.session.get_session()
+    if session.get_config_variable("region") is None:
         os.environ["AWS_DEFAULT_REGION"] = settings.aws_region or "us-east-1"
     if session.get_credentials() is None:  # the endpoint needs a signature, not an AWS account
         os.environ["AWS_ACCESS_KEY_ID"] = "sparkmark"
@@ -139,10 +178,14 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
         fail(str(exc))
 
     _prepare_spark_and_glue()
-    try:
-        endpoint = _glue_endpoint()
-    except SparkmarkError as exc:
-        fail(str(exc))
+    endpoint = _EndpointOnImport()
+    if "boto3" in sys.modules:  # imported already (a notebook, a test): set up now
+        endpoint.done = True
+        try:
+            endpoint.running = _glue_endpoint()
+        except SparkmarkError as exc:
+            fail(str(exc))
+    sys.meta_path.insert(0, endpoint)
     from ..runtime import describe_error, running_runs, started_runs
 
     already = len(started_runs())
@@ -159,8 +202,10 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
         error = exc
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        if endpoint is not None:
-            endpoint.stop()
+        if endpoint in sys.meta_path:
+            sys.meta_path.remove(endpoint)
+        if endpoint.running is not None:
+            endpoint.running.stop()
 
     for job in running_runs():
         if error is None:
