@@ -111,7 +111,7 @@ def test_every_variable_the_docs_name_is_declared():
     for variable in ("HOME", "STATE_URL", "TEMP_DIR", "LEASE_SECONDS", "SPARK_MASTER", "JARS_DIR",
                      "CONNECTORS", "JDBC_JARS", "SPARK_CONF", "CATALOG", "METASTORE_URL",
                      "METASTORE_USER", "METASTORE_PASSWORD", "CONFIG", "LOG_LEVEL", "AWSGLUE",
-                     "BOTO3", "RUN_ID", "ATTEMPT", "CRASH_AT"):  # fmt: skip
+                     "API_HOST", "API_PORT", "API_TOKEN", "RUN_ID", "ATTEMPT", "CRASH_AT"):  # fmt: skip
         assert variable.lower() in fields
     readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
     for mentioned in {w.strip("`|") for w in readme.split() if w.strip("`|").startswith("SPARKMARK_")}:

@@ -135,6 +135,24 @@ class _SetUpThenLoad(importlib.abc.Loader):
         self.loader.exec_module(module)
 
 
+_SET_FOR_RUN: dict[str, str | None] = {}  # variables set for the script, with what they were
+
+
+def _set_env(name: str, value: str) -> None:
+    _SET_FOR_RUN.setdefault(name, os.environ.get(name))
+    os.environ[name] = value
+
+
+def _restore_env() -> None:
+    """Put back what the run changed (matters when the run is in a longer-lived process)."""
+    for name, before in _SET_FOR_RUN.items():
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+    _SET_FOR_RUN.clear()
+
+
 def _glue_endpoint():
     """Point boto3's Glue client at sparkmark's endpoint: one already running on this
     machine, or one started in this process for the run. Returns what to stop after."""
@@ -149,15 +167,15 @@ def _glue_endpoint():
     if url is None:
         started = start_in_thread(settings)
         url = started.url
-    os.environ["AWS_ENDPOINT_URL_GLUE"] = url
+    _set_env("AWS_ENDPOINT_URL_GLUE", url)
     import botocore.session  # not boto3: this runs while boto3 is being imported
 
     session = botocore.session.get_session()
     if session.get_config_variable("region") is None:
-        os.environ["AWS_DEFAULT_REGION"] = settings.aws_region or "us-east-1"
+        _set_env("AWS_DEFAULT_REGION", settings.aws_region or "us-east-1")
     if session.get_credentials() is None:  # the endpoint needs a signature, not an AWS account
-        os.environ["AWS_ACCESS_KEY_ID"] = "sparkmark"
-        os.environ["AWS_SECRET_ACCESS_KEY"] = settings.api_token_value or "sparkmark"
+        _set_env("AWS_ACCESS_KEY_ID", "sparkmark")
+        _set_env("AWS_SECRET_ACCESS_KEY", settings.api_token_value or "sparkmark")
     log.info("boto3's Glue client talks to sparkmark at %s", url)
     return started
 
@@ -206,6 +224,7 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
             sys.meta_path.remove(endpoint)
         if endpoint.running is not None:
             endpoint.running.stop()
+        _restore_env()
 
     for job in running_runs():
         if error is None:
