@@ -28,6 +28,10 @@ class StateError(SparkmarkError):
 StateStoreError = StateError  # the name earlier releases used
 
 
+class AlreadyExists(SparkmarkError):
+    """Something with that name is already there (a catalog database, a stored definition)."""
+
+
 class NotFound(SparkmarkError):
     """Base class for lookups of things that do not exist."""
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from ..catalog.expression import select_partitions
 from ..catalog.models import Column, Database, Partition, Table
-from ..catalog.store import AlreadyExists
 from ..errors import NotFound
 from .protocol import exists, invalid, not_found
 from .service import CATALOG_ID, Service, handler, page
@@ -77,10 +76,7 @@ def create_database(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         given.get("LocationUri", ""),
         dict(given.get("Parameters") or {}),
     )
-    try:
-        svc.catalog.put_database(db, create=True)
-    except AlreadyExists as exc:
-        raise exists(str(exc)) from None
+    svc.catalog.put_database(db, create=True)  # AlreadyExists answers AlreadyExistsException
     return {}
 
 
@@ -253,12 +249,18 @@ def table_doc(table: Table, version: int | None = None) -> dict[str, Any]:
     return doc
 
 
-def _table(svc: Service, database: str, name: str) -> Table:
-    db, table = _name(database), _name(name)
+def _database(svc: Service, database: str) -> str:
+    """The database's catalog name; EntityNotFoundException in Glue's words when absent."""
+    db = _name(database)
     try:
         svc.catalog.database(db)
     except NotFound:
         raise not_found(f"Database {db} not found.") from None
+    return db
+
+
+def _table(svc: Service, database: str, name: str) -> Table:
+    db, table = _database(svc, database), _name(name)
     try:
         return svc.catalog.table(db, table)
     except NotFound:
@@ -267,11 +269,7 @@ def _table(svc: Service, database: str, name: str) -> Table:
 
 @handler("CreateTable")
 def create_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    db = _name(p["DatabaseName"])
-    try:
-        svc.catalog.database(db)
-    except NotFound:
-        raise not_found(f"Database {db} not found.") from None
+    db = _database(svc, p["DatabaseName"])
     table = table_from_input(db, p["TableInput"])
     if any(t.name == table.name for t in svc.catalog.tables(db)):
         raise exists(f"Table {table.name} already exists.")
@@ -300,11 +298,7 @@ def get_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def get_tables(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     import re
 
-    db = _name(p["DatabaseName"])
-    try:
-        svc.catalog.database(db)
-    except NotFound:
-        raise not_found(f"Database {db} not found.") from None
+    db = _database(svc, p["DatabaseName"])
     tables = svc.catalog.tables(db)
     if p.get("Expression"):  # Glue: a regular expression over table names
         try:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.schema import utcnow
-from ..errors import ConfigError, NotFound
+from ..errors import NotFound
 from ..workflow.store import ActionState
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import Service, handler, page
@@ -52,10 +52,7 @@ def _definition(p: dict[str, Any]) -> CrawlerDefinition:
     }
     if not p.get("DatabaseName"):
         raise invalid("DatabaseName is required: it is where the crawler writes its tables")
-    try:
-        return load_definition(doc)
-    except ConfigError as exc:
-        raise invalid(str(exc)) from None
+    return load_definition(doc)
 
 
 def _pending(svc: Service, name: str) -> bool:

@@ -78,10 +78,11 @@ def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None,
 def _jobs(svc: Service) -> dict[str, dict[str, Any]]:
     project = svc.project
     stored = svc.registry.entries("job")
+    in_file = svc.file_names("job")  # the file wins a name the registry also holds
     out = {}
     for name, job in project.jobs.items():
         entry = stored.get(name)
-        if entry is not None and not svc.declared_in_file("job", name):
+        if entry is not None and name not in in_file:
             out[name] = _job_doc(job, entry.glue, entry.created_at, entry.updated_at)
         else:
             out[name] = _job_doc(job, {"Role": "sparkmark.toml"}, None, None)
@@ -96,12 +97,7 @@ def create_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     definition = _definition(name, p)
     _validate(JobDefinition, "jobs", name, definition)  # refuse what a run could not use
     glue = {k: v for k, v in p.items() if k not in ("Name", "Tags")}
-    try:
-        svc.registry.put("job", name, definition, glue, create=True)
-    except Exception as exc:
-        if "already exists" in str(exc):
-            raise exists(str(exc)) from None
-        raise
+    svc.registry.put("job", name, definition, glue, create=True)
     return {"Name": name}
 
 
@@ -109,10 +105,7 @@ def create_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def update_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     """Fields the update gives replace the job's; the others keep their values."""
     name = p["JobName"]
-    svc.refuse_file_owned("job", name)
-    entry = svc.registry.get("job", name)
-    if entry is None:
-        raise not_found(f"Job {name} not found")
+    entry = svc.stored("job", name, f"Job {name} not found")
     glue = {**entry.glue, **p["JobUpdate"]}
     definition = _definition(name, glue)
     _validate(JobDefinition, "jobs", name, definition)

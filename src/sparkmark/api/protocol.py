@@ -42,6 +42,10 @@ def invalid(message: str) -> GlueApiError:
     return GlueApiError("InvalidInputException", message)
 
 
+def illegal_workflow_state(message: str) -> GlueApiError:
+    return GlueApiError("IllegalWorkflowStateException", message)
+
+
 def exists(message: str) -> GlueApiError:
     return GlueApiError("AlreadyExistsException", message)
 

@@ -10,9 +10,9 @@ from functools import cached_property
 from typing import Any
 
 from ..engine.store import StateStore
-from ..errors import ConfigError, NotFound, SparkmarkError
+from ..errors import AlreadyExists, NotFound, SparkmarkError
 from ..settings import Settings
-from .protocol import GlueApiError, invalid, not_found
+from .protocol import GlueApiError, exists, invalid, not_found
 
 log = logging.getLogger("sparkmark.api")
 
@@ -78,19 +78,28 @@ class Service:
 
         return Scheduler(self.project, self.state, settings=self.settings, leading=False)
 
-    def declared_in_file(self, kind: str, name: str) -> bool:
-        """Whether ``sparkmark.toml`` declares this job, trigger or workflow (the API
+    def file_names(self, kind: str) -> set[str]:
+        """The jobs, triggers, workflows or crawlers ``sparkmark.toml`` declares (the API
         leaves those to the file)."""
         from ..workflow.definition import read_project_file
 
         path = self.settings.config
         if not path.exists():
-            return False
+            return set()
         jobs, triggers, workflows, crawlers = read_project_file(path)
-        return name in {"job": jobs, "trigger": triggers, "workflow": workflows, "crawler": crawlers}[kind]
+        return set({"job": jobs, "trigger": triggers, "workflow": workflows, "crawler": crawlers}[kind])
+
+    def stored(self, kind: str, name: str, missing: str):
+        """The registry entry of a job or trigger the API may change: refused when the
+        file declares it, EntityNotFoundException (``missing``) when there is none."""
+        self.refuse_file_owned(kind, name)
+        entry = self.registry.get(kind, name)
+        if entry is None:
+            raise not_found(missing)
+        return entry
 
     def refuse_file_owned(self, kind: str, name: str) -> None:
-        if self.declared_in_file(kind, name):
+        if name in self.file_names(kind):
             raise invalid(
                 f"{kind} {name!r} is declared in {self.settings.config}; change it there, not through the API"
             )
@@ -108,8 +117,8 @@ class Service:
             raise
         except NotFound as exc:
             raise not_found(str(exc)) from None
-        except ConfigError as exc:
-            raise invalid(str(exc)) from None
+        except AlreadyExists as exc:
+            raise exists(str(exc)) from None
         except SparkmarkError as exc:
             raise invalid(str(exc)) from None
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.schema import utcnow
-from ..errors import ConfigError, NotFound
+from ..errors import NotFound
 from ..workflow import report
 from ..workflow.definition import Project, TriggerDefinition, TriggerType, WorkflowDefinition, _validate
 from ..workflow.store import WorkflowRunStatus
-from .protocol import exists, invalid, not_found
+from .protocol import exists, illegal_workflow_state, invalid, not_found
 from .service import Service, handler, page
 
 _TRIGGER_FIELDS = (
@@ -30,15 +30,13 @@ _TRIGGER_FIELDS = (
 
 
 def _check_with(svc: Service, kind: str, definition: Any) -> None:
-    """Refuse a definition that would make the whole project invalid."""
+    """Refuse a definition that would make the whole project invalid (its ConfigError
+    answers InvalidInputException, as every SparkmarkError a handler raises does)."""
     current = svc.project
     jobs, triggers = dict(current.jobs), dict(current.triggers)
     workflows, crawlers = dict(current.workflows), dict(current.crawlers)
     {"trigger": triggers, "workflow": workflows}[kind][definition.Name] = definition
-    try:
-        Project(current.path, jobs, triggers, workflows, crawlers)
-    except ConfigError as exc:
-        raise invalid(str(exc)) from None
+    Project(current.path, jobs, triggers, workflows, crawlers)
 
 
 def _trigger_definition(name: str, given: dict[str, Any]) -> tuple[dict[str, Any], TriggerDefinition]:
@@ -46,10 +44,7 @@ def _trigger_definition(name: str, given: dict[str, Any]) -> tuple[dict[str, Any
     for action in doc.get("Actions", []):
         for glue_only in ("NotificationProperty", "SecurityConfiguration"):
             action.pop(glue_only, None)
-    try:
-        return doc, _validate(TriggerDefinition, "triggers", name, doc)
-    except ConfigError as exc:
-        raise invalid(str(exc)) from None
+    return doc, _validate(TriggerDefinition, "triggers", name, doc)
 
 
 def _trigger_doc(trigger: TriggerDefinition, state: str) -> dict[str, Any]:
@@ -93,10 +88,7 @@ def create_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 @handler("UpdateTrigger")
 def update_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
-    svc.refuse_file_owned("trigger", name)
-    entry = svc.registry.get("trigger", name)
-    if entry is None:
-        raise not_found(f"Trigger {name} not found")
+    entry = svc.stored("trigger", name, f"Trigger {name} not found")
     merged = {**entry.definition, **{k: v for k, v in p["TriggerUpdate"].items() if k != "Name"}}
     doc, trigger = _trigger_definition(name, merged)
     _check_with(svc, "trigger", trigger)
@@ -163,10 +155,7 @@ def create_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     if name in svc.project.workflows:
         raise exists(f"workflow {name!r} already exists")
     doc = {k: p[k] for k in ("Description", "DefaultRunProperties") if p.get(k) is not None}
-    try:
-        workflow = _validate(WorkflowDefinition, "workflows", name, doc)
-    except ConfigError as exc:
-        raise invalid(str(exc)) from None
+    workflow = _validate(WorkflowDefinition, "workflows", name, doc)
     _check_with(svc, "workflow", workflow)
     glue = {k: v for k, v in p.items() if k not in ("Name", "Description", "DefaultRunProperties", "Tags")}
     svc.registry.put("workflow", name, doc, glue, create=True)
@@ -278,15 +267,9 @@ def get_workflow_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def stop_workflow_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     run = svc.workflows.workflow_run(p["RunId"], p["Name"])
     if run.status is not WorkflowRunStatus.RUNNING:
-        raise GlueIllegalState(f"Workflow run {run.run_id} is {run.status.value}, not RUNNING")
+        raise illegal_workflow_state(f"Workflow run {run.run_id} is {run.status.value}, not RUNNING")
     svc.scheduler().stop_workflow_run(p["Name"], p["RunId"])
     return {}
-
-
-def GlueIllegalState(message: str):
-    from .protocol import GlueApiError
-
-    return GlueApiError("IllegalWorkflowStateException", message)
 
 
 @handler("GetWorkflowRunProperties")

@@ -29,13 +29,8 @@ from sqlalchemy import (
 
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
-from ..errors import NotFound, SparkmarkError
+from ..errors import AlreadyExists, NotFound
 from .models import Column, Database, Partition, SchemaVersion, Table
-
-
-class AlreadyExists(SparkmarkError):
-    """A catalog object with that name is already there."""
-
 
 metadata = MetaData()
 

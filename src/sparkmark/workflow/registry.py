@@ -27,7 +27,7 @@ from sqlalchemy import Column, MetaData, String, Table, Text, delete, func, inse
 from ..crawler.store import CrawlerStore
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
-from ..errors import ConfigError
+from ..errors import AlreadyExists, NotFound
 from .definition import (
     JobDefinition,
     Project,
@@ -83,9 +83,9 @@ class Registry:
         with self.state.begin() as conn:
             there = conn.execute(select(definitions.c.name).where(key)).first() is not None
             if create and there:
-                raise ConfigError(f"{kind} {name!r} already exists")
+                raise AlreadyExists(f"{kind} {name!r} already exists")
             if not create and not there:
-                raise ConfigError(f"no {kind} {name!r}")
+                raise NotFound(f"no {kind} {name!r}")
             if there:
                 conn.execute(update(definitions).where(key).values(**values, updated_at=now))
             else:
