@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 from . import args as job_args
 from . import outputs as run_outputs
 from .connections import Connections
-from .engine import faults, fileplan, storage
+from .engine import faults, fileplan, ownership, publish, storage
 from .engine import jdbc as jdbc_keys
 from .engine.models import BookmarkOption, OutputKind, OutputState, RunRecord, RunState
 from .engine.names import check_name
@@ -308,6 +308,13 @@ class Job:
             run.record_sink(result)
             return result
         run.claim_sink(ctx)
+        ownership.check_output(
+            self.store,
+            f"{database.display} {table}",
+            jdbc_sink.applied_keys(database, table),
+            take_over=f"delete the table's rows from {jdbc_sink.APPLIED_TABLE} in that database "
+            "(its data stays; this store's bookmark then decides what is read again)",
+        )
         # Committed writes of earlier runs to this database may have waited for its password.
         run_outputs.recover(
             self.store,
@@ -420,6 +427,12 @@ class Job:
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
         file_sink.check(fmt, mode, columns)
         root = fileplan.root_url(fileplan.as_path_list(path)[0])
+        ownership.check_output(
+            self.store,
+            root,
+            publish.write_keys(root),
+            recorded_by=lambda key: publish.recorded_store(root, key),
+        )
         if ctx is None:
             file_sink.write_now(df, root, fmt=fmt, mode=mode, partition_by=columns, options=options)
             run.record_sink({"path": root, "mode": mode, "format": fmt})
@@ -434,7 +447,14 @@ class Job:
         )
         try:
             plan = file_sink.stage(
-                df, root, record.key, fmt=fmt, mode=mode, partition_by=columns, options=options
+                df,
+                root,
+                record.key,
+                fmt=fmt,
+                mode=mode,
+                partition_by=columns,
+                options=options,
+                store=self.store.store_id,
             )
         except BaseException:
             run_outputs.discard_output(self.store, record)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from ..engine.models import OutputState
 from ..engine.store import StateStore
 from ..outputs import UNFINISHED, recover
 from .output import console, fail, one_line_errors, print_json, table, when
@@ -62,8 +61,38 @@ def recover_outputs(job: str = typer.Argument(..., help="Job name")) -> None:
     lease = store.get_lease(job)
     if lease is not None:
         fail(f"job {job!r} is running as {lease.run_id}; its runs recover their writes themselves")
+    before = {r.key for r in store.outputs(job, states=UNFINISHED)}
     left = recover(store, job)
-    done = [r for r in store.outputs(job) if r.state in (OutputState.PUBLISHED, OutputState.DISCARDED)]
-    console.print(f"{len(done)} writes finished, {len(left)} still unfinished")
+    finished = len(before - {r.key for r in left})
+    console.print(f"{finished} writes finished, {len(left)} still unfinished")
     if left:
         raise typer.Exit(1)
+
+
+@app.command("adopt")
+@one_line_errors
+def adopt_output(
+    path: str = typer.Argument(..., help="The output folder (a path or s3:// URL)"),
+    drop: bool = typer.Option(
+        False, "--drop", help="First remove the files the unknown writes published, and their records"
+    ),
+) -> None:
+    """Take over an output folder that holds writes of runs this state store has no
+    record of (the store was replaced, emptied or restored from an older backup).
+    Without --drop their rows stay, and the job's bookmark in this store decides what
+    it reads again; with --drop their files go, so a job whose bookmark no longer
+    covers their input writes it once more, and once only."""
+    from ..engine import fileplan, ownership, publish
+
+    store = StateStore.from_settings()
+    root = fileplan.root_url(path)
+    unknown = ownership.unknown_writes(store, publish.write_keys(root))
+    if not unknown:
+        console.print(f"{root}: every write in it belongs to this state store; nothing to adopt")
+        return
+    if drop:
+        removed = sum(publish.drop_write(root, key) for key in unknown)
+        console.print(f"{root}: removed {removed} files of {len(unknown)} unknown writes")
+    else:
+        store.adopt_writes(unknown, root)
+        console.print(f"{root}: adopted {len(unknown)} writes of runs this store has no record of")

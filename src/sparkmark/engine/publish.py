@@ -56,6 +56,7 @@ class FileOutputPlan:
     format: str
     files: list[tuple[str, str]] = field(default_factory=list)  # (staged, published), relative
     remove: list[str] = field(default_factory=list)  # relative paths an overwrite replaces
+    store: str | None = None  # the id of the state store that made the write
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -71,6 +72,7 @@ class FileOutputPlan:
             doc["format"],
             [tuple(pair) for pair in doc.get("files", ())],
             list(doc.get("remove", ())),
+            doc.get("store"),
         )
 
 
@@ -110,11 +112,11 @@ def _visible_files(fs, folder: str) -> list[str]:
     return sorted(found)
 
 
-def plan_output(root: str, key: str, *, mode: str, fmt: str) -> FileOutputPlan:
+def plan_output(root: str, key: str, *, mode: str, fmt: str, store: str | None = None) -> FileOutputPlan:
     """The plan of a write whose files Spark has finished writing to the staging folder."""
     fs, path = _fs(root)
     staging = f"{path}/{CONTROL}/staging/{key}"
-    plan = FileOutputPlan(fs.unstrip_protocol(path), key, mode, fmt)
+    plan = FileOutputPlan(fs.unstrip_protocol(path), key, mode, fmt, store=store)
     seen: set[str] = set()
     for rel in _visible_files(fs, staging):
         folder, _, name = rel.rpartition("/")
@@ -202,6 +204,7 @@ def publish(plan: FileOutputPlan) -> int:
         "mode": plan.mode,
         "files": [dst for _, dst in plan.files],
         "removed": len(plan.remove),
+        "store": plan.store,
     }
     # Last of the data: a plain reader that wants all of a write waits for _SUCCESS.
     fs.pipe_file(f"{path}/_SUCCESS", b"")
@@ -222,6 +225,58 @@ def discard(root: str, key: str) -> None:
 def _remove(fs, target: str, recursive: bool = False) -> None:
     with contextlib.suppress(FileNotFoundError):
         fs.rm(target, recursive=recursive)
+
+
+def write_keys(root: str) -> list[str]:
+    """The keys of every write recorded in ``root`` (published or pending)."""
+    fs, path = _fs(root)
+    try:
+        entries = fs.ls(f"{path}/{CONTROL}/runs", detail=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    keys = set()
+    for entry in entries:
+        name = entry.rstrip("/").rsplit("/", 1)[-1]
+        stem = name.removesuffix(".published").removesuffix(".pending")
+        if stem != name and KEY_IN_NAME.fullmatch(stem):
+            keys.add(stem)
+    return sorted(keys)
+
+
+def _record(fs, path: str, key: str) -> dict[str, Any] | None:
+    for suffix in (".published", ".pending"):
+        try:
+            return json.loads(fs.cat_file(f"{path}/{CONTROL}/runs/{key}{suffix}"))
+        except (FileNotFoundError, ValueError):
+            continue
+    return None
+
+
+def recorded_store(root: str, key: str) -> str | None:
+    """The id of the state store that made write ``key`` in ``root``, when recorded."""
+    fs, path = _fs(root)
+    record = _record(fs, path, key)
+    return record.get("store") if record else None
+
+
+def drop_write(root: str, key: str) -> int:
+    """Remove the files write ``key`` published into ``root``, and its records.
+    Returns the number of files removed."""
+    fs, path = _fs(root)
+    record = _record(fs, path, key) or {}
+    removed = 0
+    for rel in record.get("files", ()):
+        if isinstance(rel, list):  # a pending record's (staged, published) pairs
+            rel = rel[1]
+        try:
+            fs.rm(f"{path}/{rel}")
+            removed += 1
+        except FileNotFoundError:
+            pass
+    _remove(fs, f"{path}/{CONTROL}/staging/{key}", recursive=True)
+    _remove(fs, f"{path}/{CONTROL}/runs/{key}.pending")
+    _remove(fs, f"{path}/{CONTROL}/runs/{key}.published")
+    return removed
 
 
 def pending_keys(fs, root_path: str) -> set[str]:

@@ -7,6 +7,7 @@ by a newer sparkmark is refused rather than guessed at.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -170,6 +171,16 @@ outputs = Table(
     Index("ix_sm_outputs_job_state", "job_name", "state"),
 )
 
+# Writes found in an output folder or table that this store has no run for, taken
+# over on purpose with ``sparkmark outputs adopt`` (see engine/ownership.py).
+adopted_writes = Table(
+    "sm_adopted_writes",
+    metadata,
+    Column("output_key", String(120), primary_key=True),
+    Column("target", Text, nullable=False),
+    Column("adopted_at", UTCDateTime, nullable=False),
+)
+
 _V1_TABLES = (schema_info, runs, leases, bookmark_versions, ctx_states, sources, file_entries, dir_entries)
 
 
@@ -200,7 +211,12 @@ def _v4(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE sm_file_entries ADD COLUMN etag VARCHAR(128)")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
+def _v5(conn: Connection) -> None:
+    """State identity: writes of unknown runs adopted on purpose."""
+    metadata.create_all(conn, tables=[adopted_writes])
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -229,4 +245,8 @@ def migrate(conn: Connection) -> int:
             conn.execute(
                 schema_info.update().where(schema_info.c.name == "schema_version").values(value=str(version))
             )
+    if conn.execute(select(schema_info.c.value).where(schema_info.c.name == "store_id")).scalar() is None:
+        # The store's identity, written into every output it publishes: outputs tell
+        # this store from another one, or from a fresh one that replaced it.
+        conn.execute(schema_info.insert().values(name="store_id", value=uuid.uuid4().hex))
     return found

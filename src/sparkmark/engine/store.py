@@ -13,17 +13,21 @@ per-source summaries and their per-file entries are insert-only.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, insert, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError as SAArgumentError
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from ..errors import ConfigError, StateStoreError
 from ..settings import Settings
 from . import schema as t
+from .schema import utcnow
 from .bookmark_store import BookmarkStore
 from .output_store import OutputStore
 from .run_store import RunStore
@@ -34,12 +38,41 @@ __all__ = ["StateStore", "private_dir"]
 
 
 def private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) readable by its owner only; the state directory holds
-    run arguments and bookmark state that are nobody else's business."""
+    """Make ``path`` (and missing parents) a folder only its owner can enter, whatever
+    the umask; one that exists is narrowed to 0700 too. Sparkmark's own folders hold
+    run arguments, bookmark state, logs and quarantined records."""
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o700)
+    with contextlib.suppress(OSError):  # not ours to change (another owner): leave it
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+
+
+def private_file(path: Path) -> None:
+    """Narrow an existing file to 0600 (it may have been made under a loose umask)."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+
+
+def _prepare_sqlite_file(path: Path) -> None:
+    """The SQLite file is created 0600 (SQLite gives its -wal and -shm files the same
+    mode). An existing file must be a store: an empty one is not taken as a new store,
+    since a new store in front of existing outputs would write their input again."""
     if path.exists():
+        if path.stat().st_size == 0:
+            raise StateStoreError(
+                f"the state store {path} is an empty file, not a sparkmark state store. "
+                "If it was emptied by accident, restore it from a backup; to start a new "
+                "store on purpose, delete the file (outputs the old store wrote are then "
+                "refused until you adopt them: `sparkmark outputs adopt PATH`)"
+            )
+        for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            private_file(name)
         return
-    path.mkdir(parents=True, mode=0o700)
-    path.chmod(0o700)  # mkdir's mode is filtered by the umask
+    private_dir(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 class StateStore(RunStore, BookmarkStore, OutputStore):
@@ -59,16 +92,69 @@ class StateStore(RunStore, BookmarkStore, OutputStore):
             raise ConfigError(
                 f"state store backend {self.dialect!r} is not supported; use sqlite or postgresql"
             )
+        fresh = self.dialect == "sqlite" and not self._sqlite_path_exists(parsed)
+        if self.dialect == "sqlite" and parsed.database and parsed.database != ":memory:":
+            _prepare_sqlite_file(Path(parsed.database))
         self.engine = self._make_engine(parsed)
         try:
             with self.engine.begin() as conn:
                 if self.dialect == "postgresql":
                     conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7357111)")
                 t.migrate(conn)
+                self.store_id: str = conn.execute(
+                    select(t.schema_info.c.value).where(t.schema_info.c.name == "store_id")
+                ).scalar_one()
         except OperationalError as exc:
             raise StateStoreError(
-                f"cannot open the state store at {self.display_url}: {exc.orig}".strip()
+                f"cannot open the state store at {self.display_url}: {str(exc.orig).strip()}"
             ) from None
+        except DatabaseError as exc:  # e.g. "file is not a database"
+            raise StateStoreError(
+                f"the state store at {self.display_url} is unreadable ({str(exc.orig).strip()}); "
+                "restore it from a backup, or move it aside to start a new store"
+            ) from None
+        if fresh:
+            log.info("created a new state store at %s (id %s)", self.display_url, self.store_id)
+
+    @staticmethod
+    def _sqlite_path_exists(url) -> bool:
+        return not url.database or url.database == ":memory:" or Path(url.database).exists()
+
+    # ------------------------------------------------------------ identity
+
+    def known_runs(self, run_ids: Iterable[str]) -> set[str]:
+        """Which of ``run_ids`` this store has a record of."""
+        wanted = sorted(set(run_ids))
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                found.update(conn.execute(select(t.runs.c.run_id).where(t.runs.c.run_id.in_(chunk))).scalars())
+        return found
+
+    def adopted_writes(self, keys: Iterable[str]) -> set[str]:
+        """Which of the write ``keys`` were taken over with ``sparkmark outputs adopt``."""
+        wanted = sorted(set(keys))
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                found.update(
+                    conn.execute(
+                        select(t.adopted_writes.c.output_key).where(t.adopted_writes.c.output_key.in_(chunk))
+                    ).scalars()
+                )
+        return found
+
+    def adopt_writes(self, keys: Iterable[str], target: str) -> None:
+        now = utcnow()
+        with self.engine.begin() as conn:
+            have = set(
+                conn.execute(select(t.adopted_writes.c.output_key).where(t.adopted_writes.c.target == target)).scalars()
+            )
+            rows = [{"output_key": k, "target": target, "adopted_at": now} for k in sorted(set(keys) - have)]
+            if rows:
+                conn.execute(insert(t.adopted_writes), rows)
 
     def ensure_tables(self, component: str, metadata, version: int = 1) -> None:
         """Create a service's own tables (catalog, crawlers…) once, recording their

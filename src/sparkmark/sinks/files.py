@@ -49,6 +49,7 @@ def stage(
     mode: str,
     partition_by: Sequence[str],
     options: Mapping[str, Any],
+    store: str | None = None,
 ) -> publish.FileOutputPlan:
     """Write ``df`` into the staging folder of write ``key`` and return its plan; the
     output folder itself is untouched."""
@@ -57,7 +58,7 @@ def stage(
     fs, staging_path = url_to_fs(staging)
     crash_when("writing", lambda: any("/part-" in p for p in fs.find(staging_path)))
     _writer(df, fmt, partition_by, options).mode("overwrite").save(spark_base_path(staging))
-    plan = publish.plan_output(root, key, mode=mode, fmt=fmt)
+    plan = publish.plan_output(root, key, mode=mode, fmt=fmt, store=store)
     publish.mark_pending(plan)
     return plan
 

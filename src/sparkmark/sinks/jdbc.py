@@ -56,6 +56,22 @@ def _unique_sets(inspector, name: str, schema: str | None) -> list[set[str]]:
     return sets
 
 
+def applied_keys(database: kr.Database, table: str) -> list[str]:
+    """The keys of the exactly-once writes applied to ``table`` (none before the first)."""
+    engine = database.engine()
+    try:
+        if not sa.inspect(engine).has_table(APPLIED_TABLE):
+            return []
+        with engine.connect() as conn:
+            return list(
+                conn.execute(sa.select(_applied.c.output_key).where(_applied.c.target == table[:512])).scalars()
+            )
+    except sa.exc.DBAPIError as exc:
+        raise SinkError(f"cannot read the writes applied to {table!r}: {str(exc.orig).strip()}") from None
+    finally:
+        engine.dispose()
+
+
 def stage_name_for(key: str | None) -> str:
     """The staging table of a write: derived from its key, so a later run can find it."""
     if key is None:
