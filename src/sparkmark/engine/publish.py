@@ -265,9 +265,8 @@ def drop_write(root: str, key: str) -> int:
     fs, path = _fs(root)
     record = _record(fs, path, key) or {}
     removed = 0
-    for rel in record.get("files", ()):
-        if isinstance(rel, list):  # a pending record's (staged, published) pairs
-            rel = rel[1]
+    for entry in record.get("files", ()):
+        rel = entry[1] if isinstance(entry, list) else entry  # a pending record holds pairs
         try:
             fs.rm(f"{path}/{rel}")
             removed += 1

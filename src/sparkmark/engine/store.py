@@ -27,10 +27,10 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from ..errors import ConfigError, StateStoreError
 from ..settings import Settings
 from . import schema as t
-from .schema import utcnow
 from .bookmark_store import BookmarkStore
 from .output_store import OutputStore
 from .run_store import RunStore
+from .schema import utcnow
 
 log = logging.getLogger("sparkmark.state")
 
@@ -129,7 +129,9 @@ class StateStore(RunStore, BookmarkStore, OutputStore):
         with self.engine.connect() as conn:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
-                found.update(conn.execute(select(t.runs.c.run_id).where(t.runs.c.run_id.in_(chunk))).scalars())
+                found.update(
+                    conn.execute(select(t.runs.c.run_id).where(t.runs.c.run_id.in_(chunk))).scalars()
+                )
         return found
 
     def adopted_writes(self, keys: Iterable[str]) -> set[str]:
@@ -150,7 +152,9 @@ class StateStore(RunStore, BookmarkStore, OutputStore):
         now = utcnow()
         with self.engine.begin() as conn:
             have = set(
-                conn.execute(select(t.adopted_writes.c.output_key).where(t.adopted_writes.c.target == target)).scalars()
+                conn.execute(
+                    select(t.adopted_writes.c.output_key).where(t.adopted_writes.c.target == target)
+                ).scalars()
             )
             rows = [{"output_key": k, "target": target, "adopted_at": now} for k in sorted(set(keys) - have)]
             if rows:

@@ -64,7 +64,9 @@ def applied_keys(database: kr.Database, table: str) -> list[str]:
             return []
         with engine.connect() as conn:
             return list(
-                conn.execute(sa.select(_applied.c.output_key).where(_applied.c.target == table[:512])).scalars()
+                conn.execute(
+                    sa.select(_applied.c.output_key).where(_applied.c.target == table[:512])
+                ).scalars()
             )
     except sa.exc.DBAPIError as exc:
         raise SinkError(f"cannot read the writes applied to {table!r}: {str(exc.orig).strip()}") from None
