@@ -12,7 +12,6 @@ sparkmark.toml itself, and never stored in state, logs, manifests or run argumen
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import ConfigError
 from .settings import Settings
+from .tomlfile import read_toml
 
 
 class ConnectionEntry(BaseModel):
@@ -46,9 +46,9 @@ def _file_entries(path: Path) -> dict[str, dict]:
     if not path.exists():
         return {}
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        document = read_toml(path)
+    except FileNotFoundError:
+        return {}
     return document.get("connections") or {}
 
 

@@ -19,6 +19,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_METASTORE_USER`` / ``_PASSWORD`` | metastore_user / metastore_password | unset |
 | ``SPARKMARK_CONFIG`` | config | ``sparkmark.toml`` |
 | ``SPARKMARK_LOG_LEVEL`` | log_level | ``INFO`` |
+| ``SPARKMARK_DEBUG`` | debug | off; on (or ``sparkmark --debug``): a failure prints its traceback after its ``error:`` line |
 | ``SPARKMARK_AWSGLUE`` | awsglue | ``on`` (``off`` leaves ``import awsglue`` alone) |
 | ``SPARKMARK_RUN_ID`` / ``SPARKMARK_ATTEMPT`` | run_id / attempt | set by the scheduler for the job it starts |
 | ``SPARKMARK_CRASH_AT`` | crash_at | unset (tests: die at that crash point) |
@@ -84,6 +85,7 @@ class Settings(BaseModel):
     metastore_password: SecretStr | None = None
     config: Path = Path("sparkmark.toml")
     log_level: str = "INFO"
+    debug: bool = False
     awsglue: str = "on"
     run_id: str | None = None
     attempt: int = Field(0, ge=0)

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import traceback
 
 import typer
+from rich.markup import escape
 
 from ..engine import storage
+from ..engine.masking import mask_logging, mask_text
 from ..errors import SparkmarkError
 from ..settings import Settings
 from . import api, bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
-from .output import one_line_errors
+from .output import debug_enabled, err_console, one_line_errors
 from .run import run_script
 
 app = typer.Typer(
@@ -19,6 +24,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def _options(
+    debug: bool = typer.Option(
+        False, "--debug", help="On a failure, print the traceback after the error line (or SPARKMARK_DEBUG=1)"
+    ),
+) -> None:
+    if debug:
+        os.environ["SPARKMARK_DEBUG"] = "1"  # read through Settings, like every setting
+
+
 app.add_typer(bookmark.app, name="bookmark")
 app.add_typer(runs.app, name="runs")
 app.add_typer(glue.app, name="glue")
@@ -66,19 +83,38 @@ def main() -> None:
         level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    mask_logging()
     for noisy in ("py4j", "sqlalchemy", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from ..workflow.launcher import record_exit
+    from ..workflow.launcher import argv_from_stdin, record_exit
 
+    sent = argv_from_stdin()
+    if sent is not None:
+        sys.argv[1:] = sent
     try:
         app()
     except SystemExit as exc:
         code = exc.code
         record_exit(code if isinstance(code, int) else (0 if code is None else 1))
         raise
-    except BaseException:
+    except KeyboardInterrupt:
+        err_console.print("[bold red]error:[/] interrupted", highlight=False)
+        record_exit(130)
+        raise SystemExit(130) from None
+    except Exception as exc:  # noqa: BLE001 - every failure ends in one line; --debug shows the rest
+        if debug_enabled():
+            err_console.print(
+                mask_text("".join(traceback.format_exception(exc)).rstrip()), highlight=False, markup=False
+            )
+        text = str(exc).strip().splitlines()
+        what = (
+            text[0]
+            if isinstance(exc, SparkmarkError) and text
+            else f"{type(exc).__name__}: {text[0] if text else ''}"
+        )
+        err_console.print(f"[bold red]error:[/] {escape(mask_text(what))}", highlight=False)
         record_exit(1)
-        raise
+        raise SystemExit(1) from None
     record_exit(0)
 
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..engine.masking import mask_text
 from ..errors import SparkmarkError
 
 # Off a terminal (pipes, CI logs, make), use a wide fixed width so ids are not folded.
@@ -62,8 +63,22 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
 
 
 def fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    err_console.print(
+        f"[bold red]error:[/] {escape(mask_text(message))}", highlight=False, markup=True, soft_wrap=True
+    )
     raise typer.Exit(code)
+
+
+def debug_enabled(settings=None) -> bool:
+    """Whether failures print their traceback (``sparkmark --debug``, ``SPARKMARK_DEBUG``)."""
+    if settings is None:
+        from ..settings import Settings
+
+        try:
+            settings = Settings.from_env()
+        except SparkmarkError:
+            return False
+    return bool(settings.debug)
 
 
 def one_line_errors(command: Callable) -> Callable:

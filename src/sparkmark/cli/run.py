@@ -14,9 +14,10 @@ from rich.markup import escape
 
 from .. import args as job_args
 from ..connectors import missing_connector
+from ..engine.masking import mask_text
 from ..engine.models import RunState
 from ..errors import SparkmarkError
-from .output import console, err_console, fail
+from .output import console, debug_enabled, err_console, fail
 
 log = logging.getLogger("sparkmark.run")
 
@@ -204,37 +205,34 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
         except SparkmarkError as exc:
             fail(str(exc))
     sys.meta_path.insert(0, endpoint)
-    from ..runtime import describe_error, running_runs, started_runs
+    from ..runtime import describe_error, running_runs, started_runs, stopping
 
     already = len(started_runs())
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *argv]
     sys.path.insert(0, str(script.resolve().parent))
     error: BaseException | None = None
+    stopping.install()
     try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                error = exc
+        except BaseException as exc:  # noqa: BLE001 - the run must be recorded, whatever the script raised
             error = exc
-    except BaseException as exc:  # noqa: BLE001 - the run must be recorded, whatever the script raised
+        _end_runs(running_runs(), error)
+    except stopping.RunStopped as exc:  # a signal while the runs were being ended: end them stopped
         error = exc
+        _end_runs(running_runs(), error)
     finally:
+        stopping.uninstall()
         sys.argv, sys.path[:] = saved_argv, saved_path
         if endpoint in sys.meta_path:
             sys.meta_path.remove(endpoint)
         if endpoint.running is not None:
             endpoint.running.stop()
         _restore_env()
-
-    for job in running_runs():
-        if error is None:
-            job.finish_without_commit()
-        elif isinstance(error, KeyboardInterrupt):
-            job.fail(error, RunState.STOPPED)
-        elif isinstance(error, SystemExit):
-            job.fail(f"the script exited with status {error.code}")
-        else:
-            job.fail(error)
 
     mine = started_runs()[already:]
     failed = error is not None
@@ -247,16 +245,61 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
         )
         failed = failed or run.state is not RunState.SUCCEEDED
     if error is not None and not isinstance(error, SystemExit):
-        missing = missing_connector(str(error))
-        if isinstance(error, SparkmarkError):
-            err_console.print(f"[bold red]error:[/] {error}", highlight=False)
-        elif missing:
-            err_console.print(f"[bold red]error:[/] {escape(missing)}", highlight=False)
-        else:
-            err_console.print(
-                "".join(traceback.format_exception(error)).rstrip(), highlight=False, markup=False
-            )
-            err_console.print(f"[bold red]error:[/] {describe_error(error).splitlines()[0]}", highlight=False)
+        _say_error(error, script, describe_error)
+    if isinstance(error, stopping.RunStopped):
+        return error.exit_code
+    if isinstance(error, KeyboardInterrupt):
+        return 130
     if error is not None and isinstance(error, SystemExit) and isinstance(error.code, int):
         return error.code
     return 1 if failed else 0
+
+
+def _end_runs(runs, error: BaseException | None) -> None:
+    """End the runs the script left open, as its outcome says."""
+    for job in runs:
+        try:
+            if error is None:
+                job.finish_without_commit()
+            elif isinstance(error, KeyboardInterrupt):
+                job.fail(error, RunState.STOPPED)
+            elif isinstance(error, SystemExit):
+                job.fail(f"the script exited with status {error.code}")
+            else:
+                job.fail(error)
+        except SparkmarkError as exc:  # the store is out of reach: say so, keep ending the others
+            err_console.print(
+                f"[bold red]error:[/] run {job.run_id} could not be closed: {escape(mask_text(str(exc)))}",
+                highlight=False,
+            )
+
+
+def _say_error(error: BaseException, script: Path, describe) -> None:
+    """One ``error:`` line for the run's failure; the traceback too with --debug."""
+    from ..runtime import stopping
+    from ..settings import Settings
+
+    if debug_enabled(Settings.from_env()):
+        err_console.print(
+            mask_text("".join(traceback.format_exception(error)).rstrip()), highlight=False, markup=False
+        )
+    if isinstance(error, stopping.RunStopped):
+        message = f"{error}; the run was recorded STOPPED and its staged output discarded"
+    elif isinstance(error, SparkmarkError):
+        message = str(error)
+    else:
+        message = missing_connector(str(error)) or describe(error).splitlines()[0]
+        where = _script_line(error, script)
+        if where:
+            message += f" ({where}; --debug for the traceback)"
+    err_console.print(f"[bold red]error:[/] {escape(mask_text(message))}", highlight=False)
+
+
+def _script_line(error: BaseException, script: Path) -> str | None:
+    """Where in the script the error was raised: its innermost frame in the script."""
+    here = str(script.resolve())
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == here or Path(frame.filename).resolve() == Path(here):
+            found = f"{script.name} line {frame.lineno}"
+    return found

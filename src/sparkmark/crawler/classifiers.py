@@ -14,7 +14,6 @@ tried before the built-in ones. Only CSV classifiers are supported.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -22,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
+from ..tomlfile import read_toml
 from .csv_dialect import CsvRules
 
 
@@ -59,9 +59,9 @@ def load_classifiers(path: Path) -> dict[str, CsvRules]:
     if not path.exists():
         return {}
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+        document = read_toml(path)
+    except FileNotFoundError:
+        return {}
     found: dict[str, CsvRules] = {}
     for name, body in (document.get("classifiers") or {}).items():
         kinds = set(body) - {"CsvClassifier"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
+from ..tomlfile import read_toml
 
 
 class UpdateBehaviorKind(StrEnum):
@@ -119,9 +119,9 @@ def load_definition(data: dict[str, Any]) -> CrawlerDefinition:
 def load_file(path: Path) -> list[CrawlerDefinition]:
     """A crawler file: a ``[crawler]`` table, or ``[crawlers.NAME]`` tables (as in sparkmark.toml)."""
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+        doc = read_toml(path)
+    except FileNotFoundError:
+        raise ConfigError(f"cannot read {path}: no such file") from None
     if "crawler" in doc:
         return [load_definition(doc["crawler"])]
     crawlers = doc.get("crawlers") or {}

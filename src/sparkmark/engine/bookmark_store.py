@@ -24,6 +24,7 @@ from ..errors import (
 from . import rows
 from . import schema as t
 from .faults import crash_point
+from .masking import mask_document
 from .models import (
     BookmarkVersion,
     CommittedFile,
@@ -232,6 +233,7 @@ class BookmarkStore:
                                 "mtime_ms": f.mtime_ms,
                                 "size": f.size,
                                 "etag": f.etag,
+                                "content_sha256": f.content_sha256,
                             }
                             for f in c.files
                         ),
@@ -251,7 +253,7 @@ class BookmarkStore:
                         state=RunState.SUCCEEDED.value,
                         ended_at=now,
                         committed_version=new_version,
-                        metrics=rows.to_json(dict(metrics)),
+                        metrics=rows.to_json(mask_document(dict(metrics))),
                     )
                 )
                 rows.commit_outputs(conn, run.run_id)
@@ -371,7 +373,12 @@ class BookmarkStore:
             ).all()
             for source_id, ctx in sources:
                 latest = self._latest(
-                    conn, t.file_entries, "path", ("mtime_ms", "size", "etag"), source_id, current.lineage
+                    conn,
+                    t.file_entries,
+                    "path",
+                    ("mtime_ms", "size", "etag", "content_sha256"),
+                    source_id,
+                    current.lineage,
                 )
                 before += conn.execute(
                     select(func.count()).select_from(t.file_entries).where(fe.source_id == source_id)
@@ -393,8 +400,9 @@ class BookmarkStore:
                             "mtime_ms": m,
                             "size": z,
                             "etag": e,
+                            "content_sha256": h,
                         }
-                        for p, (m, z, e) in kept.items()
+                        for p, (m, z, e, h) in kept.items()
                     ),
                 )
                 rows.insert_many(
@@ -441,9 +449,15 @@ class BookmarkStore:
                 return {}
             where = None if folders is None else self._below(list(folders))
             latest = self._latest(
-                conn, t.file_entries, "path", ("mtime_ms", "size", "etag"), source_id, lineage, where
+                conn,
+                t.file_entries,
+                "path",
+                ("mtime_ms", "size", "etag", "content_sha256", "version"),
+                source_id,
+                lineage,
+                where,
             )
-        return {p: FileEntry(p, m, z, e) for p, (m, z, e) in latest.items()}
+        return {p: FileEntry(p, m, z, e, h, v) for p, (m, z, e, h, v) in latest.items()}
 
     def _below(self, folders: list[str]):
         path = t.file_entries.c.path

@@ -168,7 +168,12 @@ def plan_range(
 
 
 def ctx_commit(
-    plan: FilePlan, *, previous: dict[str, Any] | None, schema_json: str | None, run_id: str
+    plan: FilePlan,
+    *,
+    previous: dict[str, Any] | None,
+    schema_json: str | None,
+    run_id: str,
+    digests: dict[str, str] | None = None,
 ) -> CtxCommit:
     """The bookmark entry a file source adds when the run commits."""
     previous = previous or {}
@@ -193,7 +198,7 @@ def ctx_commit(
     return CtxCommit(
         ctx=plan.ctx or "",
         state=state,
-        files=[FileEntry(f.url, f.mtime_ms, f.size, f.etag) for f in selected],
+        files=[FileEntry(f.url, f.mtime_ms, f.size, f.etag, (digests or {}).get(f.url)) for f in selected],
         dirs=dict(plan.increment.dir_marks),
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .listing import ListedFile, Listing
 from .models import FileEntry
-from .options import OPTION_NAMES, parse_bool, parse_count, parse_exclusions
+from .options import MODIFIED_FILES, OPTION_NAMES, parse_bool, parse_choice, parse_count, parse_exclusions
 
 DEFAULT_MAX_BAND_MS = 900_000
 DEFAULT_MAX_FILES_IN_BAND = 1000
@@ -34,6 +34,7 @@ class FileSourceOptions:
     bounded_files: int | None = None
     bounded_size: int | None = None
     skip_unchanged_partitions: bool = False
+    modified_files: str = "reprocess"
 
     @classmethod
     def split(cls, options: Mapping[str, Any]) -> tuple[FileSourceOptions, dict[str, Any]]:
@@ -53,6 +54,9 @@ class FileSourceOptions:
             bounded_size=parse_count("boundedSize", ours["boundedSize"]) if "boundedSize" in ours else None,
             skip_unchanged_partitions=parse_bool(
                 "skipUnchangedPartitions", ours.get("skipUnchangedPartitions", False)
+            ),
+            modified_files=parse_choice(
+                "modifiedFiles", ours.get("modifiedFiles", "reprocess"), MODIFIED_FILES
             ),
         )
         return parsed, rest
@@ -75,6 +79,8 @@ class FileSourceOptions:
         described["maxFilesInBand"] = self.max_files_in_band
         if self.skip_unchanged_partitions:
             described["skipUnchangedPartitions"] = True
+        if self.modified_files != "reprocess":
+            described["modifiedFiles"] = self.modified_files
         return described
 
 
@@ -88,6 +94,7 @@ class Increment:
     deferred_by_band: int = 0
     deferred_by_bound: int = 0
     dir_marks: dict[str, int] = field(default_factory=dict)
+    earlier: dict[str, FileEntry] = field(default_factory=dict)  # a modified file's last read
 
     @property
     def bytes(self) -> int:
@@ -121,6 +128,7 @@ def plan_increment(
                 inc.late += 1
         else:
             inc.modified += 1
+            inc.earlier[f.url] = seen
     candidates.sort(key=_order)
 
     deferred: list[ListedFile] = []

@@ -95,6 +95,8 @@ class FileEntry:
     mtime_ms: int
     size: int
     etag: str | None = None
+    content_sha256: str | None = None  # of the bytes read (modifiedFiles=new-bytes)
+    version: int | None = field(default=None, compare=False)  # the version that recorded it
 
     def same_content(self, mtime_ms: int, size: int, etag: str | None) -> bool:
         """A listed file is the one processed: its mtime and size are unchanged, and

@@ -7,16 +7,26 @@ import re
 from ..errors import ArgumentError
 
 _RUN_ID = re.compile(r"^jr_[0-9a-f]{64}(_attempt_[0-9]{1,2})?$")
+MAX_NAME_BYTES = 255
+MAX_CTX_BYTES = 255 - len(".input-files.json")  # a source's manifest is <ctx>.input-files.json
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
 
 
-def check_name(kind: str, value: str) -> str:
+def check_name(kind: str, value: str, max_bytes: int | None = None) -> str:
     """A job or source name safe to use as one path segment: no slashes, no control
-    characters, not '.' or '..', at most 255 characters."""
-    if not value or len(value) > 255 or value.strip() in (".", "..") or _FORBIDDEN.search(value):
+    characters, not '.' or '..', at most 255 bytes in UTF-8 (a file name's limit, so a
+    name of accented or CJK characters is refused before its run starts, not half-way)."""
+    if not value or value.strip() in (".", "..") or _FORBIDDEN.search(value):
         raise ArgumentError(
-            f"invalid {kind} {value!r}: use 1 to 255 characters without '/', '\\\\', control "
+            f"invalid {kind} {value!r}: use 1 to 255 bytes without '/', '\\\\', control "
             "characters, and not '.' or '..'"
+        )
+    limit = max_bytes or (MAX_CTX_BYTES if kind == "transformation_ctx" else MAX_NAME_BYTES)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise ArgumentError(
+            f"invalid {kind} {value[:40]!r}…: it is {size} bytes in UTF-8 ({len(value)} characters); "
+            f"it becomes part of a file name, so it may hold at most {limit} bytes"
         )
     return value
 

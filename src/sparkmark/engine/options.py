@@ -32,7 +32,14 @@ FILE_OPTIONS: tuple[FileOption, ...] = (
         "skipUnchangedPartitions",
         "skip listing partition folders whose mtime has not changed since they were fully read",
     ),
+    FileOption(
+        "modifiedFiles",
+        "what a file changed since it was read means: reprocess (read it whole again, Glue's rule; "
+        "the default), new-bytes (append-only JSON lines, CSV, text: read only the bytes past what "
+        "was read, once the part read is found unchanged), fail (stop the run)",
+    ),
 )
+MODIFIED_FILES = ("reprocess", "new-bytes", "fail")
 OPTION_NAMES = frozenset(o.name for o in FILE_OPTIONS)
 
 
@@ -46,6 +53,13 @@ def parse_bool(name: str, value: Any) -> bool:
     if text in ("false", "0", "no"):
         return False
     raise SourceError(f"option {name} must be true or false, got {value!r}")
+
+
+def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise SourceError(f"option {name} must be one of {', '.join(choices)}, got {value!r}")
+    return text
 
 
 def parse_count(name: str, value: Any, *, allow_zero: bool = False) -> int:

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from ..errors import ConcurrentRunsExceeded, RunFinished, StateStoreError, UnknownJob
 from . import rows
 from . import schema as t
+from .masking import mask_document, mask_text
 from .models import BookmarkOption, Lease, RunRecord, RunState
 from .owner import is_dead
 from .schema import utcnow
@@ -168,9 +169,13 @@ class RunStore:
             run = rows.run_row(conn, run_id)
             if run.state != RunState.RUNNING.value:
                 raise RunFinished(f"run {run_id} already ended as {run.state}")
-            values: dict[str, Any] = {"state": state.value, "ended_at": utcnow(), "error": error}
+            values: dict[str, Any] = {
+                "state": state.value,
+                "ended_at": utcnow(),
+                "error": mask_text(error or "") or None,
+            }
             if metrics is not None:
-                values["metrics"] = rows.to_json(dict(metrics))
+                values["metrics"] = rows.to_json(mask_document(dict(metrics)))
             conn.execute(update(t.runs).where(t.runs.c.run_id == run_id).values(**values))
             if commit_outputs:
                 rows.commit_outputs(conn, run_id)

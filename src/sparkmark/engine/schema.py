@@ -138,6 +138,7 @@ file_entries = Table(
     Column("mtime_ms", BigInteger, nullable=False),
     Column("size", BigInteger, nullable=False),
     Column("etag", String(128)),  # version 4: object stores' entity tag
+    Column("content_sha256", String(64)),  # version 5: modifiedFiles=new-bytes sources
     sqlite_with_rowid=False,
 )
 
@@ -212,8 +213,12 @@ def _v4(conn: Connection) -> None:
 
 
 def _v5(conn: Connection) -> None:
-    """State identity: writes of unknown runs adopted on purpose."""
+    """State identity: writes of unknown runs adopted on purpose. Append-only files:
+    the digest of what was read of a file, to check its prefix when it grows."""
     metadata.create_all(conn, tables=[adopted_writes])
+    columns = {c["name"] for c in inspect(conn).get_columns("sm_file_entries")}
+    if "content_sha256" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sm_file_entries ADD COLUMN content_sha256 VARCHAR(64)")
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}

@@ -96,6 +96,17 @@ class StateStore(RunStore, BookmarkStore, OutputStore):
         if self.dialect == "sqlite" and parsed.database and parsed.database != ":memory:":
             _prepare_sqlite_file(Path(parsed.database))
         self.engine = self._make_engine(parsed)
+        display = self.display_url
+
+        @event.listens_for(self.engine, "handle_error")
+        def _unreachable(context):
+            # A lost or refused connection is the store's problem, said in one line; other
+            # database errors (constraints the code relies on) pass through unchanged.
+            if context.is_disconnect or isinstance(context.sqlalchemy_exception, OperationalError):
+                first = str(context.original_exception).strip().splitlines() or ["(no message)"]
+                return StateStoreError(f"the state store at {display} is unreachable: {first[0]}")
+            return None
+
         try:
             with self.engine.begin() as conn:
                 if self.dialect == "postgresql":
@@ -104,10 +115,8 @@ class StateStore(RunStore, BookmarkStore, OutputStore):
                 self.store_id: str = conn.execute(
                     select(t.schema_info.c.value).where(t.schema_info.c.name == "store_id")
                 ).scalar_one()
-        except OperationalError as exc:
-            raise StateStoreError(
-                f"cannot open the state store at {self.display_url}: {str(exc.orig).strip()}"
-            ) from None
+        except StateStoreError as exc:
+            raise StateStoreError(str(exc).replace(" is unreachable: ", " cannot be opened: ", 1)) from None
         except DatabaseError as exc:  # e.g. "file is not a database"
             raise StateStoreError(
                 f"the state store at {self.display_url} is unreadable ({str(exc.orig).strip()}); "

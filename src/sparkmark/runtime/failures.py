@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..connectors import missing_connector
+from ..engine.masking import mask_text
 
 _UNREADABLE = re.compile(
     r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
@@ -23,7 +24,7 @@ def describe_error(exc: BaseException) -> str:
     summary = " | ".join(dict.fromkeys(lines[:6]))[:3000]
     missing = missing_connector(text)
     if missing:
-        return f"{type(exc).__name__}: {missing}"
+        return mask_text(f"{type(exc).__name__}: {missing}")
     unreadable = _UNREADABLE.search(text)
     if unreadable:
         path = unreadable.group(1) or unreadable.group(2)
@@ -42,4 +43,4 @@ def describe_error(exc: BaseException) -> str:
             + " was deleted or replaced before Spark read it; the run commits nothing and "
             "the next run lists the source again. " + summary
         )
-    return f"{type(exc).__name__}: {summary}"
+    return mask_text(f"{type(exc).__name__}: {summary}")

@@ -22,7 +22,7 @@ from .. import outputs as run_outputs
 from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
 from ..engine.faults import crash_point
-from ..engine.masking import mask_arguments
+from ..engine.masking import mask_arguments, mask_logging
 from ..engine.models import (
     BookmarkOption,
     BookmarkVersion,
@@ -37,7 +37,8 @@ from ..engine.owner import this_process
 from ..engine.preview import script_identity
 from ..engine.publish import PublishError
 from ..engine.store import StateStore
-from ..errors import ArgumentError, RunFinished, SinkError
+from ..errors import ArgumentError, RunFinished, SinkError, StateStoreError
+from . import stopping
 from .failures import describe_error
 
 log = logging.getLogger("sparkmark.run")
@@ -326,17 +327,13 @@ class JobRun:
                 f"run {self.run_id} already ended as {self.store.get_run(self.run_id).state}; "
                 "it cannot commit"
             )
+        with stopping.deferred():  # a stop signal waits for the commit and the publish
+            return self._commit()
+
+    def _commit(self) -> RunRecord:
         crash_point("staged")
         try:
-            if self.option is BookmarkOption.ENABLE:
-                version = self.store.commit(self.record, self._pending.values(), metrics=self.metrics)
-                log.info(
-                    "job %s: run %s committed bookmark version %d", self.name, self.run_id, version.version
-                )
-            else:
-                self.store.finish_run(
-                    self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=True
-                )
+            self._store_commit()
         except Exception as exc:
             self.fail(exc)
             raise
@@ -348,6 +345,50 @@ class JobRun:
         finally:
             self.record = self.store.get_run(self.run_id)
         return self.record
+
+    def _store_commit(self) -> None:
+        """The commit's transaction. When the connection to the store is lost in it, the
+        run's row says whether it landed (the commit is all or nothing, and refused
+        once the run has ended): landed, go on; not landed, try once more."""
+        for attempt in (1, 2):
+            try:
+                if self.option is BookmarkOption.ENABLE:
+                    version = self.store.commit(self.record, self._pending.values(), metrics=self.metrics)
+                    log.info(
+                        "job %s: run %s committed bookmark version %d",
+                        self.name,
+                        self.run_id,
+                        version.version,
+                    )
+                else:
+                    self.store.finish_run(
+                        self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=True
+                    )
+                return
+            except StateStoreError as exc:
+                try:
+                    state = self.store.get_run(self.run_id).state
+                except StateStoreError:
+                    raise StateStoreError(
+                        f"{exc}. Run {self.run_id} of job {self.name!r} could not finish its commit; "
+                        "nothing was committed unless the store received the commit before the "
+                        f"connection was lost (`sparkmark runs show {self.run_id}` says which once "
+                        "the store is back). Re-run the job: a committed run is not repeated"
+                    ) from None
+                if state is RunState.SUCCEEDED:
+                    log.warning(
+                        "run %s: the connection was lost after the commit landed; going on", self.run_id
+                    )
+                    return
+                if state is not RunState.RUNNING or attempt == 2:
+                    raise StateStoreError(
+                        f"{exc}. Nothing was committed for run {self.run_id} of job {self.name!r}; re-run the job"
+                    ) from None
+                log.warning(
+                    "run %s: the connection to the state store was lost in the commit; retrying: %s",
+                    self.run_id,
+                    exc,
+                )
 
     def finish_without_commit(self) -> RunRecord:
         """End a run whose script finished without calling commit(): as on Glue, the
@@ -380,6 +421,17 @@ class JobRun:
             self.record = self.store.finish_run(self.run_id, state, error=message, metrics=self.metrics)
         except RunFinished:
             self.record = self.store.get_run(self.run_id)
+        except StateStoreError as exc:
+            log.error(
+                "job %s: run %s %s (%s), but the state store could not record it: %s. It stays "
+                "RUNNING there until the next run of the job takes its lease over",
+                self.name,
+                self.run_id,
+                state.value,
+                message,
+                exc,
+            )
+            return self.record
         log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
         self._discard(f"run {self.run_id} ended {state.value} without committing")
         return self.record
@@ -400,6 +452,8 @@ def _install_process_hooks() -> None:
     """For scripts run with plain ``python``: an uncaught exception fails the run, and
     a run still open at exit ends like a Glue run that never called commit()."""
     global _hooks_installed  # noqa: PLW0603 - the hooks are per process
+    stopping.reinstall()  # Spark, started by now, took SIGINT for itself
+    mask_logging()
     if _hooks_installed:
         return
     _hooks_installed = True

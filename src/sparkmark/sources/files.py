@@ -13,10 +13,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..engine import fileplan
+from ..engine.appends import plan_appends
 from ..engine.faults import crash_when
 from ..engine.increment import FileSourceOptions
 from ..engine.listing import ListedFile
-from ..engine.manifest import manifest_path, quarantine_path, write_manifest
+from ..engine.manifest import manifest_path, private_parent, quarantine_path, write_manifest
 from ..engine.storage import require_s3a, spark_base_path, spark_path
 from ..errors import ArgumentError, SourceError
 from .base import ReadContext, SourceOutcome
@@ -184,6 +185,46 @@ class FileSource:
             now_ms=fileplan.now_ms(),
         )
 
+    def _say_modified(self, plan: fileplan.FilePlan, context: ReadContext) -> None:
+        """A WARN line for each file changed since it was read, naming the run that read
+        it; with modifiedFiles=fail, the run stops here, before reading anything."""
+        earlier = plan.increment.earlier
+        if not earlier:
+            return
+        runs: dict[int, str] = {}
+        for url, entry in sorted(earlier.items()):
+            version = entry.version
+            if version is not None and version not in runs and context.store is not None:
+                found = context.store.get_version(context.job_name or "", version)
+                runs[version] = (found.run_id if found else None) or f"bookmark version {version}"
+            previous = runs.get(version, "an earlier run") if version is not None else "an earlier run"
+            policy = self.options.modified_files
+            then = {
+                "reprocess": "it is read whole again (modifiedFiles=reprocess, Glue's rule), so rows "
+                "read before are read twice; use modifiedFiles=new-bytes for append-only files",
+                "new-bytes": "only the bytes past those read are read, if the rest is unchanged",
+                "fail": "the run stops (modifiedFiles=fail)",
+            }[policy]
+            log.warning(
+                "job %s ctx %s: file %s changed since %s read it (%d -> %d bytes): %s",
+                context.job_name,
+                self.ctx,
+                url,
+                previous,
+                entry.size,
+                next((f.size for f in plan.increment.selected if f.url == url), -1),
+                then,
+            )
+        if self.options.modified_files == "fail":
+            shown = ", ".join(sorted(earlier)[:3]) + (
+                f" and {len(earlier) - 3} more" if len(earlier) > 3 else ""
+            )
+            raise SourceError(
+                f"source {self.ctx}: {len(earlier)} file(s) changed since they were read ({shown}) and "
+                "modifiedFiles=fail; nothing was read. Replace them with new files, or choose "
+                "modifiedFiles=reprocess or new-bytes"
+            )
+
     def read(self, context: ReadContext) -> SourceOutcome:
         spark_options = dict(self.spark_options)
         # Quarantine needs a run to file the records under; outside one they are kept.
@@ -196,6 +237,26 @@ class FileSource:
                 corrupt_column = spark_options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
         plan = self._plan(context)
         plan.log_partitions()
+        self._say_modified(plan, context)
+        to_read, digests, appended = plan.increment.selected, None, None
+        root_columns = self.path_columns
+        if self.options.modified_files == "new-bytes" and context.bookmark_ctx is not None and context.in_run:
+            appended = plan_appends(
+                plan.increment.selected,
+                plan.increment.earlier,
+                temp_dir=context.temp_dir or "",
+                job_name=context.job_name or "",
+                run_id=context.run_id or "",
+                ctx=context.bookmark_ctx,
+                csv_header=self.fmt == "csv"
+                and str(self.spark_options.get("header", "false")).lower() == "true",
+            )
+            to_read, digests = appended.to_read, appended.digests
+            root_columns = {**root_columns, **{t: root_columns.get(o, {}) for t, o in appended.roots.items()}}
+            for url, why in appended.reread.items():
+                log.warning(
+                    "job %s ctx %s: file %s is read whole again: %s", context.job_name, self.ctx, url, why
+                )
 
         manifest = None
         if self.ctx is not None and context.in_run:
@@ -209,15 +270,19 @@ class FileSource:
         crash_when("reading", lambda: bool(spark.sparkContext.statusTracker().getActiveJobsIds()))
         df = read_selected(
             spark,
-            plan.increment.selected,
+            to_read,
             fmt=self.fmt,
             spark_options=spark_options,
             schema=self.schema,
             empty_schema=StructType.fromJson(json.loads(stored_schema)) if stored_schema else None,
-            root_columns=self.path_columns,
+            root_columns=root_columns,
             corrupt_column=corrupt_column if bad_records == "quarantine" else None,
         )
         metrics = plan.metrics()
+        if appended is not None:
+            metrics["files_appended"] = len(appended.appended)
+            metrics["bytes_appended"] = sum(appended.appended.values())
+            metrics["bytes_read"] = sum(f.size for f in to_read)
         if bad_records == "quarantine" and corrupt_column is not None and corrupt_column in df.columns:
             df = self._quarantine(df, corrupt_column, context, metrics)
         metrics["manifest"] = manifest
@@ -228,6 +293,7 @@ class FileSource:
                 previous=context.previous,
                 schema_json=df.schema.json() if plan.increment.selected else None,
                 run_id=context.run_id or "",
+                digests=digests,
             )
         return SourceOutcome(df, commit, metrics)
 
@@ -244,6 +310,7 @@ class FileSource:
             where = quarantine_path(
                 context.temp_dir or "", context.job_name or "", context.run_id or "", self.ctx or "no_ctx"
             )
+            private_parent(f"{where}/part")  # 0700 folders before Spark writes the records
             bad.select(F.col(SOURCE_FILE).alias("file"), F.col(column).alias("record")).write.mode(
                 "append"
             ).json(spark_base_path(where))

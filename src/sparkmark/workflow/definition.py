@@ -27,7 +27,6 @@ to jobs, crawlers and workflows that are not declared, and cycles.
 
 from __future__ import annotations
 
-import tomllib
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.names import check_name
 from ..errors import ArgumentError, ConfigError
+from ..tomlfile import read_toml
 from . import cron
 
 SECTIONS = ("jobs", "triggers", "workflows", "crawlers", "connections")
@@ -391,14 +391,12 @@ def load_project(path: Path | str) -> Project:
 def read_project_file(path: Path) -> tuple[dict, dict, dict, dict]:
     """The jobs, triggers, workflows and crawlers a file declares, each checked alone."""
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        document = read_toml(path)
     except FileNotFoundError:
         raise ConfigError(
             f"{path} does not exist: declare jobs, triggers and workflows there "
             "(or point SPARKMARK_CONFIG at the file)"
         ) from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
     unknown = sorted(set(document) - set(SECTIONS))
     if unknown:
         raise ConfigError(f"{path}: unknown section {unknown[0]!r}; the sections are " + ", ".join(SECTIONS))

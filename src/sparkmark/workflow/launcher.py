@@ -21,8 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.owner import is_dead
+from ..engine.store import private_dir, private_file
 
 EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"
+# Set for a child whose command line comes through its stdin: a run's arguments (a
+# password among them, perhaps) never appear in its argv, which any local user can read.
+ARGV_PIPE_ENV = "SPARKMARK_ARGV_ON_STDIN"
 
 
 @dataclass(frozen=True)
@@ -46,18 +50,26 @@ class Launcher:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         exit_file = exit_path(spec.log_path)
         exit_file.unlink(missing_ok=True)
-        env = {**os.environ, **spec.env, EXIT_FILE_ENV: str(exit_file)}
+        env = {**os.environ, **spec.env, EXIT_FILE_ENV: str(exit_file), ARGV_PIPE_ENV: "1"}
         env.pop("PYSPARK_SUBMIT_ARGS", None)  # each run builds its own Spark arguments
-        with open(spec.log_path, "ab") as log:
+        private_dir(spec.log_path.parent)
+        fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with open(fd, "ab") as log:
+            private_file(spec.log_path)  # made by an earlier version under a loose umask
             child = subprocess.Popen(
-                [sys.executable, "-m", "sparkmark", *spec.argv],
-                stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", "sparkmark"],
+                stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
                 close_fds=True,
             )
+        assert child.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # it died at once: its exit status says why
+            child.stdin.write(json.dumps(spec.argv).encode())
+        with contextlib.suppress(BrokenPipeError):
+            child.stdin.close()
         self._children[spec.action_id] = child
         return child.pid
 
@@ -136,6 +148,16 @@ def read_exit(log_path: str | None) -> int | None:
         return int(json.loads(exit_path(Path(log_path)).read_text(encoding="utf-8"))["code"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def argv_from_stdin() -> list[str] | None:
+    """The command line a launcher sent through stdin, when this process was started so."""
+    if not os.environ.pop(ARGV_PIPE_ENV, None):
+        return None
+    argv = json.loads(sys.stdin.read() or "[]")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ValueError("the command line sent on stdin is not a JSON list of strings")
+    return argv
 
 
 def record_exit(code: int) -> None:

@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from ..engine.masking import mask_arguments
+from ..engine.masking import mask_arguments, mask_text
 from ..engine.owner import is_dead
 from ..engine.schema import UTCDateTime
 from ..engine.store import StateStore
@@ -533,7 +533,9 @@ class WorkflowStore:
             done = conn.execute(
                 update(actions)
                 .where(actions.c.action_id == action.action_id, actions.c.state.in_(ACTIVE))
-                .values(state=state.value, ended_at=now, error=error, final=not retry)
+                .values(
+                    state=state.value, ended_at=now, error=mask_text(error or "") or None, final=not retry
+                )
             ).rowcount
             if not done:
                 return None
@@ -678,7 +680,7 @@ class WorkflowStore:
         if status in (WorkflowRunStatus.COMPLETED, WorkflowRunStatus.STOPPED, WorkflowRunStatus.ERROR):
             values["completed_at"] = now
         if error:
-            values["error"] = error
+            values["error"] = mask_text(error)
         with self.begin() as conn:
             return (
                 conn.execute(
