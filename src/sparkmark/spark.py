@@ -146,6 +146,9 @@ def create_session(app_name: str, master: str, settings: Settings) -> SparkSessi
     for key, value in session_confs(settings, master).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
+    from .runtime import stopping
+
+    stopping.reinstall()  # PySpark's context took SIGINT for itself; a run's stop is ours
     storage.prepare_spark(session, settings)
     return session
 

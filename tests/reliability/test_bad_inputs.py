@@ -82,6 +82,7 @@ def test_zero_byte_files(runner, tmp_path, spark):
     (src / "empty.json").write_bytes(b"")
     rows, job = runner.run(src)
     assert rows == [1] and committed(runner) == {"a.json", "empty.json"}
+    assert runner.store.get_run(job.run_id).metrics["sources"]["src"]["files_empty"] == 1
 
     # A zero-byte Parquet file holds no rows: Spark skips empty files, and the
     # bookmark records it as read (it will not be read again unless it changes).
@@ -92,12 +93,21 @@ def test_zero_byte_files(runner, tmp_path, spark):
     assert job.read_files(str(pq), format="parquet", ctx="pq").count() == 3
     job.commit()
     assert "zero.parquet" in committed(runner, "pq")
+    assert runner.store.get_run(job.run_id).metrics["sources"]["pq"]["files_empty"] == 1
     (pq / "zero.parquet").write_bytes(b"not parquet")  # no longer empty: a clear error
     job = runner.start()
     with pytest.raises(Exception, match="zero.parquet.*Could not read footer"):
         job.read_files(str(pq), format="parquet", ctx="pq")
     job.fail("bad parquet")
     assert runner.store.latest_version(runner.name).version == 2
+
+    # Told to ignore corrupt files, Spark skips it without a word: the run counts it.
+    job = runner.start()
+    df = job.read_files(str(pq), format="parquet", ctx="pq", schema="id BIGINT", ignoreCorruptFiles="true")
+    assert df.count() == 0  # the only file due is the corrupt one
+    job.commit()
+    metrics = runner.store.get_run(job.run_id).metrics["sources"]["pq"]
+    assert metrics["files_read"] == 1 and metrics["files_without_rows"] == 1
 
 
 UNREADABLE_JOB = """

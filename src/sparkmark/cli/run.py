@@ -283,8 +283,9 @@ def _say_error(error: BaseException, script: Path, describe) -> None:
         err_console.print(
             mask_text("".join(traceback.format_exception(error)).rstrip()), highlight=False, markup=False
         )
-    if isinstance(error, stopping.RunStopped):
-        message = f"{error}; the run was recorded STOPPED and its staged output discarded"
+    if isinstance(error, KeyboardInterrupt):
+        by = error if isinstance(error, stopping.RunStopped) else "stopped by SIGINT"
+        message = f"{by}; the run was recorded STOPPED and its staged output discarded"
     elif isinstance(error, SparkmarkError):
         message = str(error)
     else:

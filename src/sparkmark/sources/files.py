@@ -110,6 +110,10 @@ def partition_columns(f: ListedFile) -> tuple[str, ...]:
     return tuple(part.split("=", 1)[0] for part in relative.split("/") if "=" in part)
 
 
+def _ignores_corrupt_files(options: Mapping[str, Any]) -> bool:
+    return any(k.lower() == "ignorecorruptfiles" and str(v).lower() == "true" for k, v in options.items())
+
+
 # ---------------------------------------------------------------- the file source
 
 BAD_RECORDS = ("quarantine", "fail", "keep")  # what a read does with malformed JSON/CSV
@@ -265,6 +269,20 @@ class FileSource:
             )
             write_manifest(manifest, plan.increment.selected)
 
+        # A 0-byte file holds no rows; Parquet, ORC and Avro readers cannot open one (the
+        # whole read would fail), so it is left out of Spark's read, counted, said, and
+        # recorded as read like any other: the bookmark passes it.
+        empty = [f for f in to_read if f.size == 0]
+        if empty:
+            for f in empty:
+                log.warning(
+                    "job %s ctx %s: file %s is empty (0 bytes): it has no rows",
+                    context.job_name,
+                    self.ctx,
+                    f.url,
+                )
+            if self.fmt in ("parquet", "orc", "avro"):
+                to_read = [f for f in to_read if f.size > 0]
         stored_schema = context.previous.get("schema")
         spark = context.spark
         crash_when("reading", lambda: bool(spark.sparkContext.statusTracker().getActiveJobsIds()))
@@ -279,6 +297,20 @@ class FileSource:
             corrupt_column=corrupt_column if bad_records == "quarantine" else None,
         )
         metrics = plan.metrics()
+        metrics["files_empty"] = len(empty)
+        if _ignores_corrupt_files(spark_options) and to_read:
+            # Spark skips a corrupt file without a word under this option: count the files
+            # that gave no row (unreadable, or empty of rows) so the run says so.
+            read_paths = {r[0] for r in df.select(F.input_file_name()).distinct().collect()}
+            silent = [f.url for f in to_read if f.size > 0 and spark_path(f.url) not in read_paths]
+            metrics["files_without_rows"] = len(silent)
+            for url in silent:
+                log.warning(
+                    "job %s ctx %s: file %s gave no rows (ignoreCorruptFiles: unreadable, or no rows)",
+                    context.job_name,
+                    self.ctx,
+                    url,
+                )
         if appended is not None:
             metrics["files_appended"] = len(appended.appended)
             metrics["bytes_appended"] = sum(appended.appended.values())
