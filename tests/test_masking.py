@@ -126,7 +126,12 @@ def test_names_that_are_not_secrets(name):
 
 def test_arguments_by_name_and_shape():
     masked = mask_arguments(
-        {"--pwd": "plain", "url": "postgresql://u:p%2Fw@h/db", "input": "s3://b/in", "--partition-key": "dt"}
+        {
+            "--pwd": "PlainPw-7",
+            "url": "postgresql://u:p%2Fw@h/db",
+            "input": "s3://b/in",
+            "--partition-key": "dt",
+        }
     )
     assert masked == {
         "--pwd": MASK,

@@ -130,13 +130,19 @@ class Settings(BaseModel):
             cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
             values["jars_dir"] = cache.expanduser().absolute() / "sparkmark" / "jars"
         try:
-            return cls(**values, environ=env)
+            settings = cls(**values, environ=env)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = first["loc"][0] if first["loc"] else "setting"
             raise ConfigError(
                 f"invalid sparkmark setting {PREFIX}{str(field).upper()}: {first['msg']}"
             ) from None
+        from .engine.masking import register_secret  # no import cycle: masking imports nothing of ours
+
+        for value in settings.__dict__.values():
+            if isinstance(value, SecretStr):
+                register_secret(value.get_secret_value())
+        return settings
 
     @property
     def api_token_value(self) -> str | None:

@@ -176,7 +176,7 @@ def _glue_endpoint():
         _set_env("AWS_DEFAULT_REGION", settings.aws_region or "us-east-1")
     if session.get_credentials() is None:  # the endpoint needs a signature, not an AWS account
         _set_env("AWS_ACCESS_KEY_ID", "sparkmark")
-        _set_env("AWS_SECRET_ACCESS_KEY", settings.api_token_value or "sparkmark")
+        _set_env("AWS_SECRET_ACCESS_KEY", settings.api_token_value or "sparkmark-unsigned-endpoint")
     log.info("boto3's Glue client talks to sparkmark at %s", url)
     return started
 

@@ -62,6 +62,25 @@ _AUTH_HEADER = re.compile(
 )
 
 
+_KNOWN: set[str] = set()  # secret values this process was given, hidden wherever they appear
+_MIN_KNOWN = 6  # shorter values would hide ordinary words
+
+
+def register_secret(value: object) -> None:
+    """Hide ``value`` wherever it appears in text from now on (a secret-named argument's
+    value, a connection's password, a token from the settings)."""
+    text = "" if value is None else str(value)
+    if len(text) >= _MIN_KNOWN and text != MASK:
+        _KNOWN.add(text)
+
+
+def _mask_known(text: str) -> str:
+    for secret in sorted(_KNOWN, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
 def looks_secret(name: str) -> bool:
     """Whether a value named ``name`` (an argument, an option, a field) is a secret."""
     lowered = name.lower()
@@ -114,6 +133,7 @@ def mask_text(text: str) -> str:
     """``text`` with every secret it holds, by shape, replaced by ``****``."""
     if not text:
         return text
+    text = _mask_known(text)
     text = _mask_url_passwords(text)
     for pattern in (_QUOTED_FIELD, _KEY_VALUE, _OPTION, _ORACLE_AFTER_THIN, _ORACLE, _AUTH_HEADER):
         text = _sub(pattern, text)
@@ -132,6 +152,7 @@ def mask_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
         if value is None:
             masked[name] = value
         elif looks_secret(str(name)):
+            register_secret(value)
             masked[name] = MASK
         else:
             masked[name] = mask_text(str(value))
@@ -144,8 +165,10 @@ def mask_argv(argv: list[str]) -> list[str]:
     hide_next = False
     for item in argv:
         if hide_next and not item.startswith("--"):
+            register_secret(item)
             out.append(MASK)
         elif item.startswith("-") and "=" in item and looks_secret(item.split("=", 1)[0]):
+            register_secret(item.split("=", 1)[1])
             out.append(item.split("=", 1)[0] + "=" + MASK)
         else:
             out.append(mask_text(item))
@@ -158,7 +181,14 @@ def mask_document(value: Any) -> Any:
     if isinstance(value, str):
         return mask_text(value)
     if isinstance(value, Mapping):
-        return {k: (MASK if _secret_field(k, v) else mask_document(v)) for k, v in value.items()}
+        masked = {}
+        for k, v in value.items():
+            if _secret_field(k, v):
+                register_secret(v)
+                masked[k] = MASK
+            else:
+                masked[k] = mask_document(v)
+        return masked
     if isinstance(value, (list, tuple)):
         return [mask_document(v) for v in value]
     return value

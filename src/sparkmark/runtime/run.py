@@ -22,7 +22,7 @@ from .. import outputs as run_outputs
 from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
 from ..engine.faults import crash_point
-from ..engine.masking import mask_arguments, mask_logging
+from ..engine.masking import mask_arguments, mask_logging, register_secret
 from ..engine.models import (
     BookmarkOption,
     BookmarkVersion,
@@ -239,6 +239,7 @@ class JobRun:
     def add_database(self, database: jdbc_keys.Database) -> None:
         """A database this run reads or writes; its credentials stay in memory, for
         publishing and discarding this run's staged writes."""
+        register_secret(database.password)
         self._databases[database.jdbc_url] = database
 
     @property
