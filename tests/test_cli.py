@@ -169,7 +169,7 @@ def test_failing_crawler_and_catalog_commands_print_one_line(tmp_path, monkeypat
         (["crawler", "run", "ghost"], "unknown crawler 'ghost'"),
         (["crawler", "run", "needs_x"], "names classifier 'x', which is not declared"),
         (["crawler", "create", "--file", str(tmp_path / "missing.toml")], "cannot read"),
-        (["crawler", "create", "--file", str(bad_toml)], "cannot read"),
+        (["crawler", "create", "--file", str(bad_toml)], "is not valid TOML"),
         (["crawler", "create", "--file", str(bad_name)], "invalid crawler definition at Name"),
         (["catalog", "partitions", "nope.tbl"], "no table nope.tbl in the catalog"),
         (["catalog", "versions", "nope.tbl"], "no table nope.tbl in the catalog"),

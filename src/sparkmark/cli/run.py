@@ -237,7 +237,15 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
     mine = started_runs()[already:]
     failed = error is not None
     for job in mine:
-        run = job.store.get_run(job.run_id)
+        try:
+            run = job.store.get_run(job.run_id)
+        except SparkmarkError:
+            console.print(
+                f"run {job.run_id} of job {job.name}: [red]state unknown[/] (the state store cannot be reached)",
+                highlight=False,
+            )
+            failed = True
+            continue
         style = "green" if run.state is RunState.SUCCEEDED else "red"
         console.print(
             f"run {run.run_id} of job {run.job_name}: [{style}]{run.state.value}[/]",

@@ -1,0 +1,181 @@
+"""Every failure ends in one `error:` line, with the run closed when the store can be
+reached: a state store lost in the commit, a database closed to connections, a
+config file that is not UTF-8 or nests too deeply, a job name too long in bytes,
+and counts that say what was done."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from sparkmark.cli.app import app
+from sparkmark.engine.models import RunState
+from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
+
+from .conftest import PG_DSN, Runner, write_json
+
+
+def sparkmark(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sparkmark", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+@pytest.fixture
+def closable_database():
+    """A PostgreSQL database of its own, so it can be closed to connections."""
+    name = f"sm_closable_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = PG_DSN.rsplit("/", 1)[0]
+    yield name, f"{base.replace('postgresql://', 'postgresql+psycopg://', 1)}/{name}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        conn.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+CLOSING_JOB = textwrap.dedent(
+    """
+    import psycopg
+    from sparkmark import Job
+
+    job = Job.from_args()
+    job.read_files(job.args["input"], format="json", ctx="src").count()
+    with psycopg.connect(job.args["admin"], autocommit=True) as admin:  # the store goes away
+        admin.execute(f'ALTER DATABASE "{job.args["db"]}" ALLOW_CONNECTIONS false')
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [job.args["db"]]
+        )
+    job.commit()
+    """
+)
+
+
+def test_store_lost_in_the_commit_says_nothing_was_committed(tmp_path, closable_database, spark):
+    name, url = closable_database
+    script = tmp_path / "job.py"
+    script.write_text(CLOSING_JOB, encoding="utf-8")
+    write_json(tmp_path / "in" / "a.json", [1, 2])
+    env = {"SPARKMARK_STATE_URL": url}
+    done = sparkmark(
+        "run",
+        str(script),
+        "--JOB_NAME",
+        "lost",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(tmp_path / "in"),
+        "--admin",
+        PG_DSN,
+        "--db",
+        name,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    [line] = error_lines(done.stderr)
+    assert "is unreachable" in line, line
+    assert "nothing was committed unless the store received the commit" in line
+
+    # While the store is closed, any command says so in one line.
+    listed = sparkmark("runs", "list", "lost", env=env)
+    assert listed.returncode == 1 and "Traceback" not in listed.stderr
+    assert len(listed.stderr.strip().splitlines()) == 1 and "cannot be opened" in listed.stderr
+
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    store = StateStore(url)
+    [run] = store.list_runs("lost")
+    assert run.state is RunState.RUNNING and store.latest_version("lost") is None
+    # Its process is gone: the next run takes the lease over and reads the input once.
+    rows, _ = Runner(store, spark, "lost", tmp_path).run(tmp_path / "in")
+    assert rows == [1, 2]
+    assert store.get_run(run.run_id).state is RunState.FAILED
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'[jobs.a]\nScript = "caf\xe9.py"\n', "is not UTF-8 text (byte 0xe9 on line 2)"),
+        (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nests tables or arrays too deeply to read"),
+        (b"[jobs.a\n", "is not valid TOML"),
+    ],
+    ids=["latin-1", "deep", "broken"],
+)
+def test_config_file_problems_are_one_line(tmp_path, content, says):
+    config = tmp_path / "sparkmark.toml"
+    config.write_bytes(content)
+    done = sparkmark("job", "list", "--config", str(config), timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert error_lines(done.stderr) == [f"error: {config} {says}"] or (
+        len(error_lines(done.stderr)) == 1 and says in done.stderr
+    )
+
+
+def test_name_too_long_in_bytes_is_refused_before_the_run(tmp_path, sparkmark_home):
+    name = "注文" * 50  # 100 characters, 300 bytes
+    script = tmp_path / "job.py"
+    script.write_text("from sparkmark import Job\nJob.from_args().commit()\n", encoding="utf-8")
+    done = sparkmark("run", str(script), "--JOB_NAME", name, env={"SPARKMARK_HOME": str(sparkmark_home)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = error_lines(done.stderr)
+    assert "300 bytes in UTF-8 (100 characters)" in line
+    store = StateStore.from_settings(Settings.from_env())
+    assert not store.job_exists(name)  # refused before any run was recorded
+    store.close()
+
+
+def test_a_script_error_is_one_line_with_its_place_and_debug_adds_the_traceback(tmp_path, sparkmark_home):
+    script = tmp_path / "job.py"
+    script.write_text("from sparkmark import Job\njob = Job.from_args()\nraise ValueError('bad row')\n")
+    env = {"SPARKMARK_HOME": str(sparkmark_home)}
+    done = sparkmark("run", str(script), "--JOB_NAME", "oops", env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = error_lines(done.stderr)
+    assert line.startswith("error: ValueError: bad row") and "job.py line 3" in line
+    debug = sparkmark("--debug", "run", str(script), "--JOB_NAME", "oops", env=env)
+    assert "Traceback" in debug.stderr and len(error_lines(debug.stderr)) == 1
+
+
+def test_outputs_recover_counts_what_it_finished(tmp_path, spark, sparkmark_home):
+    store = StateStore.from_settings(Settings.from_env())  # the store the CLI opens
+    runner = Runner(store, spark, "counted", tmp_path)
+    src, out = tmp_path / "in", tmp_path / "out"
+    for n in range(3):  # three writes, published with their commits
+        write_json(src / f"f{n}.json", [n])
+        job = runner.start()
+        job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
+        job.commit()
+    write_json(src / "f3.json", [3])
+    job = runner.start()
+    job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
+    job.job_run.outputs.clear()  # dies between the commit and the publish
+    job.commit()
+    done = CliRunner().invoke(app, ["outputs", "recover", "counted"])
+    assert done.exit_code == 0, done.output
+    assert "1 writes finished, 0 still unfinished" in done.output
+    listed = CliRunner().invoke(app, ["outputs", "list", "counted", "--json"])
+    assert [w["state"] for w in json.loads(listed.output)] == ["PUBLISHED"] * 4
+    store.close()
