@@ -313,3 +313,15 @@ def test_kafka_broker_needs_resolved_jars(tmp_path):
 
     with pytest.raises(ConfigError, match="run `make jars` first"):
         start_kafka(tmp_path / "k", tmp_path / "no-jars")
+
+
+def test_kafka_cluster_ids_are_never_taken_for_an_option():
+    """One id in 64 would start with '-', and the storage tool then refused to format."""
+    import base64
+
+    from sparkmark.devservices.kafka import new_cluster_id
+
+    for _ in range(2000):
+        cluster_id = new_cluster_id()
+        assert not cluster_id.startswith("-")
+        assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16

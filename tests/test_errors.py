@@ -179,3 +179,47 @@ def test_outputs_recover_counts_what_it_finished(tmp_path, spark, sparkmark_home
     listed = CliRunner().invoke(app, ["outputs", "list", "counted", "--json"])
     assert [w["state"] for w in json.loads(listed.output)] == ["PUBLISHED"] * 4
     store.close()
+
+
+CUTTING_JOB = textwrap.dedent(
+    """
+    import psycopg
+    from sparkmark import Job
+
+    job = Job.from_args()
+    job.read_files(job.args["input"], format="json", ctx="src").count()
+    with psycopg.connect(job.args["admin"], autocommit=True) as admin:  # cut, but not closed
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [job.args["db"]],
+        )
+    job.commit()
+    """
+)
+
+
+def test_connections_cut_before_the_commit_are_replaced_and_the_commit_lands(tmp_path, closable_database):
+    name, url = closable_database
+    script = tmp_path / "job.py"
+    script.write_text(CUTTING_JOB, encoding="utf-8")
+    write_json(tmp_path / "in" / "a.json", [1, 2])
+    done = sparkmark(
+        "run",
+        str(script),
+        "--JOB_NAME",
+        "cut",
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--input",
+        str(tmp_path / "in"),
+        "--admin",
+        PG_DSN,
+        "--db",
+        name,
+        env={"SPARKMARK_STATE_URL": url},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    store = StateStore(url)
+    [run] = store.list_runs("cut")
+    assert run.state is RunState.SUCCEEDED and store.latest_version("cut").version == 1
+    store.close()

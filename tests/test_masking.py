@@ -118,6 +118,9 @@ def test_secret_names(name):
         "monkey",
         "JOB_NAME",
         "TempDir",
+        "passed",
+        "null_key_rows",
+        "bypassed_rows",
     ],
 )
 def test_names_that_are_not_secrets(name):
@@ -150,10 +153,19 @@ def test_argv_hides_the_value_after_a_secret_option():
 
 
 def test_documents_by_field_name_and_value():
-    doc = {"sources": {"src": {"path": "postgresql://a:b@h/d", "password": "pw", "rows": 3}}, "token": 7}
+    doc = {
+        "sources": {"src": {"path": "postgresql://a:b@h/d", "password": "pw", "rows": 3, "null_key_rows": 1}},
+        "token": "tok-value-1",
+        "quality": {"checks": {"passed": True}},
+        "sinks": [{"key": "jr_1-1", "partition_key": "dt"}],
+    }
     assert mask_document(doc) == {
-        "sources": {"src": {"path": f"postgresql://a:{MASK}@h/d", "password": MASK, "rows": 3}},
+        "sources": {
+            "src": {"path": f"postgresql://a:{MASK}@h/d", "password": MASK, "rows": 3, "null_key_rows": 1}
+        },
         "token": MASK,
+        "quality": {"checks": {"passed": True}},  # counts and flags are not secrets
+        "sinks": [{"key": MASK, "partition_key": "dt"}],
     }
 
 

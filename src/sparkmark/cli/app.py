@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import traceback
 
@@ -14,7 +13,7 @@ from ..engine import storage
 from ..engine.masking import mask_logging, mask_text
 from ..errors import SparkmarkError
 from ..settings import Settings
-from . import api, bookmark, catalog, crawler, glue, outputs, quality, runs, workflows
+from . import api, bookmark, catalog, crawler, glue, output, outputs, quality, runs, workflows
 from .output import debug_enabled, err_console, one_line_errors
 from .run import run_script
 
@@ -29,11 +28,11 @@ app = typer.Typer(
 @app.callback()
 def _options(
     debug: bool = typer.Option(
-        False, "--debug", help="On a failure, print the traceback after the error line (or SPARKMARK_DEBUG=1)"
+        False, "--debug", help="On a failure, print the traceback after the error line (or SPARKMARK_DEBUG)"
     ),
 ) -> None:
     if debug:
-        os.environ["SPARKMARK_DEBUG"] = "1"  # read through Settings, like every setting
+        output.show_tracebacks()
 
 
 app.add_typer(bookmark.app, name="bookmark")

@@ -69,8 +69,19 @@ def fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+_TRACEBACKS = False
+
+
+def show_tracebacks() -> None:
+    """``sparkmark --debug``: failures print their traceback after the error line."""
+    global _TRACEBACKS  # noqa: PLW0603 - one flag for the command being run
+    _TRACEBACKS = True
+
+
 def debug_enabled(settings=None) -> bool:
     """Whether failures print their traceback (``sparkmark --debug``, ``SPARKMARK_DEBUG``)."""
+    if _TRACEBACKS:
+        return True
     if settings is None:
         from ..settings import Settings
 

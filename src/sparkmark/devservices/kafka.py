@@ -63,6 +63,15 @@ def _java() -> str:
     return java
 
 
+def new_cluster_id() -> str:
+    """16 random bytes in URL-safe base64 without padding, as Kafka's own ids; never
+    starting with '-', which the storage tool's argument parser takes for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def start_kafka(workdir: Path, jars_dir: Path, port: int | None = None, timeout: float = 90.0) -> KafkaBroker:
     """Formats a fresh KRaft log directory under ``workdir`` and starts the broker on
     127.0.0.1:``port`` (a free port by default); returns once it serves clients."""
@@ -102,8 +111,7 @@ def start_kafka(workdir: Path, jars_dir: Path, port: int | None = None, timeout:
     log4j.write_text(_LOG4J.format(log=server_log), encoding="utf-8")
     java = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]
 
-    # A cluster id is 16 random bytes in URL-safe base64 without padding.
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = new_cluster_id()
     formatter = ServerProcess(
         "the Kafka storage formatter",
         [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],

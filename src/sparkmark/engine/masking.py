@@ -25,14 +25,16 @@ from urllib.parse import urlsplit
 
 MASK = "****"
 
-# Parts of a name that make it a secret's name. A name is split on -, _, ., spaces
-# and camelCase; "key" counts as a part of its own (access_key, apiKey) but not inside
-# longer words (keys, partitionKeys, monkey), the others anywhere (dbpassword).
-_SECRET_ANYWHERE = ("pass", "pwd", "secret", "token", "credential", "apikey", "privatekey", "signature")
-_SECRET_PART = {"key", "auth", "authorization", "sig", "cookie", "sas"}
-# Names of keys that are not secrets: partition_key, sortKey, primary-key…
-_DATA_KEY = {"partition", "primary", "sort", "hash", "join", "merge", "upsert", "dedup", "group", "order"}
-_DATA_KEY |= {"row", "unique", "foreign", "cluster", "bucket", "shard", "record", "bookmark", "lookup"}
+# What makes a name a secret's name. The name is split on -, _, ., spaces and
+# camelCase. Words that hold a secret anywhere (dbpassword, mytoken); a part that is
+# or ends in "pass" (DBPASS, --pass); auth-like parts; and "key" alone or after a
+# word that makes it a credential (api_key, accessKey, secret-key), but not a data
+# key (partition_key, null_key_rows) or "keys".
+_SECRET_ANYWHERE: tuple[str, ...] = ("password", "passwd", "passphrase", "pwd", "secret", "token")
+_SECRET_ANYWHERE += ("credential", "apikey", "privatekey", "signature")
+_SECRET_PART = {"auth", "authorization", "sig", "cookie", "sas"}
+_KEY_OWNERS = {"api", "access", "secret", "private", "master", "encryption", "account", "signing"}
+_KEY_OWNERS |= {"client", "ssh", "storage", "shared", "sas", "license", "session", "aws", "auth"}
 _NAME_SPLIT = re.compile(r"[-_.\s/:]+|(?<=[a-z0-9])(?=[A-Z])")
 
 _URL_START = re.compile(r"\b[a-z][a-z0-9+.\-]*://", re.IGNORECASE)
@@ -83,12 +85,14 @@ def _mask_known(text: str) -> str:
 
 def looks_secret(name: str) -> bool:
     """Whether a value named ``name`` (an argument, an option, a field) is a secret."""
-    lowered = name.lower()
-    if any(word in lowered.replace("-", "").replace("_", "") for word in _SECRET_ANYWHERE):
+    squashed = name.lower().replace("-", "").replace("_", "")
+    if any(word in squashed for word in _SECRET_ANYWHERE):
         return True
     parts = [p.lower() for p in _NAME_SPLIT.split(name.strip("-")) if p]
     for i, part in enumerate(parts):
-        if part in _SECRET_PART and not (part == "key" and i > 0 and parts[i - 1] in _DATA_KEY):
+        if part in _SECRET_PART or part == "pass" or (part.endswith("pass") and len(part) > 4):
+            return True
+        if part == "key" and (len(parts) == 1 or (i > 0 and parts[i - 1] in _KEY_OWNERS)):
             return True
     return False
 
@@ -195,7 +199,8 @@ def mask_document(value: Any) -> Any:
 
 
 def _secret_field(name: Any, value: Any) -> bool:
-    return isinstance(name, str) and looks_secret(name) and isinstance(value, (str, int, float))
+    """A text field named as a secret (counts, flags and lists are not secrets)."""
+    return isinstance(name, str) and isinstance(value, str) and looks_secret(name)
 
 
 class MaskingFilter(logging.Filter):

@@ -431,11 +431,13 @@ class Scheduler:
 
     def _kill(self, action: ActionRecord, state: ActionState, why: str, now: datetime) -> None:
         log.warning("%s %s run %s: %s", action.kind.lower(), action.name, action.action_id, why)
+        # The run is closed first, with the reason: the process, stopping on its signal,
+        # then finds it ended (and records nothing over it). A process on another host
+        # cannot be signalled from here: with its run closed and its lease gone, it
+        # cannot commit, and it fails at its next state change.
+        self._close_records(action, state, why)
         if action.host in (None, self.host):
             self.launcher.kill(action.action_id, action.pid)
-        # A process on another host cannot be signalled from here: closing its run below
-        # takes its lease away, so it cannot commit, and it fails at its next state change.
-        self._close_records(action, state, why)
         self.store.finish_action(action, state, now, error=why)
 
     def _close_records(self, action: ActionRecord, state: ActionState, why: str) -> None:
