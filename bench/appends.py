@@ -40,7 +40,7 @@ def main() -> None:
     rows = 200_000 if args.quick else 2_000_000
     added = rows // 100
     settings = Settings.from_env()
-    spark = create_session(settings)
+    spark = create_session("appends-bench", "local[2]", settings)
     results: dict[str, list[float]] = {"reprocess": [], "new-bytes": [], "floor": []}
     read_twice = {}
     with tempfile.TemporaryDirectory() as tmp:
