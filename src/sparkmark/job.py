@@ -275,6 +275,67 @@ class Job:
         )
         return read_source(self.spark, JdbcSource(request, ctx=ctx), self.job_run)
 
+    def read_stream(self, kind: str, ctx: str | None = None, **options: Any) -> DataFrame:
+        """A streaming DataFrame of a Kafka topic (``kind="kafka"``) or a Kinesis stream
+        (``kind="kinesis"``), with Glue's connection option names (``topicName``,
+        ``startingOffsets``, ``classification``, ``inferSchema``…; ``streamName``,
+        ``startingPosition``…). Process it with ``for_each_batch``: the query's checkpoint
+        keeps its position, and ``ctx`` names it in the bookmark."""
+        self.job_run.require_running()
+        from .sources.streams import stream_source
+
+        source = stream_source(
+            kind, dict(options), ctx=ctx, connections=self.connections, settings=self.settings
+        )
+        return read_source(self.spark, source, self.job_run)
+
+    def for_each_batch(
+        self,
+        df: DataFrame,
+        function: Any,
+        *,
+        checkpoint: str | None = None,
+        window: str | None = None,
+        max_retries: int | None = None,
+        until_caught_up: bool = False,
+    ) -> dict[str, Any]:
+        """Run ``function(batch_df, batch_id)`` on each micro-batch of the streaming ``df``.
+        Writes made through this job inside it are exactly-once per batch, even when a
+        batch is replayed after a crash. Blocks until the query ends: caught up (with
+        ``until_caught_up`` or ``sparkmark run --until-caught-up``), after
+        ``--max-batches``, stopped, or failed. Returns the query's summary."""
+        options: dict[str, Any] = {}
+        if checkpoint is not None:
+            options["checkpointLocation"] = checkpoint
+        if window is not None:
+            options["windowSize"] = window
+        if max_retries is not None:
+            options["batchMaxRetries"] = max_retries
+        if until_caught_up:
+            options["trigger"] = "availableNow"
+        return self.stream_batches(df, function, options)
+
+    def stream_batches(self, df: DataFrame, function: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``for_each_batch`` with Glue's option names (windowSize, checkpointLocation,
+        batchMaxRetries)."""
+        from .runtime.batches import BatchOptions, MicroBatches
+
+        run = self.job_run
+        run.require_running()
+        if not df.isStreaming:
+            raise ArgumentError(
+                "forEachBatch needs a streaming DataFrame (from read_stream or spark.readStream)"
+            )
+        parsed = BatchOptions.parse(
+            dict(options),
+            default_checkpoint=f"{self.temp_dir.rstrip('/')}/{self.name}/checkpoint/",
+            until_caught_up=self.settings.stream_until_caught_up,
+            max_batches=self.settings.stream_max_batches,
+        )
+        batches = MicroBatches(run, df, function, parsed)
+        batches.start()
+        return batches.summary()
+
     # --------------------------------------------------------------- writing
 
     def write_jdbc(
@@ -301,6 +362,7 @@ class Job:
         run.require_running()
         if not table:
             raise ArgumentError("write_jdbc needs table=")
+        ctx = run.batch_sink_ctx(ctx)
         database = self._database(url, connection, user, password)
         keys = list(keys) if keys else None
         if ctx is None:
@@ -348,11 +410,12 @@ class Job:
         self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan)
         run.add_output(self.store.get_output(record.run_id, record.seq))
         log.info(
-            "job %s: %d rows for %s staged as write %s; they are merged when the run commits",
+            "job %s: %d rows for %s staged as write %s; they are merged when the %s commits",
             self.name,
             staged["rows_staged"],
             table,
             record.key,
+            "batch" if run.current_batch is not None else "run",
         )
         return {"table": table, "mode": mode, "ctx": ctx, "rows_staged": staged["rows_staged"]}
 
@@ -423,6 +486,7 @@ class Job:
         """
         run = self.job_run
         run.require_running()
+        ctx = run.batch_sink_ctx(ctx)
         fmt = format.lower()
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
         file_sink.check(fmt, mode, columns)
@@ -462,11 +526,12 @@ class Job:
         self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan.to_json())
         run.add_output(self.store.get_output(record.run_id, record.seq))
         log.info(
-            "job %s: %d files for %s staged as write %s; they are published when the run commits",
+            "job %s: %d files for %s staged as write %s; they are published when the %s commits",
             self.name,
             len(plan.files),
             root,
             record.key,
+            "batch" if run.current_batch is not None else "run",
         )
         return {"path": root, "mode": mode, "ctx": ctx, "files_staged": len(plan.files)}
 

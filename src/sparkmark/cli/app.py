@@ -65,10 +65,29 @@ def run(
         "(and the script and arguments are those of the last successful run), record a "
         "skipped run and exit. Goes before SCRIPT.",
     ),
+    until_caught_up: bool = typer.Option(
+        False,
+        "--until-caught-up",
+        help="A streaming job processes what its sources hold now, in as many micro-batches "
+        "as its options allow, then returns (and job.commit() ends the run). Goes before SCRIPT.",
+    ),
+    max_batches: int | None = typer.Option(
+        None,
+        "--max-batches",
+        help="A streaming job returns after N micro-batches. Goes before SCRIPT.",
+    ),
 ) -> None:
     """Run SCRIPT with Glue-style arguments, e.g. --JOB_NAME n --job-bookmark-option
     job-bookmark-enable --my-arg v. Prints the run id; exits non-zero when the run fails."""
-    raise typer.Exit(run_script(script, list(ctx.args), skip_if_no_new_data=skip_if_no_new_data))
+    raise typer.Exit(
+        run_script(
+            script,
+            list(ctx.args),
+            skip_if_no_new_data=skip_if_no_new_data,
+            until_caught_up=until_caught_up,
+            max_batches=max_batches,
+        )
+    )
 
 
 def main() -> None:

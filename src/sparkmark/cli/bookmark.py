@@ -17,11 +17,35 @@ from .output import console, err_console, one_line_errors, print_json, table, wh
 app = typer.Typer(help="Read and control job bookmarks.", no_args_is_help=True)
 
 
+def _offsets_text(offsets: Any) -> str:
+    """A stream's committed offsets, per topic and partition (or shard)."""
+    if not isinstance(offsets, dict):
+        return str(offsets)
+    parts = []
+    for topic, by_partition in sorted(offsets.items()):
+        if isinstance(by_partition, dict):
+            shown = " ".join(
+                f"{p}:{o}" for p, o in sorted(by_partition.items(), key=lambda kv: str(kv[0]).zfill(9))
+            )
+            parts.append(f"{topic} [{shown}]")
+        else:
+            parts.append(f"{topic} {by_partition}")
+    return "; ".join(parts)
+
+
 def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for ctx, state in sorted(states.items()):
         last = state.get("last_run") or {}
-        if state.get("type") == "jdbc":
+        if state.get("type") in ("kafka", "kinesis"):
+            source = state.get("source") or "-"
+            progress = (
+                f"batch {state.get('last_batch')}: "
+                + _offsets_text(state.get("offsets"))
+                + (f", lag {state['lag']}" if state.get("lag") is not None else "")
+            )
+            latest = f"{last.get('records', 0)} records in {last.get('batches', 0)} batches"
+        elif state.get("type") == "jdbc":
             where = state.get("table") or f"query {state.get('query_sha256')}"
             source = f"{state.get('database')} {where}"
             progress = (

@@ -181,9 +181,18 @@ def _glue_endpoint():
     return started
 
 
-def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool = False) -> int:
+def run_script(
+    script: Path | str,
+    argv: list[str],
+    *,
+    skip_if_no_new_data: bool = False,
+    until_caught_up: bool = False,
+    max_batches: int | None = None,
+) -> int:
     """Run ``script`` (a path, or a URL such as ``s3://…``) in this process as
-    ``__main__``; returns the exit code."""
+    ``__main__``; returns the exit code. ``until_caught_up`` and ``max_batches`` bound
+    a streaming job (the settings ``SPARKMARK_STREAM_UNTIL_CAUGHT_UP`` and
+    ``SPARKMARK_STREAM_MAX_BATCHES``, set for the script's run)."""
     if "://" in str(script) and not str(script).startswith("file://"):
         script = _fetch_script(str(script))
     script = Path(str(script).removeprefix("file://"))
@@ -196,6 +205,12 @@ def run_script(script: Path | str, argv: list[str], *, skip_if_no_new_data: bool
     except SparkmarkError as exc:
         fail(str(exc))
 
+    if until_caught_up:
+        _set_env("SPARKMARK_STREAM_UNTIL_CAUGHT_UP", "1")
+    if max_batches is not None:
+        if max_batches < 1:
+            fail("--max-batches must be 1 or more")
+        _set_env("SPARKMARK_STREAM_MAX_BATCHES", str(max_batches))
     _prepare_spark_and_glue()
     endpoint = _EndpointOnImport()
     if "boto3" in sys.modules:  # imported already (a notebook, a test): set up now

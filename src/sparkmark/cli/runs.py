@@ -58,6 +58,41 @@ def list_runs(
     )
 
 
+def _show_streaming(streaming: dict[str, Any] | None) -> None:
+    """A streaming run: its query, Glue's streaming metrics, and its recent batches."""
+    if not streaming:
+        return
+    rows = [
+        ["Query", streaming.get("query_id")],
+        ["Checkpoint", streaming.get("checkpoint")],
+        ["Batches", streaming.get("batches")],
+        ["numRecords", streaming.get("numRecords")],
+        ["Quarantined", streaming.get("records_quarantined")],
+        ["Replayed batches skipped", streaming.get("batches_replayed")],
+        ["Lag (records)", streaming.get("lag")],
+    ]
+    console.print(table("Streaming", ["Field", "Value"], rows))
+    recent = streaming.get("recent_batches") or []
+    if recent:
+        console.print(
+            table(
+                "Batches (newest first)",
+                ["batch", "numRecords", "quarantined", "attempts", "duration ms", "writes"],
+                [
+                    [
+                        b.get("batch_id"),
+                        b.get("numRecords"),
+                        b.get("records_quarantined"),
+                        b.get("attempts"),
+                        b.get("duration_ms"),
+                        len(b.get("writes") or []),
+                    ]
+                    for b in recent
+                ],
+            )
+        )
+
+
 @app.command("show")
 @one_line_errors
 def show(
@@ -86,7 +121,9 @@ def show(
         ["Error", run.error],
     ]
     console.print(table(f"Run {run.run_id}", ["Field", "Value"], rows))
-    sources = run.metrics.get("sources") or {}
+    all_sources = run.metrics.get("sources") or {}
+    sources = {c: m for c, m in all_sources.items() if m.get("type") not in ("kafka", "kinesis")}
+    _show_streaming(run.metrics.get("streaming"))
     if sources:
         columns = [
             "ctx",

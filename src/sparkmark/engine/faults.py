@@ -26,14 +26,19 @@ from collections.abc import Callable
 from ..errors import ConfigError
 
 POINTS = ("listing", "reading", "writing", "staged", "commit", "committed", "publishing", "applying")
+# In a streaming micro-batch: its writes staged but the batch not committed; the batch
+# committed and published but not yet marked done in Spark's checkpoint.
+STREAM_POINTS = ("batch_staged", "batch_committed")
 ARMED: str | None = None
 
 
 def arm(point: str | None) -> None:
     """Die at ``point`` from now on (``SPARKMARK_CRASH_AT``, passed down from Settings)."""
     global ARMED  # noqa: PLW0603 - one crash point per process
-    if point is not None and point not in POINTS:
-        raise ConfigError(f"SPARKMARK_CRASH_AT must be one of {', '.join(POINTS)}, got {point!r}")
+    if point is not None and point not in POINTS + STREAM_POINTS:
+        raise ConfigError(
+            f"SPARKMARK_CRASH_AT must be one of {', '.join(POINTS + STREAM_POINTS)}, got {point!r}"
+        )
     ARMED = point
 
 

@@ -182,6 +182,23 @@ adopted_writes = Table(
     Column("adopted_at", UTCDateTime, nullable=False),
 )
 
+# Micro-batches of streaming queries whose writes were committed, one row each. A batch
+# that the stream processes again after a crash (same query id and batch id: Spark
+# replays what its checkpoint planned but did not mark done) finds its row and writes
+# nothing twice. ``offsets`` is where the batch ended, as the source's checkpoint has it.
+stream_batches = Table(
+    "sm_stream_batches",
+    metadata,
+    Column("job_name", String(255), primary_key=True),
+    Column("query_id", String(64), primary_key=True),
+    Column("batch_id", BigInteger, primary_key=True),
+    Column("run_id", String(80), ForeignKey("sm_runs.run_id"), nullable=False),
+    Column("committed_at", UTCDateTime, nullable=False),
+    Column("outputs", Text, nullable=False),  # JSON list of the batch's output seqs in its run
+    Column("offsets", Text, nullable=False),  # JSON: the batch's end offsets per source
+    Column("metrics", Text, nullable=False),  # JSON: records, duration, attempts
+)
+
 _V1_TABLES = (schema_info, runs, leases, bookmark_versions, ctx_states, sources, file_entries, dir_entries)
 
 
@@ -221,7 +238,12 @@ def _v5(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE sm_file_entries ADD COLUMN content_sha256 VARCHAR(64)")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}
+def _v6(conn: Connection) -> None:
+    """Streaming: the committed micro-batches."""
+    metadata.create_all(conn, tables=[stream_batches])
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -27,6 +27,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from ..errors import ConfigError, StateStoreError
 from ..settings import Settings
 from . import schema as t
+from .batch_store import BatchStore
 from .bookmark_store import BookmarkStore
 from .output_store import OutputStore
 from .run_store import RunStore
@@ -75,7 +76,7 @@ def _prepare_sqlite_file(path: Path) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
-class StateStore(RunStore, BookmarkStore, OutputStore):
+class StateStore(RunStore, BookmarkStore, OutputStore, BatchStore):
     """A handle on one state store. Cheap to keep open; thread-safe like an Engine."""
 
     def __init__(self, url: str):

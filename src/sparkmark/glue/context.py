@@ -32,6 +32,7 @@ from .dynamicframe import DynamicFrame, ErrorStage
 log = logging.getLogger("sparkmark.glue")
 
 FILE_CONNECTIONS = ("s3", "file", "local")
+STREAM_CONNECTIONS = ("kafka", "kinesis")
 JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
 CUSTOM_JDBC = ("custom.jdbc", "marketplace.jdbc")  # Glue's JDBC connectors: any driver, by URL
 REDSHIFT_NOTE = (
@@ -355,23 +356,47 @@ class GlueContext:
 
     def forEachBatch(self, frame, batch_function, options: dict | None = None) -> None:
         """Run ``batch_function(batch_df, batch_id)`` on every micro-batch of a streaming
-        DataFrame (e.g. ``spark.readStream`` over files). ``windowSize`` (default
-        "100 seconds") is the trigger interval; ``checkpointLocation`` is required and
-        keeps the stream's progress. ``{"trigger": "availableNow"}`` processes what is
-        there now and returns, for scheduled runs."""
+        DataFrame. Glue's options: ``windowSize`` (the trigger interval, default
+        "100 seconds"), ``checkpointLocation`` (default ``<TempDir>/<JOB_NAME>/checkpoint/``),
+        ``batchMaxRetries`` (default 3). In a job run, writes through this context inside
+        the function are exactly-once per batch. Returns when the query ends: caught up
+        (``sparkmark run --until-caught-up``, or ``{"trigger": "availableNow"}``), after
+        ``--max-batches``, on a stop signal, or on failure."""
         opts = dict(options or {})
         df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
         if not df.isStreaming:
-            raise SourceError("forEachBatch needs a streaming DataFrame (spark.readStream …)")
-        checkpoint = opts.get("checkpointLocation")
-        if not checkpoint:
-            raise SourceError("forEachBatch needs options['checkpointLocation']")
-        writer = df.writeStream.foreachBatch(batch_function).option("checkpointLocation", checkpoint)
-        if str(opts.get("trigger", "")).lower() == "availablenow":
+            raise SourceError(
+                "forEachBatch needs a streaming DataFrame (create_data_frame.from_options with kafka or kinesis)"
+            )
+        if self._job is not None:
+            self._job.stream_batches(df, batch_function, opts)
+            return
+        from ..runtime.batches import BatchOptions
+
+        parsed = BatchOptions.parse(
+            opts,
+            default_checkpoint=None,
+            until_caught_up=self.settings.stream_until_caught_up,
+            max_batches=self.settings.stream_max_batches,
+        )
+        log.warning("forEachBatch without Job.init(): batches are at-least-once (no run keeps their writes)")
+        writer = df.writeStream.foreachBatch(batch_function).option("checkpointLocation", parsed.checkpoint)
+        if parsed.available_now:
             writer = writer.trigger(availableNow=True)
         else:
-            writer = writer.trigger(processingTime=str(opts.get("windowSize", "100 seconds")))
+            writer = writer.trigger(processingTime=parsed.window)
         writer.start().awaitTermination()
+
+    def _read_stream(self, connection_type: str, options: dict, ctx: str) -> DataFrame:
+        """Glue's streaming sources: a DataFrame whose micro-batches forEachBatch processes."""
+        from ..sources.streams import stream_source
+
+        if self._job is not None:
+            return self._job.read_stream(connection_type, ctx=ctx or None, **options)
+        source = stream_source(
+            connection_type, options, ctx=None, connections=self.connections, settings=self.settings
+        )
+        return read_source(self.spark_session, source, None)
 
     # ------------------------------------------------------------ reading
 
@@ -541,6 +566,11 @@ class GlueContext:
     ) -> tuple[DataFrame, bool]:
         kind = (connection_type or "").lower()
         options = dict(connection_options or {})
+        if kind in STREAM_CONNECTIONS:
+            raise SourceError(
+                f"{kind} is a streaming source: read it with glueContext.create_data_frame.from_options "
+                "and process it with glueContext.forEachBatch"
+            )
         if kind in FILE_CONNECTIONS:
             paths = options.get("paths") or ([options["path"]] if "path" in options else [])
             if not paths:
@@ -902,6 +932,11 @@ class _DataFrameReader:
         transformation_ctx: str = "",
         **kwargs,
     ) -> DataFrame:
+        if (connection_type or "").lower() in STREAM_CONNECTIONS:
+            options = dict(connection_options or {})
+            if format and "classification" not in options:
+                options["classification"] = format
+            return self._ctx._read_stream(connection_type.lower(), options, transformation_ctx)
         df, json_records = self._ctx._from_options(
             connection_type, connection_options or {}, format, format_options, transformation_ctx
         )

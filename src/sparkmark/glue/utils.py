@@ -37,7 +37,8 @@ def getResolvedOptions(args: Sequence[str], options: Sequence[str]) -> dict:
     Each name in ``options`` is required. The bookmark option defaults to
     ``job-bookmark-disable``; a legacy ``--continuation-option`` maps onto it;
     ``--job-bookmark-from``/``--job-bookmark-to`` are checked against it;
-    ``TempDir`` and ``RedshiftTempDir`` stand in for each other.
+    ``TempDir`` and ``RedshiftTempDir`` stand in for each other, and default to
+    sparkmark's temporary folder, as Glue always passes one.
     """
     _reserved(options)
     parser = _Parser(add_help=False)
@@ -61,6 +62,12 @@ def getResolvedOptions(args: Sequence[str], options: Sequence[str]) -> dict:
         values["RedshiftTempDir"] = values["TempDir"]
     elif values.get("RedshiftTempDir") is not None:
         values["TempDir"] = values["RedshiftTempDir"]
+    else:
+        # Glue passes every job a --TempDir, and scripts build paths on it (checkpoints):
+        # without one, the run's own temporary folder (SPARKMARK_TEMP_DIR).
+        from ..settings import Settings
+
+        values["TempDir"] = values["RedshiftTempDir"] = Settings.from_env().temp_dir
 
     legacy = values.pop("continuation_option", None)
     if values.get("job_bookmark_option") is None:

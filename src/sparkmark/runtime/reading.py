@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..engine.models import BookmarkOption
 from ..sources.base import ReadContext, Source
+from ..sources.streams import StreamSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -64,6 +65,8 @@ def read_source(spark: SparkSession, source: Source, run: JobRun | None) -> Data
             metrics["rows_read"],
             metrics.get("key_range"),
         )
+    if isinstance(source, StreamSource):
+        run.add_stream_source(source, bookmark_ctx)
     if outcome.commit is not None and bookmark_ctx is not None:
         run.stage_commit(outcome.commit)
     return outcome.frame

@@ -113,6 +113,9 @@ class JobRun:
         self._sources: dict[str, dict[str, Any]] = {}
         self._sinks: list[dict[str, Any]] = []
         self._quality: dict[str, dict[str, Any]] = {}  # ruleset name → outcome summary
+        self._streams: list[tuple[Any, str | None]] = []  # stream sources read, with their ctx
+        self._stream_metrics: dict[str, Any] | None = None
+        self._batch = threading.local()  # the micro-batch whose function is running, per thread
         self._databases: dict[str, jdbc_keys.Database] = {}  # by JDBC URL, with credentials
         self._started = time.monotonic()
         self._committed = False
@@ -177,6 +180,8 @@ class JobRun:
             metrics["script"] = self._script
         if self._quality:
             metrics["quality"] = dict(self._quality)
+        if self._stream_metrics is not None:
+            metrics["streaming"] = dict(self._stream_metrics)
         return metrics
 
     def require_running(self) -> None:
@@ -222,6 +227,42 @@ class JobRun:
             name = f"{key}#{n}"
         self._sources[name] = metrics
 
+    def add_stream_source(self, source: Any, ctx: str | None) -> None:
+        """A streaming source this run reads (its progress lives in a checkpoint)."""
+        self._streams.append((source, ctx))
+
+    def stream_sources(self) -> list[tuple[Any, str | None]]:
+        return list(self._streams)
+
+    def record_stream(self, summary: dict[str, Any]) -> None:
+        """The streaming query's progress so far (batches, records, offsets, lag)."""
+        self._stream_metrics = summary
+
+    # ------------------------------------------------------------ micro-batches
+
+    @property
+    def current_batch(self) -> Any:
+        """The micro-batch (``runtime.batches.BatchScope``) whose function runs in this
+        thread, or None."""
+        return getattr(self._batch, "scope", None)
+
+    @contextlib.contextmanager
+    def batch_scope(self, scope: Any):
+        """While a micro-batch's function runs: its writes are the batch's, published
+        when the batch commits, not when the run does."""
+        self._batch.scope = scope
+        try:
+            yield scope
+        finally:
+            self._batch.scope = None
+
+    def batch_sink_ctx(self, ctx: str | None) -> str | None:
+        """In a micro-batch every write is exactly-once: one without a ctx gets one."""
+        scope = self.current_batch
+        if scope is None or ctx is not None:
+            return ctx
+        return scope.next_sink_ctx()
+
     def stage_commit(self, commit: CtxCommit) -> None:
         """What a source adds to the bookmark when this run commits. A ctx read twice
         commits what both reads processed, with the later read's summary."""
@@ -251,14 +292,16 @@ class JobRun:
 
     def claim_sink(self, ctx: str) -> None:
         check_name("transformation_ctx", ctx)
-        if any(o.ctx == ctx for o in self.outputs):
+        scope = self.current_batch
+        if any(o.ctx == ctx for o in (scope.outputs if scope is not None else self.outputs)):
             raise SinkError(
                 f"sink ctx {ctx!r} was already written in run {self.run_id}; give each sink "
                 "its own ctx (transformation_ctx)"
             )
 
     def add_output(self, record: OutputRecord) -> None:
-        self.outputs.append(record)
+        scope = self.current_batch
+        (scope.outputs if scope is not None else self.outputs).append(record)
 
     def record_quality(self, name: str, summary: dict[str, Any]) -> None:
         self._quality[name] = summary

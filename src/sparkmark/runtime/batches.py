@@ -1,0 +1,539 @@
+"""Micro-batches of a streaming query, each processed exactly once.
+
+Spark's ``foreachBatch`` calls a function with each micro-batch and records the batch
+as done in the query's checkpoint after the function returns; a crash in between makes
+Spark replay the batch (same query id, same batch id, same records). On its own that is
+at-least-once. Here each batch's writes, through the run's exactly-once sinks, are
+staged as the batch's own, committed with a row naming the batch (query id, batch id)
+in one transaction of the state store, then published. A replayed batch finds its row
+and writes nothing again; a batch that died before its row is discarded and done again.
+
+The batch function sees the records that parsed; the others are set aside with where
+they came from (``<TempDir>/quarantine/<job>/stream-<query id>/batch-<id>``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fsspec.core import url_to_fs
+
+from .. import outputs as run_outputs
+from ..engine.faults import crash_point
+from ..engine.manifest import private_parent
+from ..engine.models import CtxCommit, OutputRecord, OutputState
+from ..engine.names import check_name
+from ..engine.storage import spark_base_path
+from ..errors import SinkError, SourceError, SparkmarkError
+from ..sources.streams import CORRUPT_COLUMN, HIDDEN, ORIGIN_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from .run import JobRun
+
+log = logging.getLogger("sparkmark.stream")
+
+DEFAULT_WINDOW = "100 seconds"  # Glue's default windowSize
+DEFAULT_RETRIES = 3  # Glue's default batchMaxRetries
+RECENT_BATCHES = 20  # batch summaries kept in the run's metrics
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Glue's forEachBatch options, checked, with the run's bounds."""
+
+    checkpoint: str
+    window: str = DEFAULT_WINDOW
+    max_retries: int = DEFAULT_RETRIES
+    available_now: bool = False
+    max_batches: int | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        options: dict[str, Any],
+        *,
+        default_checkpoint: str | None,
+        until_caught_up: bool = False,
+        max_batches: int | None = None,
+    ) -> BatchOptions:
+        known = {"windowSize", "checkpointLocation", "batchMaxRetries", "trigger"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise SourceError(
+                f"forEachBatch option(s) {', '.join(unknown)} not known; use {', '.join(sorted(known))}"
+            )
+        window = str(options.get("windowSize") or DEFAULT_WINDOW)
+        if not re.fullmatch(
+            r"\s*\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\s*", window
+        ):
+            raise SourceError(f"windowSize must be a duration such as '100 seconds', got {window!r}")
+        try:
+            retries = int(options.get("batchMaxRetries", DEFAULT_RETRIES))
+        except (TypeError, ValueError):
+            retries = -1
+        if not 0 <= retries <= 100:
+            raise SourceError(
+                f"batchMaxRetries must be a whole number from 0 to 100, got {options.get('batchMaxRetries')!r}"
+            )
+        checkpoint = options.get("checkpointLocation") or default_checkpoint
+        if not checkpoint:
+            raise SourceError("forEachBatch needs options['checkpointLocation'] (or the job's --TempDir)")
+        trigger = str(options.get("trigger", "")).lower()
+        if trigger not in ("", "availablenow", "processingtime"):
+            raise SourceError(
+                f"trigger must be 'availableNow' or 'processingTime', got {options.get('trigger')!r}"
+            )
+        return cls(
+            checkpoint=str(checkpoint).rstrip("/") + "/",
+            window=window,
+            max_retries=retries,
+            available_now=until_caught_up or trigger == "availablenow",
+            max_batches=max_batches,
+        )
+
+
+def read_checkpoint_offsets(checkpoint: str, batch_id: int) -> list[Any]:
+    """Where batch ``batch_id`` ends, per source, as Spark wrote it in its offset log
+    before running the batch: ``offsets/<id>`` holds a version line, the batch's
+    metadata, then one offset (JSON) per source."""
+    fs, root = url_to_fs(checkpoint)
+    path = f"{root.rstrip('/')}/offsets/{batch_id}"
+    with fs.open(path, "r", encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    offsets: list[Any] = []
+    for raw in lines[2:]:
+        line = raw.strip()
+        if not line or line == "-":
+            offsets.append(None)
+            continue
+        try:
+            offsets.append(json.loads(line))
+        except ValueError:
+            offsets.append(line)
+    return offsets
+
+
+def read_query_id(checkpoint: str) -> str:
+    """The query's id: stable for as long as its checkpoint lives."""
+    fs, root = url_to_fs(checkpoint)
+    with fs.open(f"{root.rstrip('/')}/metadata", "r", encoding="utf-8") as handle:
+        return str(json.loads(handle.readline())["id"])
+
+
+def lag_of(latest: Any, end: Any) -> int | None:
+    """Records between a batch's end and the latest offsets, for offsets shaped
+    ``{topic: {partition: offset}}`` (Kafka) or ``{shard: {"behind": n}}``-like maps."""
+    if not isinstance(latest, dict) or not isinstance(end, dict):
+        return None
+    total = 0
+    for topic, parts in latest.items():
+        if not isinstance(parts, dict):
+            return None
+        done = end.get(topic) or {}
+        for part, offset in parts.items():
+            if isinstance(offset, int) and isinstance(done.get(part), int):
+                total += max(offset - done[part], 0)
+    return total
+
+
+@dataclass
+class BatchScope:
+    """The writes of one attempt at one micro-batch."""
+
+    query_id: str
+    batch_id: int
+    outputs: list[OutputRecord] = field(default_factory=list)
+    sinks: int = 0
+
+    def next_sink_ctx(self) -> str:
+        """The ctx of a write without one: its place among the batch's writes."""
+        self.sinks += 1
+        return f"batch_sink_{self.sinks}"
+
+
+class MicroBatches:
+    """Runs ``function`` on each micro-batch of ``frame`` for ``run``; ``start()``
+    blocks until the query ends (caught up, enough batches, stopped, or failed)."""
+
+    def __init__(
+        self, run: JobRun, frame: DataFrame, function: Callable[[DataFrame, int], Any], options: BatchOptions
+    ):
+        self.run = run
+        self.frame = frame
+        self.function = function
+        self.options = options
+        self.sources = run.stream_sources()
+        self.error: BaseException | None = None
+        self.done = 0  # batches processed by this run
+        self.replayed = 0  # batches found already committed (replayed after a crash)
+        self.records = 0
+        self.quarantined = 0
+        self.recent: list[dict[str, Any]] = []
+        self.latest: dict[str, Any] = {}
+        self.last_offsets: list[Any] = []
+        self.last_batch: int | None = None
+        self.query_id: str | None = None
+        self._enough = threading.Event()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ the query
+
+    def start(self) -> None:
+        if CORRUPT_COLUMN not in self.frame.columns and any(
+            getattr(source, "classification", None) for source, _ in self.sources
+        ):
+            log.warning(
+                "the frame given to forEachBatch lost the column %s (a select before forEachBatch?): "
+                "records that do not parse reach the batch function as rows of nulls",
+                CORRUPT_COLUMN,
+            )
+        private_parent(self.options.checkpoint)
+        try:
+            for restart in range(REPORTING_RESTARTS + 1):
+                try:
+                    self._run_query()
+                    break
+                except _ReportingFailure:
+                    if restart == REPORTING_RESTARTS:
+                        raise SourceError(
+                            "the streaming query failed: Spark's Kafka source could not report a "
+                            "replayed batch's progress (SPARK-55271), again after restarts"
+                        ) from None
+                    log.warning(
+                        "job %s: Spark's Kafka source failed to report the progress of a batch "
+                        "replayed after a restart (SPARK-55271, after the batch was done): "
+                        "starting the query again from its checkpoint",
+                        self.run.name,
+                    )
+        finally:
+            self._stage_commit()
+        log.info(
+            "job %s: streaming query %s ended after %d batches (%d records, %d replayed batches skipped)",
+            self.run.name,
+            self.query_id,
+            self.done,
+            self.records,
+            self.replayed,
+        )
+
+    def _run_query(self) -> None:
+        writer = self.frame.writeStream.foreachBatch(self._batch).option(
+            "checkpointLocation", spark_base_path(self.options.checkpoint)
+        )
+        if self.options.available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=self.options.window)
+        query = writer.start()
+        self.query_id = str(query.id)
+        log.info(
+            "job %s: streaming query %s started (%s, checkpoint %s)",
+            self.run.name,
+            self.query_id,
+            "until caught up" if self.options.available_now else f"every {self.options.window}",
+            self.options.checkpoint,
+        )
+        try:
+            while not query.awaitTermination(1):
+                self._progress(query)
+                if self._enough.is_set():
+                    query.stop()
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                query.stop()
+            if self.error is not None:
+                raise self.error from None
+            if isinstance(exc, (KeyboardInterrupt, SparkmarkError)):
+                raise
+            if _SPARK_55271 in str(exc):
+                raise _ReportingFailure() from None
+            if not self._enough.is_set():  # else: the batch past --max-batches was refused
+                raise SourceError(_query_failure(exc)) from None
+        finally:
+            with contextlib.suppress(Exception):
+                self._progress(query)
+        if self.error is not None:
+            raise self.error
+
+    def _progress(self, query) -> None:
+        for progress in query.recentProgress:
+            try:
+                sources = json.loads(progress.json).get("sources") or []
+            except (AttributeError, TypeError, ValueError):
+                continue
+            for i, source in enumerate(sources):
+                latest = _as_json(source.get("latestOffset"))
+                if latest is not None:
+                    self.latest[str(i)] = latest
+        if self.query_id is not None:
+            self.run.record_stream(self.summary())
+
+    # ------------------------------------------------------------ one batch
+
+    def _batch(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._process(df, int(batch_id))
+        except _Enough:
+            raise
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def _process(self, df: DataFrame, batch_id: int) -> None:
+        run = self.run
+        if self._enough.is_set():
+            raise _Enough()  # past --max-batches: the batch is left for the next run
+        query_id = self.query_id or read_query_id(self.options.checkpoint)
+        self.query_id = query_id
+        done = run.store.committed_batch(run.name, query_id, batch_id)
+        if done is not None:
+            self.replayed += 1
+            log.warning(
+                "job %s: batch %d of streaming query %s was committed by run %s before a "
+                "restart; its writes are not repeated",
+                run.name,
+                batch_id,
+                query_id,
+                done.run_id,
+            )
+            self._publish_left(done.run_id, done.outputs)
+            # Spark reports a batch's progress from its executed plan: one that nothing ran
+            # on fails the query when it is reported. Count it (replays only).
+            df.count()
+            return
+        began = time.monotonic()
+        offsets = read_checkpoint_offsets(self.options.checkpoint, batch_id)
+        df = df.persist()
+        try:
+            records = df.count()
+            quarantined = self._quarantine(df, query_id, batch_id) if CORRUPT_COLUMN in df.columns else 0
+            clean = df
+            if CORRUPT_COLUMN in df.columns:
+                clean = df.filter(df[CORRUPT_COLUMN].isNull())
+            clean = clean.drop(*[c for c in HIDDEN if c in clean.columns])
+            attempts = self._call(clean, query_id, batch_id)
+        finally:
+            df.unpersist()
+        scope = attempts[-1]
+        crash_point("batch_staged")
+        metrics = {
+            "numRecords": records,
+            "records_quarantined": quarantined,
+            "attempts": len(attempts),
+            "duration_ms": int((time.monotonic() - began) * 1000),
+        }
+        run.store.commit_batch(
+            run.run_id,
+            query_id=query_id,
+            batch_id=batch_id,
+            outputs=[o.seq for o in scope.outputs],
+            offsets={str(i): o for i, o in enumerate(offsets)},
+            metrics=metrics,
+        )
+        published = self._publish(scope.outputs, batch_id)
+        crash_point("batch_committed")
+        with self._lock:
+            self.done += 1
+            self.records += records
+            self.quarantined += quarantined
+            self.last_offsets = offsets
+            self.last_batch = batch_id
+            self.recent = [
+                {"batch_id": batch_id, **metrics, "writes": published},
+                *self.recent,
+            ][:RECENT_BATCHES]
+        log.info(
+            "job %s: batch %d: %d records, %d quarantined, %d writes published (%d ms)",
+            run.name,
+            batch_id,
+            records,
+            quarantined,
+            len(published),
+            metrics["duration_ms"],
+        )
+        run.record_stream(self.summary())
+        if self.options.max_batches is not None and self.done >= self.options.max_batches:
+            self._enough.set()
+
+    def _call(self, clean: DataFrame, query_id: str, batch_id: int) -> list[BatchScope]:
+        """The batch function, retried up to batchMaxRetries times; each failed attempt's
+        staged writes are discarded."""
+        attempts: list[BatchScope] = []
+        for attempt in range(self.options.max_retries + 1):
+            scope = BatchScope(query_id, batch_id)
+            attempts.append(scope)
+            try:
+                with self.run.batch_scope(scope):
+                    self.function(clean, batch_id)
+                return attempts
+            except Exception as exc:
+                for record in scope.outputs:
+                    with contextlib.suppress(Exception):
+                        run_outputs.discard_output(
+                            self.run.store, record, self.run.databases, self.run.connections
+                        )
+                if attempt >= self.options.max_retries:
+                    raise
+                log.warning(
+                    "job %s: batch %d failed (attempt %d of %d), retrying: %s",
+                    self.run.name,
+                    batch_id,
+                    attempt + 1,
+                    self.options.max_retries + 1,
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                )
+        return attempts
+
+    def _quarantine(self, df: DataFrame, query_id: str, batch_id: int) -> int:
+        from pyspark.sql import functions as F
+
+        bad = df.filter(F.col(CORRUPT_COLUMN).isNotNull())
+        count = bad.count()
+        if not count:
+            return 0
+        where = quarantine_url(self.run.temp_dir, self.run.name, query_id, batch_id)
+        private_parent(f"{where}/part")
+        columns = [F.col(CORRUPT_COLUMN).alias("record")]
+        if ORIGIN_COLUMN in df.columns:
+            columns.insert(0, F.col(f"{ORIGIN_COLUMN}.*"))
+        # Overwritten whole: a replayed batch sets aside the same records once.
+        bad.select(*columns).write.mode("overwrite").json(spark_base_path(where))
+        log.warning(
+            "job %s: batch %d: %d malformed records set aside in %s, with where each came from",
+            self.run.name,
+            batch_id,
+            count,
+            where,
+        )
+        return count
+
+    def _publish(self, outputs: list[OutputRecord], batch_id: int) -> list[dict[str, Any]]:
+        results = []
+        for record in outputs:
+            committed = self.run.store.get_output(record.run_id, record.seq)
+            try:
+                results.append(
+                    run_outputs.publish_output(
+                        self.run.store, committed, self.run.databases, self.run.connections
+                    )
+                )
+            except Exception as exc:  # noqa: BLE001 - one line naming the write; the next run publishes it
+                raise SinkError(
+                    f"batch {batch_id} committed, but publishing its write to {record.target} failed: "
+                    f"{exc}. Nothing is lost: the next run of job {self.run.name!r} publishes it"
+                ) from None
+        return results
+
+    def _publish_left(self, run_id: str, seqs: list[int]) -> None:
+        for seq in seqs:
+            record = self.run.store.get_output(run_id, seq)
+            if record.state is OutputState.COMMITTED:
+                run_outputs.publish_output(self.run.store, record, self.run.databases, self.run.connections)
+
+    # ------------------------------------------------------------ what the run keeps
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            end = {str(i): o for i, o in enumerate(self.last_offsets)}
+            lag = None
+            if self.latest and end:
+                lags = [lag_of(self.latest.get(i), o) for i, o in end.items()]
+                lag = sum(v for v in lags if v is not None) if any(v is not None for v in lags) else None
+            return {
+                "query_id": self.query_id,
+                "checkpoint": self.options.checkpoint,
+                "batches": self.done,
+                "batches_replayed": self.replayed,
+                "numRecords": self.records,
+                "records_quarantined": self.quarantined,
+                "last_batch": self.last_batch,
+                "offsets": end,
+                "latest_offsets": dict(self.latest),
+                "lag": lag,
+                "recent_batches": list(self.recent),
+            }
+
+    def _stage_commit(self) -> None:
+        """What the bookmark records of each stream source when the run commits: where
+        the query's checkpoint stood after this run's last batch."""
+        summary = self.summary()
+        if summary["last_batch"] is None:
+            return
+        for i, (source, ctx) in enumerate(self.sources):
+            if ctx is None:
+                continue
+            state = {
+                "type": source.kind,
+                "source": source.describe(),
+                "query_id": summary["query_id"],
+                "checkpoint": summary["checkpoint"],
+                "last_batch": summary["last_batch"],
+                "offsets": summary["offsets"].get(str(i)),
+                "latest_offsets": summary["latest_offsets"].get(str(i)),
+                "lag": lag_of(summary["latest_offsets"].get(str(i)), summary["offsets"].get(str(i))),
+                "last_run": {"batches": summary["batches"], "records": summary["numRecords"]},
+            }
+            self.run.stage_commit(CtxCommit(ctx, state))
+
+
+class _ReportingFailure(Exception):
+    """Spark 4.1's Kafka source fails the progress report of a batch replayed after a
+    restart (its latest offsets are not known yet), after the batch is done."""
+
+
+# The NullPointerException of SPARK-55271, raised by KafkaMicroBatchStream.metrics.
+_SPARK_55271 = 'because the return value of "scala.Option.get()" is null'
+REPORTING_RESTARTS = 3
+
+
+class _Enough(Exception):
+    """Ends the query at --max-batches; the batch it stops is replayed by the next run."""
+
+
+def quarantine_url(temp_dir: str, job_name: str, query_id: str, batch_id: int) -> str:
+    check_name("job name", job_name)
+    if not re.fullmatch(r"[0-9a-fA-F-]{1,64}", query_id):
+        raise SourceError(f"unexpected streaming query id {query_id!r}")
+    return f"{temp_dir.rstrip('/')}/quarantine/{job_name}/stream-{query_id}/batch-{batch_id}"
+
+
+def _as_json(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+_KNOWN_FAILURES = (
+    ("UnknownTopicOrPartition", "the topic does not exist (deleted?)"),
+    ("Timeout of", "the Kafka brokers did not answer"),
+    ("TimeoutException", "the Kafka brokers did not answer"),
+    ("OffsetOutOfRange", "offsets recorded in the checkpoint no longer exist in the topic (retention); "
+     "set failOnDataLoss to false to go on from the earliest offset kept, losing the records in between"),
+    ("Some data may have been lost", "offsets recorded in the checkpoint no longer exist in the topic "
+     "(retention or a deleted topic); set failOnDataLoss to false to go on from the earliest offset "
+     "kept, losing the records in between"),
+)  # fmt: skip
+
+
+def _query_failure(exc: BaseException) -> str:
+    text = str(exc)
+    for marker, meaning in _KNOWN_FAILURES:
+        if marker in text:
+            return f"the streaming query failed: {meaning}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    return f"the streaming query failed: {first[:400]}"

@@ -1,0 +1,227 @@
+"""Glue streaming jobs on a real Kafka broker (KRaft, 127.0.0.1): the guides' script shape
+(create_data_frame.from_options kafka → forEachBatch → DynamicFrame writes to Parquet and
+PostgreSQL), run until caught up, again after more records, killed in the middle of a
+batch; every record in each sink exactly once, malformed records quarantined with their
+partition and offset, the committed offsets and lag in the bookmark."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from typer.testing import CliRunner
+
+from sparkmark.cli.app import app
+from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
+
+from .conftest import PG_DSN
+
+SCRIPT = Path(__file__).parent / "fixtures" / "streaming" / "kafka_orders.py"
+JDBC_URL = "jdbc:postgresql://127.0.0.1:5432/test?user=postgres"
+cli = CliRunner()
+
+
+class Topic:
+    """A topic with partitions, and the position of every record sent to it."""
+
+    def __init__(self, bootstrap: str, partitions: int = 3):
+        self.bootstrap = bootstrap
+        self.name = f"orders_{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics(
+            [NewTopic(self.name, num_partitions=partitions, replication_factor=1)]
+        ).values():
+            future.result(timeout=30)
+        self.sent: list[tuple[int | None, int, int]] = []  # (id or None when malformed, partition, offset)
+
+    def send(self, ids, malformed=()) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap})
+        delivered: list[tuple[int | None, int, int]] = []
+
+        def done(err, msg, value=None):
+            assert err is None, err
+            delivered.append((value, msg.partition(), msg.offset()))
+
+        for i in ids:
+            bad = i in malformed
+            payload = f'{{"id": {i}, "amount": ' if bad else json.dumps({"id": i, "amount": i * 10})
+            producer.produce(
+                self.name,
+                key=str(i),
+                value=payload,
+                on_delivery=lambda e, m, v=(None if bad else i): done(e, m, v),
+            )
+        producer.flush(30)
+        assert len(delivered) == len(list(ids))
+        self.sent.extend(delivered)
+
+    def next_offsets(self) -> dict[str, int]:
+        ends: dict[str, int] = {}
+        for _, partition, offset in self.sent:
+            ends[str(partition)] = max(ends.get(str(partition), 0), offset + 1)
+        return ends
+
+    def good_ids(self) -> list[int]:
+        return sorted(i for i, _, _ in self.sent if i is not None)
+
+
+@pytest.fixture
+def topic(kafka_broker):
+    return Topic(kafka_broker.bootstrap_servers)
+
+
+@pytest.fixture
+def pg_table():
+    name = f"orders_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {name} (id bigint, amount bigint)")
+    yield name
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def table_ids(table: str) -> list[int]:
+    with psycopg.connect(PG_DSN) as conn:
+        return sorted(r[0] for r in conn.execute(f"SELECT id FROM {table}").fetchall())
+
+
+def parquet_ids(spark, path: Path) -> list[int]:
+    if not path.exists():
+        return []
+    return sorted(r["id"] for r in spark.read.parquet(str(path)).select("id").collect())
+
+
+def job_args(job: str, topic: Topic, out: Path, table: str, *extra: str) -> list[str]:
+    return [
+        str(SCRIPT),
+        "--JOB_NAME",
+        job,
+        "--job-bookmark-option",
+        "job-bookmark-enable",
+        "--bootstrap_servers",
+        topic.bootstrap,
+        "--topic",
+        topic.name,
+        "--output_path",
+        str(out),
+        "--jdbc_url",
+        JDBC_URL,
+        "--table",
+        table,
+        "--window",
+        "1 second",
+        *extra,
+    ]
+
+
+def sm(*args: str):
+    return cli.invoke(app, list(args))
+
+
+def test_glue_streaming_script_runs_until_caught_up_and_again(
+    spark, topic, pg_table, tmp_path, sparkmark_home
+):
+    job, out = f"stream_{uuid.uuid4().hex[:6]}", tmp_path / "out"
+    topic.send(range(0, 30), malformed={7, 19})
+
+    first = sm("run", "--until-caught-up", *job_args(job, topic, out, pg_table))
+    assert first.exit_code == 0, first.output
+    assert "SUCCEEDED" in first.output
+    assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
+    assert len(topic.good_ids()) == 28
+
+    # The malformed records, set aside with their partition and offset.
+    store = StateStore.from_settings(Settings.from_env())
+    quarantined = list((sparkmark_home / "tmp" / "quarantine" / job).glob("stream-*/batch-*/*.json"))
+    records = [json.loads(line) for f in quarantined for line in f.read_text().splitlines()]
+    expected = sorted((p, o) for i, p, o in topic.sent if i is None)
+    assert sorted((r["partition"], r["offset"]) for r in records) == expected
+    assert {r["topic"] for r in records} == {topic.name}
+    assert all(r["record"].startswith('{"id": ') for r in records)
+
+    topic.send(range(30, 50), malformed={44})
+    second = sm("run", "--until-caught-up", *job_args(job, topic, out, pg_table))
+    assert second.exit_code == 0, second.output
+    assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
+    assert len(topic.good_ids()) == 47
+
+    # The bookmark shows the committed offsets per partition, and the lag.
+    bookmark = json.loads(sm("bookmark", "get", job, "--json").output)
+    state = bookmark["JobBookmark"]["orders_src"]
+    assert state["type"] == "kafka" and state["offsets"] == {topic.name: topic.next_offsets()}
+    assert state["lag"] == 0
+    shown = sm("bookmark", "get", job).output
+    assert "lag 0" in shown and topic.name in shown
+
+    # The run's streaming metrics: Glue's numRecords, per batch and in all.
+    runs = json.loads(sm("runs", "list", job, "--json").output)
+    metrics = json.loads(sm("runs", "show", runs[0]["run_id"], "--json").output)["metrics"]["streaming"]
+    assert metrics["numRecords"] == 20 and metrics["records_quarantined"] == 1
+    assert sum(b["numRecords"] for b in metrics["recent_batches"]) == 20
+    assert "numRecords" in sm("runs", "show", runs[0]["run_id"]).output
+    assert len(store.stream_batches(job)) == metrics["batches"] + 1  # and run 1's batch
+    store.close()
+
+
+def test_max_batches_stops_a_run_and_the_next_goes_on(spark, kafka_broker, pg_table, tmp_path):
+    topic = Topic(kafka_broker.bootstrap_servers, partitions=1)
+    job, out = f"stream_{uuid.uuid4().hex[:6]}", tmp_path / "out"
+    topic.send(range(0, 30))
+    common = job_args(job, topic, out, pg_table, "--max_offsets", "10")
+
+    first = sm("run", "--max-batches", "2", *common)
+    assert first.exit_code == 0, first.output
+    assert parquet_ids(spark, out) == table_ids(pg_table) == list(range(0, 20))
+
+    second = sm("run", "--until-caught-up", *common)
+    assert second.exit_code == 0, second.output
+    assert parquet_ids(spark, out) == table_ids(pg_table) == list(range(0, 30))
+
+
+def _run_process(args: list[str], crash_at: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SPARKMARK_CRASH_AT"}
+    if crash_at:
+        env["SPARKMARK_CRASH_AT"] = crash_at
+    return subprocess.run(
+        [sys.executable, "-m", "sparkmark", "run", "--until-caught-up", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def test_killed_in_the_middle_of_a_batch_loses_and_repeats_nothing(spark, topic, pg_table, tmp_path):
+    """SIGKILL while Spark writes a batch's files, then after the batch committed and
+    published but before Spark marked it done: each restart goes on from the checkpoint."""
+    job, out = f"stream_{uuid.uuid4().hex[:6]}", tmp_path / "out"
+    args = job_args(job, topic, out, pg_table)
+    topic.send(range(0, 40), malformed={3})
+
+    killed = _run_process(args, "writing")
+    assert killed.returncode in (137, -9), killed.stderr[-3000:]
+    assert table_ids(pg_table) == []  # nothing of the killed batch reached the table
+
+    topic.send(range(40, 60))
+    replayed = _run_process(args, "batch_committed")
+    assert replayed.returncode in (137, -9), replayed.stderr[-3000:]
+    # Batch 0 again (Spark replays what its checkpoint planned: the first 40 records),
+    # published, then the process killed before Spark marked it done.
+    first_batch = [i for i in topic.good_ids() if i < 40]
+    assert parquet_ids(spark, out) == table_ids(pg_table) == first_batch
+
+    topic.send(range(60, 70))
+    done = _run_process(args, None)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "its writes are not repeated" in done.stderr
+    assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
+    assert len(topic.good_ids()) == 69
