@@ -21,6 +21,11 @@ def _offsets_text(offsets: Any) -> str:
     """A stream's committed offsets, per topic and partition (or shard)."""
     if not isinstance(offsets, dict):
         return str(offsets)
+    if isinstance(offsets.get("shards"), dict):  # Kinesis: the last sequence number read per shard
+        return " ".join(
+            f"{sid}:{(entry or {}).get('after') or '-'}{' (closed, read)' if (entry or {}).get('done') else ''}"
+            for sid, entry in sorted(offsets["shards"].items())
+        )
     parts = []
     for topic, by_partition in sorted(offsets.items()):
         if isinstance(by_partition, dict):

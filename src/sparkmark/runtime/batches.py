@@ -123,6 +123,26 @@ def read_checkpoint_offsets(checkpoint: str, batch_id: int) -> list[Any]:
     return offsets
 
 
+def pending_batch(checkpoint: str) -> int | None:
+    """The batch a checkpoint has planned (``offsets/N``) but not marked done
+    (``commits/N``): Spark does it again first when the query restarts."""
+    fs, root = url_to_fs(checkpoint)
+    root = root.rstrip("/")
+
+    def newest(folder: str) -> int | None:
+        try:
+            names = [p.rsplit("/", 1)[-1] for p in fs.ls(f"{root}/{folder}", detail=False)]
+        except FileNotFoundError:
+            return None
+        ids = [int(n) for n in names if n.isdigit()]
+        return max(ids) if ids else None
+
+    planned, done = newest("offsets"), newest("commits")
+    if planned is None or (done is not None and done >= planned):
+        return None
+    return planned
+
+
 def read_query_id(checkpoint: str) -> str:
     """The query's id: stable for as long as its checkpoint lives."""
     fs, root = url_to_fs(checkpoint)
@@ -131,19 +151,23 @@ def read_query_id(checkpoint: str) -> str:
 
 
 def lag_of(latest: Any, end: Any) -> int | None:
-    """Records between a batch's end and the latest offsets, for offsets shaped
-    ``{topic: {partition: offset}}`` (Kafka) or ``{shard: {"behind": n}}``-like maps."""
+    """Records between a batch's end and the latest offsets, for offsets counted in
+    records (Kafka's ``{topic: {partition: offset}}``); None for other offsets (Kinesis
+    sequence numbers do not count records)."""
     if not isinstance(latest, dict) or not isinstance(end, dict):
         return None
-    total = 0
+    total, compared = 0, False
     for topic, parts in latest.items():
         if not isinstance(parts, dict):
             return None
         done = end.get(topic) or {}
+        if not isinstance(done, dict):
+            return None
         for part, offset in parts.items():
             if isinstance(offset, int) and isinstance(done.get(part), int):
                 total += max(offset - done[part], 0)
-    return total
+                compared = True
+    return total if compared else None
 
 
 @dataclass
@@ -199,12 +223,14 @@ class MicroBatches:
             )
         private_parent(self.options.checkpoint)
         try:
-            for restart in range(REPORTING_RESTARTS + 1):
+            failures = 0
+            for _ in range(REPORTING_RESTARTS + 3):
+                pending = pending_batch(self.options.checkpoint)
                 try:
                     self._run_query()
-                    break
                 except _ReportingFailure:
-                    if restart == REPORTING_RESTARTS:
+                    failures += 1
+                    if failures > REPORTING_RESTARTS:
                         raise SourceError(
                             "the streaming query failed: Spark's Kafka source could not report a "
                             "replayed batch's progress (SPARK-55271), again after restarts"
@@ -215,6 +241,18 @@ class MicroBatches:
                         "starting the query again from its checkpoint",
                         self.run.name,
                     )
+                    continue
+                if self.options.available_now and pending is not None and not self._enough.is_set():
+                    # Spark ends an available-now query that restarts with a batch planned
+                    # but not marked done once that batch is done again: go on to catch up.
+                    log.info(
+                        "job %s: the query redid batch %d, which its last run left unfinished, and "
+                        "stopped there; starting it again to catch up",
+                        self.run.name,
+                        pending,
+                    )
+                    continue
+                break
         finally:
             self._stage_commit()
         log.info(
