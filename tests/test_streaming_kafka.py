@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from sparkmark.cli.app import app
 from sparkmark.engine.store import StateStore
+from sparkmark.errors import SourceError
 from sparkmark.settings import Settings
 
 from .conftest import PG_DSN
@@ -229,3 +230,106 @@ def test_killed_in_the_middle_of_a_batch_loses_and_repeats_nothing(spark, topic,
     assert "its writes are not repeated" in done.stderr
     assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
     assert len(topic.good_ids()) == 69
+
+
+# ------------------------------------------------------------------ the native API, failures
+
+
+def read_orders(job, topic: Topic, **extra):
+    return job.read_stream(
+        "kafka",
+        ctx="orders",
+        **{
+            "bootstrap.servers": topic.bootstrap,
+            "topicName": topic.name,
+            "startingOffsets": "earliest",
+            "classification": "json",
+            "schema": "id long, amount long",
+            **extra,
+        },
+    )
+
+
+def test_a_failing_batch_is_retried_and_its_writes_discarded(runner, spark, topic, tmp_path):
+    out, attempts = tmp_path / "out", []
+    topic.send(range(0, 10))
+
+    def flaky(df, batch_id):
+        attempts.append(batch_id)
+        job.write_files(df, str(out), format="parquet")
+        if len(attempts) == 1:
+            raise RuntimeError("a flaky sink")
+
+    job = runner.start()
+    summary = job.for_each_batch(
+        read_orders(job, topic), flaky, checkpoint=str(tmp_path / "cp"), until_caught_up=True
+    )
+    job.commit()
+    assert attempts == [0, 0] and summary["recent_batches"][0]["attempts"] == 2
+    assert parquet_ids(spark, out) == list(range(0, 10))  # the first attempt's write was discarded
+
+
+def test_a_batch_that_keeps_failing_fails_the_run_and_is_done_again_next_time(runner, spark, topic, tmp_path):
+    out, cp = tmp_path / "out", str(tmp_path / "cp")
+    topic.send(range(0, 10))
+
+    def broken(df, batch_id):
+        job.write_files(df, str(out), format="parquet")
+        raise ValueError("the batch function is broken")
+
+    job = runner.start()
+    frame = read_orders(job, topic)
+    with pytest.raises(ValueError, match="the batch function is broken"):
+        job.for_each_batch(frame, broken, checkpoint=cp, max_retries=1, until_caught_up=True)
+    job.fail(ValueError("the batch function is broken"))
+    assert runner.store.get_run(job.run_id).state.value == "FAILED"
+    assert not list(out.glob("*.parquet"))  # the staged writes of both attempts were discarded
+
+    topic.send(range(10, 15))
+    job = runner.start()
+    job.for_each_batch(
+        read_orders(job, topic),
+        lambda df, batch_id: job.write_files(df, str(out), format="parquet"),
+        checkpoint=cp,
+        until_caught_up=True,
+    )
+    job.commit()
+    assert parquet_ids(spark, out) == list(range(0, 15))
+
+
+def test_an_unreachable_broker_is_one_line(runner, tmp_path):
+    job = runner.start()
+    topic = Topic.__new__(Topic)
+    topic.bootstrap, topic.name = "127.0.0.1:1", "nowhere"
+    with pytest.raises(
+        SourceError,
+        match=r"no Kafka broker of 127.0.0.1:1 can be reached \(127.0.0.1:1: Connection refused\)",
+    ):
+        read_orders(job, topic)
+    job.fail("unreachable")
+
+
+def test_a_deleted_topic_fails_the_next_run_with_the_data_loss_policy(runner, kafka_broker, topic, tmp_path):
+    out, cp = tmp_path / "out", str(tmp_path / "cp")
+    topic.send(range(0, 5))
+    job = runner.start()
+    job.for_each_batch(
+        read_orders(job, topic),
+        lambda df, b: job.write_files(df, str(out), format="json"),
+        checkpoint=cp,
+        until_caught_up=True,
+    )
+    job.commit()
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for future in admin.delete_topics([topic.name]).values():
+        future.result(timeout=30)
+    job = runner.start()
+    with pytest.raises(SourceError, match="failOnDataLoss|does not exist"):
+        job.for_each_batch(
+            read_orders(job, topic, failOnDataLoss="true"),
+            lambda df, b: job.write_files(df, str(out), format="json"),
+            checkpoint=cp,
+            until_caught_up=True,
+        )
+    job.fail("deleted topic")

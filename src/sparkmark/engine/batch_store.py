@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
-from ..errors import RunFinished
+from ..errors import RunFinished, StateStoreError
 from . import rows
 from . import schema as t
 from .models import OutputState, RunState
@@ -77,6 +78,17 @@ class BatchStore:
         """Record batch ``batch_id`` of ``query_id`` as done and its staged writes (output
         seqs of ``run_id``) as COMMITTED, in one transaction. The run must be RUNNING."""
         seqs = sorted(set(outputs))
+        try:
+            return self._commit_batch(run_id, query_id, batch_id, seqs, offsets, metrics)
+        except IntegrityError:
+            earlier = self.committed_batch(rows.job_of_run(self.engine, run_id), query_id, batch_id)
+            raise StateStoreError(
+                f"batch {batch_id} of streaming query {query_id} was already committed"
+                + (f" by run {earlier.run_id}" if earlier else "")
+                + "; it is not committed twice"
+            ) from None
+
+    def _commit_batch(self, run_id, query_id, batch_id, seqs, offsets, metrics) -> BatchRecord:
         with self.engine.begin() as conn:
             run = rows.run_row(conn, run_id)
             if run.state != RunState.RUNNING.value:

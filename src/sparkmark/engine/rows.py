@@ -37,6 +37,11 @@ def run_row(conn: Connection, run_id: str):
     return row
 
 
+def job_of_run(engine, run_id: str) -> str:
+    with engine.connect() as conn:
+        return run_row(conn, run_id).job_name
+
+
 def commit_outputs(conn: Connection, run_id: str) -> None:
     conn.execute(
         update(t.outputs)

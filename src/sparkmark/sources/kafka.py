@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -182,9 +183,23 @@ class KafkaSource(StreamSource):
             )
         return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
 
+    def check_reachable(self, timeout: float = 5.0) -> None:
+        """One line now, rather than Spark's retries for minutes, when no broker of the
+        bootstrap list accepts a connection."""
+        problems = []
+        for server in self.bootstrap.split(","):
+            host, _, port = server.strip().rpartition(":")
+            try:
+                with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                    return
+            except (OSError, ValueError) as exc:
+                problems.append(f"{server.strip()}: {getattr(exc, 'strerror', None) or exc}")
+        raise SourceError(f"no Kafka broker of {self.bootstrap} can be reached ({'; '.join(problems)})")
+
     def read(self, context: ReadContext) -> SourceOutcome:
         from pyspark.sql import functions as F
 
+        self.check_reachable()
         spark = context.spark
         reader = spark.readStream.format("kafka")
         for name, value in self.spark_options().items():
