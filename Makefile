@@ -29,6 +29,7 @@ jars:
 kafka: install jars
 	$(PY) -m sparkmark.devservices kafka
 
+# moto's server: the S3 API, and the Kinesis API for streaming jobs.
 s3: install
 	$(PY) -m sparkmark.devservices s3
 

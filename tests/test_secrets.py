@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+from sparkmark.engine.store import StateStore
+
 from .conftest import write_json
 from .test_masking import CORPUS
 
@@ -182,3 +184,15 @@ def test_private_files_whatever_the_umask_and_home(tmp_path, sparkmark_home):
         folders = [p for p in (sparkmark_home / "tmp" / top).rglob("*") if p.is_dir()]
         folders.append(sparkmark_home / "tmp" / top)
         assert all(mode(f) == 0o700 for f in folders), top
+
+
+def test_a_store_in_a_shared_folder_leaves_the_folder_alone(tmp_path):
+    """A state file in a sticky, world-writable folder such as /tmp: the file is 0600, and
+    the folder, which other users and services write to, keeps its mode."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    store = StateStore(f"sqlite:///{shared / 'state.db'}")
+    store.close()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    assert stat.S_IMODE((shared / "state.db").stat().st_mode) == 0o600

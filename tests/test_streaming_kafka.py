@@ -333,3 +333,51 @@ def test_a_deleted_topic_fails_the_next_run_with_the_data_loss_policy(runner, ka
             until_caught_up=True,
         )
     job.fail("deleted topic")
+
+
+def test_a_streaming_catalog_table_gives_the_source_and_the_schema(spark, topic, tmp_path, sparkmark_home):
+    """Glue keeps a Kafka table's topic and brokers in its parameters (typeOfData kafka)
+    and the records' schema in its columns; from_catalog reads the stream with them."""
+    from sparkmark.catalog.models import Column, Database, Table
+    from sparkmark.catalog.store import CatalogStore
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+
+    store = StateStore.from_settings(Settings.from_env())
+    catalog = CatalogStore(store)
+    catalog.put_database(Database("streams"))
+    catalog.put_table(
+        Table(
+            database="streams",
+            name="orders",
+            location="",
+            classification="json",
+            columns=(Column("id", "bigint"), Column("amount", "bigint")),
+            parameters={
+                "typeOfData": "kafka",
+                "topicName": topic.name,
+                "bootstrap.servers": topic.bootstrap,
+                "startingOffsets": "earliest",
+                "EXTERNAL": "TRUE",  # not an option of the source: left out
+            },
+        )
+    )
+    topic.send(range(0, 6), malformed={2})
+    out = tmp_path / "out"
+    glue = GlueContext(spark)
+    job = GlueJob(glue)
+    job.init("catalog_stream", {"JOB_NAME": "catalog_stream", "job_bookmark_option": "job-bookmark-enable"})
+    frame = glue.create_data_frame.from_catalog(
+        database="streams", table_name="orders", transformation_ctx="src"
+    )
+    assert [f.name for f in frame.schema.fields][:2] == ["id", "amount"]
+
+    def process(df, batch_id):
+        glue.write_data_frame.from_options(
+            frame=df, connection_type="s3", connection_options={"path": str(out)}, format="parquet"
+        )
+
+    glue.forEachBatch(frame=frame, batch_function=process, options={"trigger": "availableNow"})
+    job.commit()
+    assert parquet_ids(spark, out) == [0, 1, 3, 4, 5]
+    store.close()

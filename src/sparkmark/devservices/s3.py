@@ -1,6 +1,7 @@
 """An S3 API server on 127.0.0.1: moto's server mode, from the test extras
 (``pip install -e '.[test]'``). Clients reach it over HTTP as they would reach AWS,
-with the endpoint URL and any access key."""
+with the endpoint URL and any access key. The same server answers the Kinesis API
+(the streaming source's ``endpointUrl``)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,12 +41,17 @@ __all__ = ["StateStore", "private_dir"]
 
 def private_dir(path: Path) -> None:
     """Make ``path`` (and missing parents) a folder only its owner can enter, whatever
-    the umask; one that exists is narrowed to 0700 too. Sparkmark's own folders hold
-    run arguments, bookmark state, logs and quarantined records."""
+    the umask; one that exists is narrowed to 0700 too, unless it is shared (sticky, as
+    /tmp is) or another user's: the files sparkmark puts there are 0600 themselves.
+    Sparkmark's own folders hold run arguments, bookmark state, logs and quarantined
+    records."""
     if not path.exists():
         path.mkdir(parents=True, mode=0o700)
     with contextlib.suppress(OSError):  # not ours to change (another owner): leave it
-        if path.stat().st_mode & 0o077:
+        info = path.stat()
+        if info.st_mode & stat.S_ISVTX or info.st_uid != os.getuid():
+            return  # a shared folder such as /tmp (sticky), or another user's: never narrowed
+        if info.st_mode & 0o077:
             path.chmod(0o700)
 
 

@@ -596,6 +596,25 @@ class GlueContext:
 
         return CatalogStore(self.state_store())
 
+    def _stream_table(self, database: str, table_name: str, options: dict) -> tuple[str, dict] | None:
+        """A streaming catalog table (``typeOfData`` kafka or kinesis, as Glue keeps it):
+        its connection options, with the table's columns as the records' schema."""
+        table = self._catalog_store().table(database.lower(), table_name.lower())
+        kind = str(table.parameters.get("typeOfData", "")).lower()
+        if kind not in STREAM_CONNECTIONS:
+            return None
+        from ..sources.streams import accepts
+
+        from_table = {
+            k: v
+            for k, v in table.parameters.items()
+            if k not in ("typeOfData", "classification") and accepts(kind, k)
+        }
+        merged = {"classification": table.classification, **from_table, **options}
+        if table.columns and "schema" not in merged and "inferSchema" not in options:
+            merged["schema"] = ", ".join(f"`{c.name}` {c.type}" for c in table.columns)
+        return kind, merged
+
     def _from_catalog(
         self, database: str, table_name: str, push_down_predicate: str, options: dict, ctx: str
     ) -> tuple[DataFrame, bool]:
@@ -954,6 +973,10 @@ class _DataFrameReader:
         additional_options: dict | None = None,
         **kwargs,
     ) -> DataFrame:
+        streaming = self._ctx._stream_table(database, table_name, dict(additional_options or {}))
+        if streaming is not None:
+            kind, options = streaming
+            return self._ctx._read_stream(kind, options, transformation_ctx)
         df, json_records = self._ctx._from_catalog(
             database, table_name, push_down_predicate, dict(additional_options or {}), transformation_ctx
         )

@@ -63,6 +63,11 @@ _CONSUMER_PREFIXES = ("security.", "sasl.", "ssl.", "client.")
 SAMPLE_RECORDS = 1000  # values sampled from the topic to infer a schema
 
 
+def accepts(name: str) -> bool:
+    """Whether ``name`` is a Kafka connection option this source takes."""
+    return name in _RENAMED or name in _OWN or name.startswith(("kafka.", *_CONSUMER_PREFIXES))
+
+
 def bootstrap_from_url(url: str) -> str:
     """A Kafka connection's url: ``kafka://h1:9092,h2:9092`` or ``h1:9092,h2:9092``."""
     return url.removeprefix("kafka://").removeprefix("kafka+ssl://").strip("/")

@@ -66,6 +66,11 @@ _OWN = {
 }
 
 
+def accepts(name: str) -> bool:
+    """Whether ``name`` is a Kinesis connection option this source takes."""
+    return name in _OWN or name.startswith("kinesis.")
+
+
 # ---------------------------------------------------------------- offsets (pure logic)
 
 

@@ -104,3 +104,15 @@ def stream_source(
 
         return KinesisSource(options=options, ctx=ctx, settings=settings)
     raise SourceError(f"streaming connection_type {kind!r} is not supported; use {' or '.join(KINDS)}")
+
+
+def accepts(kind: str, name: str) -> bool:
+    """Whether the streaming source of ``kind`` takes connection option ``name`` (a
+    catalog table's parameters hold others too)."""
+    if kind == "kafka":
+        from .kafka import accepts as kafka_accepts
+
+        return kafka_accepts(name)
+    from .kinesis import accepts as kinesis_accepts
+
+    return kinesis_accepts(name)
