@@ -353,8 +353,13 @@ class MicroBatches:
         offsets = read_checkpoint_offsets(self.options.checkpoint, batch_id)
         df = df.persist()
         try:
-            records = df.count()
-            quarantined = self._quarantine(df, query_id, batch_id) if CORRUPT_COLUMN in df.columns else 0
+            # One pass fills the cache and counts the records and the malformed ones.
+            from pyspark.sql import functions as F
+
+            malformed = F.count(F.col(CORRUPT_COLUMN)) if CORRUPT_COLUMN in df.columns else F.lit(0)
+            counts = df.agg(F.count(F.lit(1)).alias("records"), malformed.alias("malformed")).first()
+            records, bad = (int(counts["records"]), int(counts["malformed"])) if counts else (0, 0)
+            quarantined = self._quarantine(df, query_id, batch_id, bad) if bad else 0
             clean = df
             if CORRUPT_COLUMN in df.columns:
                 clean = df.filter(df[CORRUPT_COLUMN].isNull())
@@ -432,13 +437,10 @@ class MicroBatches:
                 )
         return attempts
 
-    def _quarantine(self, df: DataFrame, query_id: str, batch_id: int) -> int:
+    def _quarantine(self, df: DataFrame, query_id: str, batch_id: int, count: int) -> int:
         from pyspark.sql import functions as F
 
         bad = df.filter(F.col(CORRUPT_COLUMN).isNotNull())
-        count = bad.count()
-        if not count:
-            return 0
         where = quarantine_url(self.run.temp_dir, self.run.name, query_id, batch_id)
         private_parent(f"{where}/part")
         columns = [F.col(CORRUPT_COLUMN).alias("record")]
