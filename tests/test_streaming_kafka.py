@@ -381,3 +381,42 @@ def test_a_streaming_catalog_table_gives_the_source_and_the_schema(spark, topic,
     job.commit()
     assert parquet_ids(spark, out) == [0, 1, 3, 4, 5]
     store.close()
+
+
+def test_a_declared_streaming_job_is_scheduled_bounded(spark, topic, pg_table, tmp_path):
+    """A job declared with Streaming = { UntilCaughtUp = true } runs through the scheduler's
+    launcher and returns once caught up, so a workflow can go on after it."""
+    out = tmp_path / "out"
+    config = tmp_path / "sparkmark.toml"
+    pairs = job_args("declared", topic, out, pg_table)[1:]
+    arguments = dict(zip(pairs[0::2], pairs[1::2], strict=True))
+    arguments.pop("--JOB_NAME")
+    config.write_text(
+        "[jobs.orders_stream]\n"
+        f'Script = "{SCRIPT}"\n'
+        "Streaming = { UntilCaughtUp = true }\n"
+        "DefaultArguments = { " + ", ".join(f'"{k}" = "{v}"' for k, v in arguments.items()) + " }\n",
+        encoding="utf-8",
+    )
+    topic.send(range(0, 8))
+    for more in (range(8, 12), ()):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sparkmark",
+                "job",
+                "run",
+                "orders_stream",
+                "--config",
+                str(config),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
+        assert json.loads(done.stdout)["JobRunState"] == "SUCCEEDED"
+        assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
+        topic.send(more)

@@ -84,6 +84,20 @@ class SparkSettings(_Model):
         return value
 
 
+class StreamingBounds(_Model):
+    """How a scheduled streaming job ends (``sparkmark run --until-caught-up`` /
+    ``--max-batches``); without them a streaming job runs until it is stopped."""
+
+    UntilCaughtUp: bool = False
+    MaxBatches: int | None = Field(default=None, ge=1)
+
+    def run_options(self) -> list[str]:
+        options = ["--until-caught-up"] if self.UntilCaughtUp else []
+        if self.MaxBatches is not None:
+            options += ["--max-batches", str(self.MaxBatches)]
+        return options
+
+
 class JobDefinition(_Model):
     Name: str
     Script: str  # a local path (relative to the file that declares it) or a URL such as s3://…
@@ -93,6 +107,7 @@ class JobDefinition(_Model):
     Timeout: float = Field(default=2880, gt=0)  # minutes, Glue's default of 48 hours
     MaxConcurrentRuns: int = Field(default=1, ge=1)
     Spark: SparkSettings = Field(default_factory=SparkSettings)
+    Streaming: StreamingBounds = Field(default_factory=StreamingBounds)
 
     @field_validator("DefaultArguments")
     @classmethod

@@ -582,7 +582,7 @@ class Scheduler:
             run = self.store.workflow_run(action.workflow_run_id)
             arguments["--WORKFLOW_NAME"] = run.workflow
             arguments["--WORKFLOW_RUN_ID"] = run.run_id
-        argv = ["run", str(job.Script)]
+        argv = ["run", *job.Streaming.run_options(), str(job.Script)]
         for key, value in arguments.items():
             argv += [key, value]
         env = {
