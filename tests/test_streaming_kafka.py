@@ -420,3 +420,68 @@ def test_a_declared_streaming_job_is_scheduled_bounded(spark, topic, pg_table, t
         assert json.loads(done.stdout)["JobRunState"] == "SUCCEEDED"
         assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
         topic.send(more)
+
+
+def _send_raw(topic: Topic, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": topic.bootstrap})
+    for value in values:
+        producer.produce(topic.name, value=value, partition=0)
+    producer.flush(30)
+
+
+@pytest.mark.parametrize("classification", ["csv", "avro"])
+def test_csv_and_avro_records_are_parsed_and_bad_ones_set_aside(
+    runner, spark, topic, tmp_path, classification
+):
+    import io
+
+    import fastavro
+
+    avro_schema = {
+        "type": "record",
+        "name": "order",
+        "fields": [{"name": "id", "type": "long"}, {"name": "amount", "type": "long"}],
+    }
+    if classification == "csv":
+        good = [f"{i},{i * 10}".encode() for i in range(5)]
+        bad = b"seven,not-a-number"
+        extra = {"schema": "id long, amount long"}
+    else:
+
+        def encode(i: int) -> bytes:
+            buffer = io.BytesIO()
+            fastavro.schemaless_writer(
+                buffer, fastavro.parse_schema(avro_schema), {"id": i, "amount": i * 10}
+            )
+            return buffer.getvalue()
+
+        good = [encode(i) for i in range(5)]
+        bad = b"\xff\xff\xff"
+        extra = {"avroSchema": json.dumps(avro_schema)}
+    _send_raw(topic, [*good[:2], bad, *good[2:]])
+    out, seen = tmp_path / "out", []
+
+    job = runner.start()
+    frame = job.read_stream(
+        "kafka",
+        ctx="orders",
+        **{
+            "bootstrap.servers": topic.bootstrap,
+            "topicName": topic.name,
+            "startingOffsets": "earliest",
+            "classification": classification,
+            **extra,
+        },
+    )
+
+    def process(df, batch_id):
+        seen.extend((r["id"], r["amount"]) for r in df.collect())
+        job.write_files(df, str(out), format="parquet")
+
+    summary = job.for_each_batch(frame, process, checkpoint=str(tmp_path / "cp"), until_caught_up=True)
+    job.commit()
+    assert sorted(seen) == [(i, i * 10) for i in range(5)]
+    assert summary["records_quarantined"] == 1 and summary["numRecords"] == 6
+    quarantined = list((Path(runner.temp_dir) / "quarantine" / runner.name).glob("stream-*/batch-*/*.json"))
+    (record,) = [json.loads(line) for f in quarantined for line in f.read_text().splitlines()]
+    assert (record["partition"], record["offset"]) == (0, 2)

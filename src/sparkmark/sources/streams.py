@@ -55,7 +55,16 @@ def parse_values(
             F.col("value").alias("__sm_bytes"),
             *others,
         )
-        corrupt = F.when(F.col("__sm_r").isNull(), F.concat(F.lit("base64:"), F.base64("__sm_bytes")))
+        # Spark's permissive Avro decoding gives a record that does not decode as null, or
+        # as a record of nulls: either counts as malformed (the bytes kept in base64).
+        fields = parsed.select("__sm_r.*").columns
+        undecoded = F.col("__sm_r").isNull()
+        if fields:
+            all_null = F.col(f"__sm_r.`{fields[0]}`").isNull()
+            for name in fields[1:]:
+                all_null = all_null & F.col(f"__sm_r.`{name}`").isNull()
+            undecoded = undecoded | all_null
+        corrupt = F.when(undecoded, F.concat(F.lit("base64:"), F.base64("__sm_bytes")))
         return parsed.select("__sm_r.*", *others, corrupt.alias(CORRUPT_COLUMN))
     if schema is None:
         raise SourceError(f"a {classification} stream needs a schema")
