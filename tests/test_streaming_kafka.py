@@ -485,3 +485,38 @@ def test_csv_and_avro_records_are_parsed_and_bad_ones_set_aside(
     quarantined = list((Path(runner.temp_dir) / "quarantine" / runner.name).glob("stream-*/batch-*/*.json"))
     (record,) = [json.loads(line) for f in quarantined for line in f.read_text().splitlines()]
     assert (record["partition"], record["offset"]) == (0, 2)
+
+
+def test_an_unbounded_job_stopped_by_sigterm_ends_stopped_and_the_next_run_goes_on(
+    spark, topic, pg_table, tmp_path
+):
+    """Without --until-caught-up a streaming job runs as on Glue, a batch every windowSize,
+    until it is stopped; SIGTERM ends it STOPPED, its lease freed, nothing written twice."""
+    import signal
+    import time
+
+    job, out = f"stream_{uuid.uuid4().hex[:6]}", tmp_path / "out"
+    topic.send(range(0, 10))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparkmark", "run", *job_args(job, topic, out, pg_table)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while len(table_ids(pg_table)) < 9 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)  # waiting for another process's first batch, not for time to pass
+    assert table_ids(pg_table) == topic.good_ids(), proc.stderr.read() if proc.poll() is not None else ""
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr[-3000:]
+    assert "Traceback" not in stderr and "error: stopped by SIGTERM" in stderr
+
+    store = StateStore.from_settings(Settings.from_env())
+    (run,) = store.list_runs(job)
+    assert run.state.value == "STOPPED" and store.get_lease(job) is None
+    topic.send(range(10, 15))
+    again = _run_process(job_args(job, topic, out, pg_table), None)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert parquet_ids(spark, out) == table_ids(pg_table) == topic.good_ids()
+    store.close()

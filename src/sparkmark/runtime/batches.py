@@ -34,6 +34,7 @@ from ..engine.names import check_name
 from ..engine.storage import spark_base_path
 from ..errors import SinkError, SourceError, SparkmarkError
 from ..sources.streams import CORRUPT_COLUMN, HIDDEN, ORIGIN_COLUMN
+from . import stopping
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -282,10 +283,16 @@ class MicroBatches:
             self.options.checkpoint,
         )
         try:
-            while not query.awaitTermination(1):
-                self._progress(query)
-                if self._enough.is_set():
-                    query.stop()
+            with stopping.watched():
+                while not query.awaitTermination(1):
+                    self._progress(query)
+                    signum = stopping.take_request()
+                    if signum is not None:
+                        log.warning("job %s: stopping streaming query %s", self.run.name, self.query_id)
+                        query.stop()
+                        raise stopping.RunStopped(signum)
+                    if self._enough.is_set():
+                        query.stop()
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 query.stop()

@@ -24,6 +24,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _installed = False
 _received: int | None = None
 _deferring = 0
+_watching = 0
 _deferred: int | None = None
 
 
@@ -53,7 +54,7 @@ def _handler(signum: int, _frame) -> None:
     if _received is not None:
         os._exit(128 + signum)  # the second signal: no more waiting
     _received = signum
-    if _deferring:
+    if _deferring or _watching:
         _deferred = signum
         return
     _cancel_spark_jobs()
@@ -97,3 +98,25 @@ def deferred() -> Iterator[None]:
         pending, _deferred = _deferred, None
         if pending is not None and not _deferring:
             raise RunStopped(pending)
+
+
+@contextlib.contextmanager
+def watched() -> Iterator[None]:
+    """While the main thread waits in a loop that asks ``take_request()`` (a streaming
+    query's wait): a stop signal is recorded for the loop, not raised inside a call
+    into Spark's JVM, which would log the interruption as an error."""
+    global _watching  # noqa: PLW0603
+    _watching += 1
+    try:
+        yield
+    finally:
+        _watching -= 1
+
+
+def take_request() -> int | None:
+    """The stop signal received while watched, once; None when there was none."""
+    global _deferred
+    if _deferring:
+        return None  # a commit holds it: it is raised when the commit is over
+    pending, _deferred = _deferred, None
+    return pending
