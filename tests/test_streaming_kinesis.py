@@ -176,3 +176,35 @@ def test_a_stream_that_does_not_exist_is_one_line(spark, aws_env, tmp_path):
         in result.output
     )
     assert "Traceback" not in result.output
+
+
+def test_latest_reads_only_records_put_after_the_query_started(runner, spark, aws_env, tmp_path):
+    """startingPosition LATEST: a fresh query starts at the time it starts (a fixed point, so
+    a replay reads the same records); what the stream held before is not read."""
+    endpoint = aws_env
+    stream = Stream(endpoint, shards=1)
+    stream.put(range(0, 5))
+    out, cp = tmp_path / "out", str(tmp_path / "cp")
+    options = {
+        "streamName": stream.name,
+        "endpointUrl": endpoint,
+        "startingPosition": "LATEST",
+        "classification": "json",
+        "schema": "event_id long, kind string",
+    }
+
+    def one_run():
+        job = runner.start()
+        summary = job.for_each_batch(
+            job.read_stream("kinesis", ctx="events", **options),
+            lambda df, batch_id: job.write_files(df, str(out), format="parquet"),
+            checkpoint=cp,
+            until_caught_up=True,
+        )
+        job.commit()
+        return summary
+
+    assert one_run()["numRecords"] == 0
+    stream.put(range(5, 9))
+    assert one_run()["numRecords"] == 4
+    assert parquet_ids(spark, out) == [5, 6, 7, 8]
