@@ -100,7 +100,8 @@ def glue_style(spark, argv: list[str], kind: str, connection: dict) -> int:
     return int(job._native.job_run.metrics["streaming"]["numRecords"])
 
 
-def plain_kafka(spark, bootstrap: str, topic: str, out: Path, checkpoint: Path) -> None:
+def parsed_topic(spark, bootstrap: str, topic: str):
+    """The topic's records parsed with the schema, as a plain streaming DataFrame."""
     from pyspark.sql import functions as F
 
     raw = (
@@ -110,7 +111,11 @@ def plain_kafka(spark, bootstrap: str, topic: str, out: Path, checkpoint: Path) 
         .option("startingOffsets", "earliest")
         .load()
     )
-    parsed = raw.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*")
+    return raw.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*")
+
+
+def plain_kafka(spark, bootstrap: str, topic: str, out: Path, checkpoint: Path) -> None:
+    parsed = parsed_topic(spark, bootstrap, topic)
     query = (
         parsed.writeStream.format("parquet")
         .option("path", str(out))
@@ -123,16 +128,7 @@ def plain_kafka(spark, bootstrap: str, topic: str, out: Path, checkpoint: Path) 
 
 def plain_kafka_batches(spark, bootstrap: str, topic: str, out: Path, checkpoint: Path) -> None:
     """Plain Structured Streaming with the script's own batch function: count, then write."""
-    from pyspark.sql import functions as F
-
-    raw = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .load()
-    )
-    parsed = raw.select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("r")).select("r.*")
+    parsed = parsed_topic(spark, bootstrap, topic)
 
     def process_batch(data_frame, batch_id):
         if data_frame.count() > 0:
