@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install services jars kafka s3 demo test lint soak bench bench-quick clean
+.PHONY: install services jars browser console-assets console kafka s3 demo test lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -24,6 +24,18 @@ services:
 # Central through jars/pom.xml; a no-op when already resolved.
 jars:
 	@bash scripts/jars.sh
+
+# Debian's Chromium and ChromeDriver, for the console's browser tests. Needs root.
+browser:
+	@bash scripts/browser.sh
+
+# The console's front-end libraries from npm, copied into the Python package (committed).
+console-assets:
+	@bash scripts/console_assets.sh
+
+# The web console on the demo's state (or any: it reads $$SPARKMARK_HOME's store).
+console: install
+	$(SM) console
 
 # Development servers in the foreground, on 127.0.0.1 (Ctrl-C stops them).
 kafka: install jars
@@ -54,7 +66,7 @@ demo: install
 	@echo "== a workflow: crawl, then transform, then check quality; then its run graph"
 	$(SM) workflow run demo_nightly --config demo/sparkmark.toml --strict
 
-test: install services jars
+test: install services jars browser
 	$(PY) -m pytest -q
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml.

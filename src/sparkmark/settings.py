@@ -28,6 +28,8 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_S3_LOCAL_ROOT`` | s3_local_root | unset; a folder: ``s3://bucket/key`` is read and written as ``FOLDER/bucket/key`` |
 | ``SPARKMARK_API_HOST`` / ``SPARKMARK_API_PORT`` | api_host / api_port | ``127.0.0.1`` / ``4599`` (``sparkmark api``) |
 | ``SPARKMARK_API_TOKEN`` | api_token | unset; when set, Glue API requests must be signed with it as the secret key |
+| ``SPARKMARK_CONSOLE_HOST`` / ``SPARKMARK_CONSOLE_PORT`` | console_host / console_port | ``127.0.0.1`` / ``8080`` (``sparkmark console``) |
+| ``SPARKMARK_CONSOLE_TOKEN`` | console_token | unset; when set, every console request must carry it (required to bind beyond loopback) |
 
 S3 access is configured the way AWS's own tools take it, from the standard variables
 (no ``SPARKMARK_`` prefix); sparkmark hands them to its S3 client and to Spark's S3A:
@@ -98,6 +100,9 @@ class Settings(BaseModel):
     api_host: str = "127.0.0.1"
     api_port: int = Field(4599, ge=0, le=65535)
     api_token: SecretStr | None = None
+    console_host: str = "127.0.0.1"
+    console_port: int = Field(8080, ge=0, le=65535)
+    console_token: SecretStr | None = None
     aws_access_key_id: str | None = Field(None, repr=False)
     aws_secret_access_key: SecretStr | None = None
     aws_session_token: SecretStr | None = None
@@ -151,6 +156,10 @@ class Settings(BaseModel):
     @property
     def api_token_value(self) -> str | None:
         return self.api_token.get_secret_value() if self.api_token else None
+
+    @property
+    def console_token_value(self) -> str | None:
+        return self.console_token.get_secret_value() if self.console_token else None
 
     @property
     def hive_enabled(self) -> bool:

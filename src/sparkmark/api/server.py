@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import binding
 from ..errors import ConfigError
 from ..settings import Settings
 from . import auth, protocol
@@ -73,21 +73,13 @@ def create_app(service: Service, token: str | None = None):
     return Starlette(routes=[Route("/", glue, methods=["POST"]), Route("/health", health, methods=["GET"])])
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_binding(host: str, token: str | None) -> None:
-    if not is_loopback(host) and not token:
-        raise ConfigError(
-            f"the Glue API endpoint binds to {host}, beyond this machine: set SPARKMARK_API_TOKEN "
-            "(clients sign with it as their secret access key) or bind to 127.0.0.1"
-        )
+    binding.check_binding(
+        host,
+        token,
+        service="Glue API endpoint",
+        how="set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)",
+    )
 
 
 @dataclass
@@ -148,9 +140,9 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
     server = _server(service, host, port, token)
     stop = threading.Event()
     if scheduler:
-        threading.Thread(
-            target=_schedule, args=(service, stop), name="sparkmark-scheduler", daemon=True
-        ).start()
+        from ..workflow.scheduler import lead_in_background
+
+        lead_in_background(service.state, service.settings, service.source, stop)
     record = endpoint_file(settings)
 
     async def main() -> None:
@@ -173,26 +165,6 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         with contextlib.suppress(OSError):
             if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
                 record.unlink()
-
-
-def _schedule(service: Service, stop: threading.Event) -> None:
-    """Start what the API queues: lead the scheduler whenever no other one leads."""
-    from ..workflow.scheduler import Scheduler
-
-    scheduler = Scheduler(
-        service.source.current(), service.state, settings=service.settings, source=service.source
-    )
-    while not stop.is_set():
-        try:
-            scheduler.tick()
-        except Exception:  # keep scheduling: one bad pass must not end the endpoint's scheduler
-            log.exception("scheduler pass failed")
-        if scheduler.launcher.has_children():
-            scheduler.launcher.wait_any(0.5)
-        else:
-            stop.wait(0.5)
-    if scheduler.is_leader:
-        scheduler.store.resign(scheduler.owner)
 
 
 def running_endpoint(settings: Settings) -> str | None:

@@ -13,7 +13,7 @@ from ..engine import storage
 from ..engine.masking import mask_logging, mask_text
 from ..errors import SparkmarkError
 from ..settings import Settings
-from . import api, bookmark, catalog, crawler, glue, output, outputs, quality, runs, workflows
+from . import api, bookmark, catalog, console, crawler, glue, output, outputs, quality, runs, workflows
 from .output import debug_enabled, err_console, one_line_errors
 from .run import run_script
 
@@ -47,6 +47,7 @@ app.add_typer(workflows.trigger_app, name="trigger")
 app.add_typer(workflows.job_app, name="job")
 app.command("scheduler")(one_line_errors(workflows.scheduler_command))
 app.command("api")(api.api_command)
+app.command("console")(console.console_command)
 
 
 @app.command(

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from ..engine.listing import FileLister
-from ..engine.preview import preview_job
+from ..engine.preview import preview_job, preview_rewind
 from ..engine.store import StateStore
 from ..errors import SparkmarkError
 from ..workflow.report import bookmark_entry as entry
@@ -105,13 +105,19 @@ def get(
 @one_line_errors
 def preview(
     job: str = typer.Argument(..., help="Job name"),
+    after_reset: bool = typer.Option(
+        False, "--reset", help="As the next run would read after `bookmark reset JOB` (nothing is reset)"
+    ),
+    run_id: str = typer.Option(
+        None, "--run-id", help="As the next run would read after a rewind to this run (nothing is rewound)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """List the job's file sources as its next run will, without Spark: the files
     waiting to be read, deferred, or already processed."""
     store = StateStore.from_settings()
     store.require_job(job)
-    found = preview_job(store, job)
+    found = preview_rewind(store, job, run_id) if (after_reset or run_id) else preview_job(store, job)
     if as_json:
         print_json(
             {

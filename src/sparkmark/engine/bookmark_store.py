@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, false, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, false, func, insert, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import (
@@ -109,14 +109,76 @@ class BookmarkStore:
         with self.engine.connect() as conn:
             return self._find_version(conn, job_name, version)
 
-    def history(self, job_name: str) -> list[BookmarkVersion]:
+    def history(self, job_name: str, limit: int | None = None, offset: int = 0) -> list[BookmarkVersion]:
+        """The job's bookmark versions, newest first; ``limit`` and ``offset`` page through them."""
+        query = (
+            select(t.bookmark_versions.c.version)
+            .where(t.bookmark_versions.c.job_name == job_name)
+            .order_by(t.bookmark_versions.c.version.desc())
+        )
+        if limit:
+            query = query.limit(limit)
+        if offset:
+            query = query.offset(offset)
         with self.engine.connect() as conn:
-            numbers = conn.execute(
-                select(t.bookmark_versions.c.version)
-                .where(t.bookmark_versions.c.job_name == job_name)
-                .order_by(t.bookmark_versions.c.version.desc())
-            ).scalars()
-            return [self._version(conn, job_name, n) for n in list(numbers)]
+            numbers = list(conn.execute(query).scalars())
+            return [self._version(conn, job_name, n) for n in numbers]
+
+    def files_recorded(self, job_name: str, versions: Iterable[int]) -> dict[tuple[int, str], int]:
+        """How many per-file rows each of ``versions`` recorded, by (version, ctx): the
+        files a commit added or saw modified (a compaction records its whole state)."""
+        wanted = sorted(set(versions))
+        if not wanted:
+            return {}
+        fe, src = t.file_entries.c, t.sources.c
+        query = (
+            select(fe.version, src.ctx, func.count())
+            .join_from(t.file_entries, t.sources, src.source_id == fe.source_id)
+            .where(src.job_name == job_name, fe.version.in_(wanted))
+            .group_by(fe.version, src.ctx)
+        )
+        with self.engine.connect() as conn:
+            return {(version, ctx): count for version, ctx, count in conn.execute(query)}
+
+    def file_page(
+        self,
+        job_name: str,
+        ctx: str,
+        version: BookmarkVersion,
+        *,
+        contains: str | None = None,
+        after: str | None = None,
+        limit: int = 50,
+    ) -> list[CommittedFile]:
+        """One page of ``ctx``'s per-file state in ``version``, in path order: the paths
+        after ``after`` (whose text holds ``contains``, when given), each with its latest
+        entry. Walks the (source, path) index, so a page costs its own rows."""
+        with self.engine.connect() as conn:
+            source_id = self._source(conn, job_name, ctx)
+            if source_id is None or not version.lineage:
+                return []
+            fe, bv = t.file_entries.c, t.bookmark_versions.c
+            query = select(fe.path, func.max(fe.version).label("version")).where(
+                fe.source_id == source_id, _lineage_clause(fe.version, version.lineage)
+            )
+            if after is not None:
+                query = query.where(fe.path > after)
+            if contains:
+                query = query.where(fe.path.contains(contains, autoescape=True))
+            found = conn.execute(query.group_by(fe.path).order_by(fe.path).limit(limit)).all()
+            if not found:
+                return []
+            rows = conn.execute(
+                select(fe.path, fe.mtime_ms, fe.size, fe.version, bv.run_id, bv.created_at)
+                .join_from(
+                    t.file_entries,
+                    t.bookmark_versions,
+                    and_(bv.job_name == job_name, bv.version == fe.version),
+                )
+                .where(fe.source_id == source_id, tuple_(fe.path, fe.version).in_([tuple(r) for r in found]))
+            ).all()
+        files = [CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at) for r in rows]
+        return sorted(files, key=lambda f: f.path)
 
     def version_after_run(self, job_name: str, run_id: str) -> BookmarkVersion:
         """The bookmark as it stood just after ``run_id``.

@@ -55,6 +55,15 @@ class RunRecord:
     previous_run_id: str | None
 
 
+@dataclass(frozen=True)
+class JobSummary:
+    """A job as the state store knows it: how many runs it has, and its latest."""
+
+    job_name: str
+    runs: int
+    latest: RunRecord
+
+
 def new_run_id() -> str:
     """A run id in Glue's shape: ``jr_`` and 64 hex digits."""
     return "jr_" + secrets.token_hex(32)

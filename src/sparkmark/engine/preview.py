@@ -10,14 +10,14 @@ querying them), so a job with such a source is never skipped.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
 from .fileplan import FilePlan, now_ms, plan_bookmarked
 from .increment import FileSourceOptions
-from .models import BookmarkOption, OutputState, RunRecord, RunState, VersionKind
+from .models import BookmarkOption, BookmarkVersion, OutputState, RunRecord, RunState, VersionKind
 
 if TYPE_CHECKING:
     from .store import StateStore
@@ -64,6 +64,26 @@ def preview_job(store: StateStore, job_name: str) -> JobPreview:
     version = store.latest_version(job_name)
     if version is None:
         return JobPreview(job_name, None, [])
+    return _preview(store, job_name, version)
+
+
+def preview_rewind(store: StateStore, job_name: str, run_id: str | None = None) -> JobPreview:
+    """What the next run would read after a reset (no ``run_id``) or after a rewind to
+    just after ``run_id``: the confirmation a reset or rewind shows before it is made.
+    Nothing is changed."""
+    current = store.latest_version(job_name)
+    target = store.version_after_run(job_name, run_id) if run_id else None
+    if target is None or target.version == 0:
+        if current is None:
+            return JobPreview(job_name, None, [])
+        # Nothing processed: each source as the current version names it, with no progress.
+        kept = ("type", "paths", "options")
+        states = {c: {k: v for k, v in st.items() if k in kept} for c, st in current.ctx_states.items()}
+        target = replace(current, lineage=(), ctx_states=states)
+    return _preview(store, job_name, target)
+
+
+def _preview(store: StateStore, job_name: str, version: BookmarkVersion) -> JobPreview:
     sources = []
     for ctx, state in sorted(version.ctx_states.items()):
         kind = str(state.get("type", "unknown"))

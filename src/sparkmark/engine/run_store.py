@@ -9,14 +9,14 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ConcurrentRunsExceeded, RunFinished, StateStoreError, UnknownJob
 from . import rows
 from . import schema as t
 from .masking import mask_document, mask_text
-from .models import BookmarkOption, Lease, RunRecord, RunState
+from .models import BookmarkOption, JobSummary, Lease, RunRecord, RunState
 from .owner import is_dead
 from .schema import utcnow
 
@@ -206,7 +206,8 @@ class RunStore:
         with self.engine.connect() as conn:
             return self._run_record(rows.run_row(conn, run_id))
 
-    def list_runs(self, job_name: str, limit: int | None = None) -> list[RunRecord]:
+    def list_runs(self, job_name: str, limit: int | None = None, offset: int = 0) -> list[RunRecord]:
+        """The job's runs, newest first; ``limit`` and ``offset`` page through them."""
         query = (
             select(t.runs)
             .where(t.runs.c.job_name == job_name)
@@ -214,9 +215,37 @@ class RunStore:
         )
         if limit:
             query = query.limit(limit)
+        if offset:
+            query = query.offset(offset)
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
         return [self._run_record(r) for r in rows]
+
+    def count_runs(self, job_name: str) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(func.count()).select_from(t.runs).where(t.runs.c.job_name == job_name)
+            ).scalar_one()
+
+    def job_summaries(self) -> list[JobSummary]:
+        """Every job the store has runs of: its run count and its latest run, by name."""
+        r = t.runs.c
+        latest = (
+            select(r.job_name, func.max(r.started_at).label("started"), func.count().label("runs"))
+            .group_by(r.job_name)
+            .subquery()
+        )
+        query = (
+            select(t.runs, latest.c.runs)
+            .join(latest, and_(r.job_name == latest.c.job_name, r.started_at == latest.c.started))
+            .order_by(r.job_name, r.run_id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        found: dict[str, JobSummary] = {}
+        for row in rows:  # two runs started in the same instant: either is the latest
+            found.setdefault(row.job_name, JobSummary(row.job_name, row.runs, self._run_record(row)))
+        return list(found.values())
 
     def run_states(self, run_ids: Iterable[str]) -> dict[str, RunState]:
         """The state of each of ``run_ids`` that the store knows."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text, insert, select
+from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text, func, insert, select
 
 from ..engine.models import RunState
 from ..engine.schema import UTCDateTime
@@ -41,6 +41,16 @@ class StoredResult:
     rules: list[dict[str, Any]]
     metrics: dict[str, Any]
     id: int = 0
+
+
+@dataclass(frozen=True)
+class RulesetSummary:
+    job_name: str
+    ruleset: str
+    results: int
+    last_score: float
+    last_passed: bool
+    last_evaluated_at: datetime
 
 
 class QualityStore:
@@ -110,6 +120,22 @@ class QualityStore:
             )
             for r in rows
         ]
+
+    def rulesets(self) -> list[RulesetSummary]:
+        """Every (job, ruleset) with results: how many, and the newest's score and outcome."""
+        c = results.c
+        newest = (
+            select(c.job_name, c.ruleset, func.max(c.id).label("last"), func.count().label("n"))
+            .group_by(c.job_name, c.ruleset)
+            .subquery()
+        )
+        query = (
+            select(newest.c.job_name, newest.c.ruleset, newest.c.n, c.score, c.passed, c.evaluated_at)
+            .join(results, c.id == newest.c.last)
+            .order_by(newest.c.job_name, newest.c.ruleset)
+        )
+        with self.state.connect() as conn:
+            return [RulesetSummary(*row) for row in conn.execute(query)]
 
     def history(self, job_name: str, ruleset: str, metric: str, limit: int = 100) -> list[float]:
         """A metric's earlier values for this job and ruleset, oldest first, from runs

@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -697,3 +698,28 @@ class Scheduler:
             run_id, WorkflowRunStatus.STOPPING, self.clock(), only_from=(WorkflowRunStatus.RUNNING.value,)
         )
         return self.store.workflow_run(run_id)
+
+
+def lead_in_background(
+    state: StateStore, settings: Settings, source: ProjectSource, stop: threading.Event
+) -> threading.Thread:
+    """A daemon thread that starts what a service queues (job runs, crawls, workflow
+    runs, scheduled triggers): it leads whenever no other scheduler does, until ``stop``."""
+
+    def loop() -> None:
+        scheduler = Scheduler(source.current(), state, settings=settings, source=source)
+        while not stop.is_set():
+            try:
+                scheduler.tick()
+            except Exception:  # keep scheduling: one bad pass must not end the service's scheduler
+                log.exception("scheduler pass failed")
+            if scheduler.launcher.has_children():
+                scheduler.launcher.wait_any(0.5)
+            else:
+                stop.wait(0.5)
+        if scheduler.is_leader:
+            scheduler.store.resign(scheduler.owner)
+
+    thread = threading.Thread(target=loop, name="sparkmark-scheduler", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,169 @@
+"""The console as a Starlette application: routes, templates, the token and CSRF
+checks, and error pages. Every failure is a page with one line, never a traceback."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..engine.masking import mask_text
+from ..errors import SparkmarkError
+from . import pages
+from .security import CSRF_COOKIE, CSRF_FIELD, SAFE_METHODS, Guard
+
+log = logging.getLogger("sparkmark.console")
+HERE = Path(__file__).parent
+OPEN_PATHS = ("/login", "/health", "/static/")
+
+
+def _masked(value: Any) -> Any:
+    """Every value a template prints passes here: text is masked (secret-named
+    arguments' values, URL and DSN passwords, …) before it reaches a page."""
+    if isinstance(value, Markup):  # already HTML (a macro, tojson): masked, kept as HTML
+        return Markup(mask_text(str(value)))
+    if isinstance(value, str):
+        return mask_text(value)
+    return value
+
+
+def when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, secs = divmod(int(value), 60)
+    return f"{minutes} min {secs} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(["html"]),
+        finalize=_masked,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(when=when, seconds=seconds, duration=pages.duration, totals=pages.totals)
+    env.filters.update(error_head=pages.error_head, short=lambda s, n=12: (s or "")[:n])
+    return env
+
+
+class _Checks(BaseHTTPMiddleware):
+    """The token on every request (when one is set), and a CSRF cookie for forms."""
+
+    async def dispatch(self, request: Request, call_next) -> Response:
+        guard: Guard = request.app.state.guard
+        path = request.url.path
+        if not guard.admitted(request) and not path.startswith(OPEN_PATHS):
+            if request.method in SAFE_METHODS and "text/html" in request.headers.get("accept", ""):
+                return RedirectResponse("/login", status_code=303)
+            return HTMLResponse(
+                request.app.state.error_html(401, "this console needs its token: sign in at /login"),
+                status_code=401,
+            )
+        response = await call_next(request)
+        made = getattr(request.state, "new_csrf", None)
+        if made:
+            response.set_cookie(CSRF_COOKIE, made, httponly=True, samesite="strict")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+
+def create_app(service, token: str | None = None) -> Starlette:
+    """The console over ``service`` (the state store, definitions and stores of one
+    project); with ``token``, every request must carry it."""
+    env = _environment()
+
+    def render(request: Request, name: str, status_code: int = 200, **data: Any) -> HTMLResponse:
+        data.update(
+            request=request,
+            csrf_field=CSRF_FIELD,
+            csrf=Guard.csrf_token(request),
+            path=request.url.path,
+            store=service.state.display_url,
+            signed_in=request.app.state.guard.required,
+        )
+        return HTMLResponse(env.get_template(name).render(**data), status_code=status_code)
+
+    def error_html(status: int, message: str) -> str:
+        return env.get_template("error.html").render(
+            status=status, message=message, path="", store=service.state.display_url, signed_in=False
+        )
+
+    async def page_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, pages.PageError):
+            status, message = exc.status, exc.message
+        elif isinstance(exc, SparkmarkError):
+            status, message = 400, str(exc).strip().splitlines()[0]
+        else:
+            status = int(getattr(exc, "status_code", 500))
+            message = {404: "no such page", 405: "that method is not allowed here"}.get(
+                status, "the console could not answer this request"
+            )
+        return HTMLResponse(error_html(status, message), status_code=status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.error("console: %s %s failed: %s", request.method, request.url.path, mask_text(repr(exc)))
+        return HTMLResponse(error_html(500, "the console could not answer this request"), status_code=500)
+
+    routes = [
+        Route("/", pages.jobs_page),
+        Route("/jobs/{job}", pages.job_page),
+        Route("/jobs/{job}/bookmark", pages.bookmark_page),
+        Route("/jobs/{job}/bookmark/rewind", pages.rewind_confirm, methods=["GET"]),
+        Route("/jobs/{job}/bookmark/rewind", pages.rewind_do, methods=["POST"]),
+        Route("/runs/{run_id}", pages.run_page),
+        Route("/runs/{run_id}/live", pages.run_live),
+        Route("/workflows", pages.workflows_page),
+        Route("/workflows/{name}", pages.workflow_page),
+        Route("/workflows/{name}/start", pages.workflow_start, methods=["POST"]),
+        Route("/workflows/{name}/runs/{run_id}", pages.workflow_run_page),
+        Route("/workflows/{name}/runs/{run_id}/live", pages.workflow_run_live),
+        Route("/workflows/{name}/runs/{run_id}/stop", pages.workflow_stop, methods=["POST"]),
+        Route("/quality", pages.quality_page),
+        Route("/quality/{job}", pages.quality_job_page),
+        Route("/quality/{job}/results/{result_id}", pages.quality_result_page),
+        Route("/catalog", pages.catalog_page),
+        Route("/catalog/{database}/{table}", pages.table_page),
+        Route("/crawlers", pages.crawlers_page),
+        Route("/crawlers/{name}", pages.crawler_page),
+        Route("/login", pages.login_page, methods=["GET"]),
+        Route("/login", pages.login_do, methods=["POST"]),
+        Route("/health", pages.health),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(_Checks)],
+        exception_handlers={
+            pages.PageError: page_error,
+            SparkmarkError: page_error,
+            404: page_error,
+            405: page_error,
+            500: server_error,
+            Exception: server_error,
+        },
+    )
+    app.state.service = service
+    app.state.guard = Guard(token)
+    app.state.render = render
+    app.state.error_html = error_html
+    return app

@@ -1,0 +1,674 @@
+"""The console's pages. Each handler reads through the engine's stores and the
+services (the same calls the CLI makes), and hands plain values to a template.
+
+Handlers are synchronous: Starlette runs them in its thread pool, so a slow query
+holds one worker, not the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from ..engine.masking import mask_text
+from ..engine.models import BookmarkVersion, RunRecord, RunState
+from ..engine.names import check_name, check_run_id
+from ..engine.preview import preview_job, preview_rewind
+from ..errors import ArgumentError, NotFound, SparkmarkError
+from ..workflow import report
+from ..workflow.definition import TriggerType
+from .graph import layout
+from .security import CSRF_FIELD, Guard
+
+RUNS_PAGE = 50
+VERSIONS_PAGE = 25
+FILES_PAGE = 50
+PARTITIONS_PAGE = 100
+MANIFEST_SHOWN = 200
+LOG_BYTES = 64 * 1024
+
+
+class PageError(Exception):
+    """A request the console answers with an error page (404 unknown, 400 malformed)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _page_number(request: Request, name: str = "page") -> int:
+    raw = request.query_params.get(name, "1")
+    if not raw.isdigit() or not 1 <= int(raw) <= 1_000_000:
+        raise PageError(400, f"{name} must be a whole number from 1")
+    return int(raw)
+
+
+def _job_name(request: Request) -> str:
+    try:
+        return check_name("job name", request.path_params["job"])
+    except ArgumentError as exc:
+        raise PageError(400, str(exc)) from None
+
+
+def _run_id(value: str) -> str:
+    try:
+        return check_run_id(value)
+    except ArgumentError as exc:
+        raise PageError(400, str(exc)) from None
+
+
+def _require_job(app, job: str) -> None:
+    if not app.state.service.state.job_exists(job) and job not in app.state.service.project.jobs:
+        raise PageError(404, f"no job named {job!r} in this state store or sparkmark.toml")
+
+
+def duration(run: RunRecord) -> float | None:
+    if run.ended_at is None:
+        return None
+    return (run.ended_at - run.started_at).total_seconds()
+
+
+def source_rows(run: RunRecord) -> list[dict[str, Any]]:
+    """One row per source of a run: what it read, in the unit it reads in."""
+    rows = []
+    for ctx, m in sorted((run.metrics.get("sources") or {}).items()):
+        kind = m.get("type") or ("jdbc" if "rows_read" in m else "files")
+        if "rows_read" in m:
+            read = f"{m['rows_read']} rows"
+        elif kind in ("kafka", "kinesis"):
+            read = f"{m.get('numRecords', m.get('records', 0))} records"
+        else:
+            read = f"{m.get('files_read', 0)} files, {m.get('bytes_read', 0)} bytes"
+        rows.append({"ctx": ctx, "type": kind, "read": read, "metrics": m})
+    return rows
+
+
+def totals(run: RunRecord) -> str:
+    files = rows = 0
+    for m in (run.metrics.get("sources") or {}).values():
+        files += int(m.get("files_read") or 0)
+        rows += int(m.get("rows_read") or 0)
+    streaming = run.metrics.get("streaming") or {}
+    parts = []
+    if files:
+        parts.append(f"{files} files")
+    if rows:
+        parts.append(f"{rows} rows")
+    if streaming.get("numRecords"):
+        parts.append(f"{streaming['numRecords']} records")
+    return ", ".join(parts) or "-"
+
+
+def error_head(text: str | None, lines: int = 3, chars: int = 200) -> str:
+    """An error's first lines (and characters), for a table cell; the run's page has all of it."""
+    if not text:
+        return ""
+    kept = text.strip().splitlines()
+    head = "\n".join(kept[:lines])
+    if len(head) > chars:
+        head = head[:chars].rstrip()
+    return head + (" …" if head != text.strip() else "")
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+async def _checked_form(request: Request) -> dict[str, str]:
+    form = await request.form()
+    values = {k: str(v) for k, v in form.items()}
+    if not Guard.csrf_ok(request, values.get(CSRF_FIELD)):
+        raise PageError(403, "the form's CSRF token is missing or wrong: reload the page and try again")
+    return values
+
+
+# ------------------------------------------------------------------ jobs
+
+
+@dataclass(frozen=True)
+class JobRow:
+    name: str
+    runs: int
+    latest: RunRecord | None
+    declared: bool
+    next_firing: datetime | None
+    next_by: str | None
+
+
+def next_firings(service, now: datetime) -> dict[str, tuple[datetime, str]]:
+    """Each job's next scheduled start: a SCHEDULED trigger that is activated and starts
+    the job, or starts a workflow whose graph holds the job."""
+    project = service.project
+    states = service.workflows.trigger_rows()
+    found: dict[str, tuple[datetime, str]] = {}
+    for trigger in project.triggers.values():
+        if trigger.Type is not TriggerType.SCHEDULED:
+            continue
+        state = states.get(trigger.Name, ("ACTIVATED" if trigger.StartOnCreation else "CREATED", None))[0]
+        schedule = trigger.schedule
+        if state != "ACTIVATED" or schedule is None:
+            continue
+        when = schedule.next_after(now)
+        if when is None:
+            continue
+        jobs = {a.JobName for a in trigger.Actions if a.JobName}
+        if trigger.WorkflowName:
+            graph = project.graph(trigger.WorkflowName)
+            jobs |= {n["Name"] for n in graph["Nodes"] if n["Type"] == "JOB"}
+        for job in jobs:
+            if job not in found or when < found[job][0]:
+                found[job] = (when, trigger.Name)
+    return found
+
+
+def jobs_page(request: Request) -> Response:
+    service = request.app.state.service
+    summaries = {s.job_name: s for s in service.state.job_summaries()}
+    declared = service.project.jobs
+    upcoming = next_firings(service, datetime.now(UTC))
+    rows = []
+    for name in sorted(set(summaries) | set(declared)):
+        summary = summaries.get(name)
+        nxt = upcoming.get(name)
+        rows.append(
+            JobRow(
+                name,
+                summary.runs if summary else 0,
+                summary.latest if summary else None,
+                name in declared,
+                nxt[0] if nxt else None,
+                nxt[1] if nxt else None,
+            )
+        )
+    return request.app.state.render(request, "jobs.html", jobs=rows)
+
+
+def job_page(request: Request) -> Response:
+    job = _job_name(request)
+    app = request.app
+    _require_job(app, job)
+    store = app.state.service.state
+    page = _page_number(request)
+    total = store.count_runs(job)
+    runs = store.list_runs(job, limit=RUNS_PAGE, offset=(page - 1) * RUNS_PAGE)
+    pages = max(1, -(-total // RUNS_PAGE))
+    if page > pages:
+        raise PageError(404, f"job {job!r} has {total} runs: page {page} is past the last ({pages})")
+    definition = app.state.service.project.jobs.get(job)
+    return app.state.render(
+        request,
+        "job.html",
+        job=job,
+        runs=runs,
+        total=total,
+        page=page,
+        pages=pages,
+        definition=definition,
+        running=any(r.state is RunState.RUNNING for r in runs),
+    )
+
+
+def _run(request: Request) -> RunRecord:
+    run_id = _run_id(request.path_params["run_id"])
+    try:
+        return request.app.state.service.state.get_run(run_id)
+    except NotFound:
+        raise PageError(404, f"no run {run_id} in this state store") from None
+
+
+def _manifest(run: RunRecord) -> list[dict[str, Any]]:
+    """The files each source read, from the run's manifests (at most a few hundred shown)."""
+    import fsspec
+
+    shown = []
+    for ctx, m in sorted((run.metrics.get("sources") or {}).items()):
+        where = m.get("manifest")
+        if not where:
+            continue
+        try:
+            with fsspec.open(where, "r", encoding="utf-8") as f:
+                document = json.load(f)
+        except (OSError, ValueError):
+            shown.append({"ctx": ctx, "path": where, "files": [], "total": None, "missing": True})
+            continue
+        # One entry per folder: {"path": folder, "files": [file, ...]}.
+        paths = [
+            str(p)
+            for folder in (document if isinstance(document, list) else [])
+            if isinstance(folder, dict)
+            for p in folder.get("files") or []
+        ]
+        shown.append(
+            {
+                "ctx": ctx,
+                "path": where,
+                "files": paths[:MANIFEST_SHOWN],
+                "total": len(paths),
+                "missing": False,
+            }
+        )
+    return shown
+
+
+def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
+    """(log path, its last LOG_BYTES, masked) of a run the scheduler started."""
+    try:
+        action = request.app.state.service.workflows.action(run.run_id)
+    except NotFound:
+        return None, None
+    if not action.log_path:
+        return None, None
+    try:
+        with open(action.log_path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - LOG_BYTES))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return action.log_path, None
+    return action.log_path, mask_text(text)
+
+
+def run_page(request: Request) -> Response:
+    run = _run(request)
+    store = request.app.state.service.state
+    log_path, log_text = _log(request, run)
+    return request.app.state.render(
+        request,
+        "run.html",
+        run=run,
+        sources=source_rows(run),
+        streaming=run.metrics.get("streaming"),
+        manifests=_manifest(run),
+        outputs=store.outputs(run_id=run.run_id),
+        log_path=log_path,
+        log_text=log_text,
+    )
+
+
+def run_live(request: Request) -> Response:
+    """The part of a run's page that changes while it runs (polled by the page)."""
+    run = _run(request)
+    return request.app.state.render(
+        request,
+        "run_live.html",
+        run=run,
+        sources=source_rows(run),
+        streaming=run.metrics.get("streaming"),
+    )
+
+
+# ------------------------------------------------------------------ bookmarks
+
+
+def version_changes(versions: list[BookmarkVersion], previous: BookmarkVersion | None, counts) -> list[dict]:
+    """Each version against the one before it: files recorded and progress per source."""
+    rows = []
+    ordered = sorted(versions, key=lambda v: v.version)
+    before = previous
+    for v in ordered:
+        changes = []
+        for ctx, state in sorted(v.ctx_states.items()):
+            old = (before.ctx_states.get(ctx) if before else None) or {}
+            kind = state.get("type", "files")
+            if kind == "jdbc":
+                changes.append(
+                    {
+                        "ctx": ctx,
+                        "text": f"key {', '.join(state.get('keys') or [])}: "
+                        f"{old.get('last_value', '-')} → {state.get('last_value', '-')}",
+                    }
+                )
+            elif kind in ("kafka", "kinesis"):
+                changes.append({"ctx": ctx, "text": f"batch {state.get('last_batch', '-')}"})
+            else:
+                added = counts.get((v.version, ctx), 0)
+                changes.append(
+                    {
+                        "ctx": ctx,
+                        "text": f"+{added} files recorded, {state.get('files_committed', 0)} in all",
+                    }
+                )
+        rows.append({"version": v, "changes": changes})
+        before = v
+    rows.reverse()
+    return rows
+
+
+def bookmark_page(request: Request) -> Response:
+    job = _job_name(request)
+    app = request.app
+    _require_job(app, job)
+    store = app.state.service.state
+    page = _page_number(request)
+    versions = store.history(job, limit=VERSIONS_PAGE + 1, offset=(page - 1) * VERSIONS_PAGE)
+    more = len(versions) > VERSIONS_PAGE
+    previous = versions[VERSIONS_PAGE] if more else None
+    versions = versions[:VERSIONS_PAGE]
+    counts = store.files_recorded(job, [v.version for v in versions])
+    current = store.latest_version(job)
+    ctxs = sorted(current.ctx_states) if current else []
+    files_ctx = request.query_params.get("ctx") or (
+        next((c for c in ctxs if current and current.ctx_states[c].get("type", "files") == "files"), None)
+    )
+    contains = request.query_params.get("q") or None
+    after = request.query_params.get("after") or None
+    files = []
+    if current and files_ctx:
+        if files_ctx not in current.ctx_states:
+            raise PageError(404, f"job {job!r} has no source {files_ctx!r} in its current bookmark")
+        files = store.file_page(job, files_ctx, current, contains=contains, after=after, limit=FILES_PAGE)
+    next_files = None
+    if len(files) == FILES_PAGE:
+        next_files = urlencode({"ctx": files_ctx, "q": contains or "", "after": files[-1].path})
+    return app.state.render(
+        request,
+        "bookmark.html",
+        job=job,
+        current=current,
+        entry=report.bookmark_entry(current, job),
+        history=version_changes(versions, previous, counts),
+        page=page,
+        more=more,
+        ctxs=ctxs,
+        files_ctx=files_ctx,
+        contains=contains or "",
+        files=files,
+        next_files=next_files,
+        lease=store.get_lease(job),
+    )
+
+
+def rewind_confirm(request: Request) -> Response:
+    job = _job_name(request)
+    app = request.app
+    _require_job(app, job)
+    run_id = request.query_params.get("run_id") or None
+    if run_id:
+        _run_id(run_id)
+    store = app.state.service.state
+    try:
+        preview = preview_rewind(store, job, run_id)
+    except NotFound as exc:
+        raise PageError(404, str(exc)) from None
+    return app.state.render(
+        request,
+        "rewind.html",
+        job=job,
+        run_id=run_id,
+        preview=preview,
+        now=preview_job(store, job),
+        lease=store.get_lease(job),
+    )
+
+
+async def rewind_do(request: Request) -> Response:
+    job = _job_name(request)
+    form = await _checked_form(request)
+    run_id = form.get("run_id") or None
+    if run_id:
+        _run_id(run_id)
+
+    def act() -> None:
+        store = request.app.state.service.state
+        _require_job(request.app, job)
+        if run_id:
+            store.rewind(job, run_id)
+        else:
+            store.reset(job)
+
+    from starlette.concurrency import run_in_threadpool
+
+    try:
+        await run_in_threadpool(act)
+    except NotFound as exc:
+        raise PageError(404, str(exc)) from None
+    return _redirect(f"/jobs/{job}/bookmark")
+
+
+# ------------------------------------------------------------------ workflows
+
+
+def workflows_page(request: Request) -> Response:
+    service = request.app.state.service
+    project = service.project
+    runs = service.workflows.workflow_runs(limit=50)
+    return request.app.state.render(
+        request,
+        "workflows.html",
+        workflows=sorted(project.workflows.values(), key=lambda w: w.Name),
+        runs=runs,
+    )
+
+
+def _workflow(request: Request):
+    name = request.path_params["name"]
+    workflow = request.app.state.service.project.workflows.get(name)
+    if workflow is None:
+        raise PageError(404, f"no workflow named {name!r} in sparkmark.toml or the registry")
+    return workflow
+
+
+def workflow_page(request: Request) -> Response:
+    workflow = _workflow(request)
+    service = request.app.state.service
+    graph = service.project.graph(workflow.Name)
+    return request.app.state.render(
+        request,
+        "workflow.html",
+        workflow=workflow,
+        graph=layout(graph),
+        runs=service.workflows.workflow_runs(workflow=workflow.Name, limit=50),
+    )
+
+
+def _workflow_run(request: Request):
+    workflow = _workflow(request)
+    run_id = request.path_params["run_id"]
+    try:
+        return workflow, request.app.state.service.workflows.workflow_run(run_id, workflow.Name)
+    except NotFound:
+        raise PageError(404, f"workflow {workflow.Name!r} has no run {run_id!r}") from None
+
+
+def _run_graph(service, run) -> Any:
+    doc = report.workflow_run(run, graph=True, firings=service.workflows.run_firings(run.run_id))
+    states = {}
+    for node in doc["Graph"]["Nodes"]:
+        state, _started, _ended, detail = report.node_state(node)
+        states[node["UniqueId"]] = (state, detail)
+    return layout(doc["Graph"], states)
+
+
+def workflow_run_page(request: Request) -> Response:
+    workflow, run = _workflow_run(request)
+    service = request.app.state.service
+    return request.app.state.render(
+        request, "workflow_run.html", workflow=workflow, run=run, graph=_run_graph(service, run)
+    )
+
+
+def workflow_run_live(request: Request) -> Response:
+    workflow, run = _workflow_run(request)
+    service = request.app.state.service
+    return request.app.state.render(
+        request, "workflow_run_live.html", workflow=workflow, run=run, graph=_run_graph(service, run)
+    )
+
+
+async def workflow_start(request: Request) -> Response:
+    workflow = _workflow(request)
+    form = await _checked_form(request)
+    properties: dict[str, str] = {}
+    for line in (form.get("properties") or "").splitlines():
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise PageError(400, f"run property {line.strip()!r} is not NAME=VALUE")
+        properties[key.strip()] = value.strip()
+    from starlette.concurrency import run_in_threadpool
+
+    service = request.app.state.service
+    run_id = await run_in_threadpool(
+        lambda: service.scheduler().start_workflow_run(workflow.Name, supervisor=None, properties=properties)
+    )
+    return _redirect(f"/workflows/{workflow.Name}/runs/{run_id}")
+
+
+async def workflow_stop(request: Request) -> Response:
+    workflow, run = _workflow_run(request)
+    await _checked_form(request)
+    if run.status.value != "RUNNING":
+        raise PageError(409, f"workflow run {run.run_id} is {run.status.value}, not RUNNING")
+    from starlette.concurrency import run_in_threadpool
+
+    service = request.app.state.service
+    await run_in_threadpool(lambda: service.scheduler().stop_workflow_run(workflow.Name, run.run_id))
+    return _redirect(f"/workflows/{workflow.Name}/runs/{run.run_id}")
+
+
+# ------------------------------------------------------------------ data quality
+
+
+def quality_page(request: Request) -> Response:
+    service = request.app.state.service
+    return request.app.state.render(request, "quality.html", rulesets=service.quality.rulesets())
+
+
+def quality_job_page(request: Request) -> Response:
+    job = _job_name(request)
+    service = request.app.state.service
+    results = service.quality.find(job_name=job, limit=200)
+    if not results:
+        raise PageError(404, f"job {job!r} has no data quality results")
+    by_ruleset: dict[str, list] = {}
+    for r in results:
+        by_ruleset.setdefault(r.ruleset, []).append(r)
+    charts = {
+        name: {
+            "labels": [r.evaluated_at.strftime("%Y-%m-%d %H:%M") for r in reversed(rs)],
+            "scores": [round(r.score, 4) for r in reversed(rs)],
+        }
+        for name, rs in by_ruleset.items()
+    }
+    return request.app.state.render(
+        request, "quality_job.html", job=job, by_ruleset=by_ruleset, charts=charts
+    )
+
+
+def quality_result_page(request: Request) -> Response:
+    job = _job_name(request)
+    raw = request.path_params["result_id"]
+    if not raw.isdigit():
+        raise PageError(400, "a result id is a whole number")
+    found = request.app.state.service.quality.find(job_name=job, result_id=int(raw), limit=1)
+    if not found:
+        raise PageError(404, f"job {job!r} has no data quality result {raw}")
+    result = found[0]
+    rules = sorted(result.rules, key=lambda r: (r.get("outcome") == "Passed", r.get("rule", "")))
+    return request.app.state.render(request, "quality_result.html", job=job, result=result, rules=rules)
+
+
+# ------------------------------------------------------------------ catalog
+
+
+def catalog_page(request: Request) -> Response:
+    catalog = request.app.state.service.catalog
+    databases = [(db, catalog.tables(db)) for db in catalog.databases()]
+    return request.app.state.render(request, "catalog.html", databases=databases)
+
+
+def table_page(request: Request) -> Response:
+    catalog = request.app.state.service.catalog
+    db, name = request.path_params["database"], request.path_params["table"]
+    try:
+        table = catalog.table(db, name)
+    except NotFound:
+        raise PageError(404, f"no table {db}.{name} in the catalog") from None
+    except SparkmarkError as exc:
+        raise PageError(400, str(exc)) from None
+    page = _page_number(request)
+    partitions = catalog.partitions(db, name)
+    pages = max(1, -(-len(partitions) // PARTITIONS_PAGE))
+    shown = partitions[(page - 1) * PARTITIONS_PAGE : page * PARTITIONS_PAGE]
+    versions = catalog.versions(db, name)
+    numbers = [v.version for v in versions]
+    diff_lines = None
+    a, b = request.query_params.get("from"), request.query_params.get("to")
+    if a or b:
+        if not (a and b and a.isdigit() and b.isdigit()):
+            raise PageError(400, "from and to are schema version numbers")
+        picked = {v.version: v for v in versions}
+        if int(a) not in picked or int(b) not in picked:
+            raise PageError(404, f"table {db}.{name} has schema versions {numbers}")
+        from ..catalog.store import diff
+
+        diff_lines = diff(picked[int(a)], picked[int(b)]) or ["no difference"]
+    return request.app.state.render(
+        request,
+        "table.html",
+        table=table,
+        partitions=shown,
+        partition_count=len(partitions),
+        page=page,
+        pages=pages,
+        versions=versions,
+        diff_from=a,
+        diff_to=b,
+        diff_lines=diff_lines,
+    )
+
+
+def crawlers_page(request: Request) -> Response:
+    crawlers = request.app.state.service.crawlers
+    rows = []
+    for name in crawlers.names():
+        last = crawlers.crawls(name, limit=1)
+        rows.append((name, last[0] if last else None))
+    return request.app.state.render(request, "crawlers.html", crawlers=rows)
+
+
+def crawler_page(request: Request) -> Response:
+    crawlers = request.app.state.service.crawlers
+    name = request.path_params["name"]
+    try:
+        definition, _ = crawlers.get(name)
+    except NotFound:
+        raise PageError(404, f"no crawler named {name!r}") from None
+    return request.app.state.render(
+        request, "crawler.html", name=name, definition=definition, crawls=crawlers.crawls(name, limit=50)
+    )
+
+
+# ------------------------------------------------------------------ sign-in
+
+
+def login_page(request: Request) -> Response:
+    return request.app.state.render(request, "login.html", failed=False)
+
+
+async def login_do(request: Request) -> Response:
+    guard: Guard = request.app.state.guard
+    form = await _checked_form(request)
+    if not guard.token_matches(form.get("token", "")):
+        return request.app.state.render(request, "login.html", status_code=401, failed=True)
+    from .security import SESSION_COOKIE
+
+    response = _redirect("/")
+    response.set_cookie(SESSION_COOKIE, guard.session_value(), httponly=True, samesite="strict")
+    return response
+
+
+def health(_request: Request) -> Response:
+    return PlainTextResponse("ok")
