@@ -42,6 +42,10 @@ def when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
 
 
+def when_ms(value: int | None) -> str:
+    return when(datetime.fromtimestamp(value / 1000, UTC)) if value is not None else "-"
+
+
 def seconds(value: float | None) -> str:
     if value is None:
         return "-"
@@ -59,7 +63,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, seconds=seconds, duration=pages.duration, totals=pages.totals)
+    env.filters.update(when=when, when_ms=when_ms, seconds=seconds, duration=pages.duration, totals=pages.totals)
     env.filters.update(error_head=pages.error_head, short=lambda s, n=12: (s or "")[:n])
     return env
 

@@ -1,0 +1,166 @@
+"""The console in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+Open the jobs page, go to a job and its bookmark, rewind it through the page and check
+the state store; start a workflow run from its page and watch its graph turn green
+without reloading. A screenshot of each main page is kept under build/test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sparkmark.console.server import start
+from sparkmark.engine.models import VersionKind
+
+from .console_project import JOB, SECRET, build
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artifacts" / "console"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium is not installed: run `make browser` (Debian's chromium and chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, spark):
+    return build(tmp_path_factory.mktemp("console-browser"), spark)
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+def shot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000  # a rendered page, not a blank one
+    return path
+
+
+def test_rewind_a_bookmark_from_the_jobs_page(project, page):
+    running = start(project.settings, "127.0.0.1", 0, None, scheduler=False)
+    try:
+        page.goto(running.url + "/")
+        assert page.title() == "Jobs · sparkmark"
+        row = page.locator(f'tr[data-job="{JOB}"]')
+        assert row.locator(".state").inner_text() == "FAILED"
+        shot(page, "jobs")
+
+        row.locator("a", has_text=JOB).click()
+        page.wait_for_url(f"**/jobs/{JOB}")
+        assert page.locator("#runs tbody tr").count() == 3
+        assert SECRET not in page.content()
+        shot(page, "job")
+
+        page.locator("#bookmark-link").click()
+        page.wait_for_url(f"**/jobs/{JOB}/bookmark")
+        assert page.locator("#current-version").inner_text() == "2"
+        assert page.locator("#files tbody tr").count() == 3
+        shot(page, "bookmark")
+
+        first_run = project.run_ids[0]
+        page.locator(f'a.rewind[data-run="{first_run}"]').click()
+        page.wait_for_url(re.compile(r".*/bookmark/rewind\?run_id=jr_[0-9a-f]{64}$"))
+        # The confirmation says what the next run will read again: c.json, one file.
+        assert page.locator('#preview tr[data-ctx="orders_src"] td.after').inner_text() == "1"
+        shot(page, "rewind-confirm")
+        page.locator("#confirm").click()
+        page.wait_for_url(f"**/jobs/{JOB}/bookmark")
+        assert page.locator("#current-version").inner_text() == "3"
+
+        latest = project.store.latest_version(JOB)
+        assert (latest.version, latest.kind, latest.rewound_to) == (3, VersionKind.REWIND, 1)
+        assert project.store.version_after_run(JOB, first_run).version == 1
+    finally:
+        running.stop()
+
+
+def test_start_a_workflow_and_watch_its_graph(project, page, monkeypatch):
+    # The jobs the console's scheduler starts are processes that find the store here.
+    monkeypatch.setenv("SPARKMARK_HOME", str(project.home))
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(project.home / "sparkmark.toml"))
+    running = start(project.settings, "127.0.0.1", 0, None, scheduler=True)
+    try:
+        page.goto(running.url + "/workflows")
+        page.locator("a", has_text="nightly").first.click()
+        page.wait_for_url("**/workflows/nightly")
+        assert page.locator("#definition-graph g.node").count() == 4
+        page.locator("textarea[name=properties]").fill("day=2026-11-26\nsource=console")
+        page.locator("#start").click()
+        page.wait_for_url(re.compile(r".*/workflows/nightly/runs/wr_[0-9a-f]{64}$"))
+        page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+        graph = page.locator("#run-graph")
+        assert graph.locator("g.node").count() == 4
+        assert graph.locator("path.edge").count() == 3
+        page.wait_for_selector('#workflow-live[data-status="COMPLETED"]', timeout=180_000)
+        assert page.evaluate("window.loadedOnce") is True  # it updated in place
+        states = {
+            n.get_attribute("data-name"): n.get_attribute("data-state")
+            for n in page.locator("#run-graph g.node").all()
+        }
+        assert states == {
+            "nightly_start": "FIRED",
+            "load": "SUCCEEDED",
+            "after_load": "FIRED",
+            "publish": "SUCCEEDED",
+        }
+        colours = {
+            n.get_attribute("data-name"): n.locator("rect").get_attribute("fill")
+            for n in page.locator("#run-graph g.node").all()
+        }
+        assert colours["load"] == colours["publish"] == "#2e7d32"
+        props = page.locator("#properties").inner_text()
+        assert "2026-11-26" in props and "console" in props
+        shot(page, "workflow-run")
+        run_id = page.url.rsplit("/", 1)[1]
+        run = running_store_run(project, run_id)
+        assert run.status.value == "COMPLETED" and run.properties["source"] == "console"
+    finally:
+        running.stop()
+
+
+def running_store_run(project, run_id):
+    from sparkmark.workflow.store import WorkflowStore
+
+    return WorkflowStore(project.store).workflow_run(run_id)
+
+
+def test_quality_and_catalog_pages_render(project, page):
+    running = start(project.settings, "127.0.0.1", 0, None, scheduler=False)
+    try:
+        page.goto(running.url + f"/quality/{JOB}")
+        page.wait_for_function("document.querySelector('canvas.score-chart').chart !== undefined")
+        points = page.evaluate("document.querySelector('canvas.score-chart').chart.data.datasets[0].data")
+        assert points == [0.5, 1.0]
+        shot(page, "quality")
+        page.goto(running.url + "/catalog/sales/orders?from=1&to=2")
+        assert "qty" in page.locator("#diff").inner_text()
+        shot(page, "catalog-table")
+    finally:
+        running.stop()
