@@ -33,9 +33,10 @@ browser:
 console-assets:
 	@bash scripts/console_assets.sh
 
-# The web console on the demo's state (or any: it reads $$SPARKMARK_HOME's store).
+# The web console on the demo's state (./.sparkmark and demo/sparkmark.toml, unless
+# SPARKMARK_HOME / SPARKMARK_CONFIG say otherwise).
 console: install
-	$(SM) console
+	SPARKMARK_CONFIG=$${SPARKMARK_CONFIG:-demo/sparkmark.toml} $(SM) console
 
 # Development servers in the foreground, on 127.0.0.1 (Ctrl-C stops them).
 kafka: install jars
@@ -65,6 +66,8 @@ demo: install
 	$(SM) run demo/catalog_job.py --JOB_NAME demo_catalog --predicate "dt >= '2026-11-03'"
 	@echo "== a workflow: crawl, then transform, then check quality; then its run graph"
 	$(SM) workflow run demo_nightly --config demo/sparkmark.toml --strict
+	@echo "== all of it in the web console: run this, then open http://127.0.0.1:8080"
+	@echo "   make console      (that is: SPARKMARK_CONFIG=demo/sparkmark.toml $(SM) console)"
 
 test: install services jars browser
 	$(PY) -m pytest -q

@@ -307,6 +307,12 @@ def test_skip_if_no_new_data_runs_only_when_a_source_has_new_files(spark, script
     assert preview["NothingNew"] is False
     assert preview["Sources"][0]["files_waiting"] == 1 and preview["Sources"][0]["files_new"] == 1
     assert store.latest_version("cli_skip").version == 1  # a preview changes nothing
+    after_reset = json.loads(sm("bookmark", "preview", "cli_skip", "--reset", "--json").output)
+    assert after_reset["Sources"][0]["files_waiting"] == 2  # a.json again, and b.json
+    first_run = store.list_runs("cli_skip")[-1].run_id
+    after_rewind = json.loads(sm("bookmark", "preview", "cli_skip", "--run-id", first_run, "--json").output)
+    assert after_rewind["Sources"][0]["files_waiting"] == 1  # the state after run 1: b.json is new
+    assert store.latest_version("cli_skip").version == 1  # neither preview changed anything
     assert "ROWS 1" in sm(*_skippable(script, data)).output
     assert "skipped" in sm(*_skippable(script, data)).output  # after a skipped run, again
 

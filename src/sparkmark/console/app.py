@@ -4,6 +4,7 @@ checks, and error pages. Every failure is a page with one line, never a tracebac
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,9 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(when=when, when_ms=when_ms, seconds=seconds, duration=pages.duration, totals=pages.totals)
+    env.filters.update(
+        when=when, when_ms=when_ms, seconds=seconds, duration=pages.duration, totals=pages.totals
+    )
     env.filters.update(error_head=pages.error_head, short=lambda s, n=12: (s or "")[:n])
     return env
 
@@ -81,7 +84,10 @@ class _Checks(BaseHTTPMiddleware):
                 request.app.state.error_html(401, "this console needs its token: sign in at /login"),
                 status_code=401,
             )
+        began = time.perf_counter()
         response = await call_next(request)
+        # The page's server time, for browsers' network panels and bench/console.py.
+        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - began) * 1000:.1f}"
         made = getattr(request.state, "new_csrf", None)
         if made:
             response.set_cookie(CSRF_COOKIE, made, httponly=True, samesite="strict")
