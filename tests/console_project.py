@@ -13,6 +13,8 @@ from pyspark.sql import functions as F
 from sparkmark import Job
 from sparkmark.catalog.models import Column, Partition, Table
 from sparkmark.catalog.store import CatalogStore
+from sparkmark.crawler.definition import load_definition
+from sparkmark.crawler.store import CrawlerStore
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
 
@@ -25,7 +27,18 @@ from sparkmark import Job
 job = Job.from_args()
 job.commit()
 """
+SLEEP_SCRIPT = """
+import time
+time.sleep(300)
+"""
 PROJECT = """
+[jobs.slow]
+Script = "sleep.py"
+[workflows.long]
+[triggers.long_start]
+Type = "ON_DEMAND"
+WorkflowName = "long"
+Actions = [{ JobName = "slow" }]
 [jobs.load]
 Script = "ok.py"
 [jobs.publish]
@@ -68,6 +81,7 @@ def build(folder: Path, spark) -> ConsoleProject:
     home.mkdir(parents=True)
     (home / "sparkmark.toml").write_text(textwrap.dedent(PROJECT), encoding="utf-8")
     (home / "ok.py").write_text(textwrap.dedent(OK_SCRIPT), encoding="utf-8")
+    (home / "sleep.py").write_text(textwrap.dedent(SLEEP_SCRIPT), encoding="utf-8")
     settings = Settings.from_env(_environment(home))
     store = StateStore.from_settings(settings)
     data, out = folder / "in", folder / "out"
@@ -113,5 +127,19 @@ def build(folder: Path, spark) -> ConsoleProject:
             Partition(("2026-11-01",), str(data / "dt=2026-11-01")),
             Partition(("2026-11-02",), str(data / "dt=2026-11-02")),
         ],
+    )
+    crawlers = CrawlerStore(store)
+    crawlers.save(
+        load_definition(
+            {"Name": "sales_lake", "DatabaseName": "sales", "Targets": {"S3Targets": [{"Path": str(data)}]}}
+        )
+    )
+    crawlers.begin("sales_lake", "cr_0001")
+    crawlers.finish(
+        "sales_lake",
+        "cr_0001",
+        "SUCCEEDED",
+        {"tables_created": 1, "partitions_added": 2},
+        [{"path": str(data / "broken.json"), "error": "not JSON at line 1"}],
     )
     return ConsoleProject(home, settings, store, data, run_ids)

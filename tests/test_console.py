@@ -56,7 +56,7 @@ def test_jobs_page_lists_run_and_declared_jobs(console, project):
     page = get(console, "/")
     assert page.status_code == 200
     table = {re.search(r'data-job="([^"]+)"', r).group(1): text(r) for r in rows(page.text, "jobs")}
-    assert {JOB, "load", "publish"} <= set(table)
+    assert {JOB, "load", "publish", "slow"} <= set(table)
     assert "FAILED" in table[JOB] and " 3 " in table[JOB]  # the last run failed; three runs
     # hourly_publish (cron(0 * * * ? *), started on creation) fires on the hour.
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:00:00 UTC \(hourly_publish\)", table["publish"])
@@ -184,6 +184,16 @@ def test_catalog_pages_and_schema_diff(console, project):
     assert "qty" in diff
     assert get(console, "/catalog/sales/nope").status_code == 404
     assert get(console, "/catalog/sales/orders", params={"from": "1", "to": "9"}).status_code == 404
+
+
+def test_crawler_pages(console, project):
+    overview = get(console, "/crawlers")
+    assert "/crawlers/sales_lake" in overview.text and "SUCCEEDED" in overview.text
+    page = get(console, "/crawlers/sales_lake")
+    crawl = text(page.text.split('id="crawls"', 1)[1].split("</table>", 1)[0])
+    assert "cr_0001" in crawl and "partitions_added=2" in crawl and "broken.json: not JSON at line 1" in crawl
+    assert "sales" in text(page.text)
+    assert get(console, "/crawlers/nope").status_code == 404
 
 
 def test_workflow_definition_graph(console, project):
@@ -322,3 +332,33 @@ def test_a_running_run_polls_for_updates_and_a_finished_one_does_not(console, pr
     done = get(console, f"/runs/{job.run_id}/live")
     assert 'data-state="SUCCEEDED"' in done.text and "hx-trigger" not in done.text
     assert "hx-trigger" not in get(console, "/jobs/live_job").text
+
+
+def test_the_console_command_serves_until_interrupted(project):
+    import os
+    import signal
+
+    env = {**os.environ, "SPARKMARK_HOME": str(project.home), "PYTHONUNBUFFERED": "1"}
+    env["SPARKMARK_CONFIG"] = str(project.home / "sparkmark.toml")
+    env.pop("SPARKMARK_CONSOLE_TOKEN", None)
+    token_file = project.home / "console.token"
+    token_file.write_text("from-a-file-91\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [str(SPARKMARK), "console", "--port", "0", "--no-scheduler", "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)
+        assert "from-a-file-91" not in line
+        assert requests.get(url + "/", timeout=30).status_code == 401
+        authorised = requests.get(url + "/", headers={"Authorization": "Bearer from-a-file-91"}, timeout=30)
+        assert authorised.status_code == 200 and JOB in authorised.text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err

@@ -164,3 +164,22 @@ def test_quality_and_catalog_pages_render(project, page):
         shot(page, "catalog-table")
     finally:
         running.stop()
+
+
+def test_stop_a_running_workflow_from_its_page(project, page, monkeypatch):
+    monkeypatch.setenv("SPARKMARK_HOME", str(project.home))
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(project.home / "sparkmark.toml"))
+    running = start(project.settings, "127.0.0.1", 0, None, scheduler=True)
+    try:
+        page.goto(running.url + "/workflows/long")
+        page.locator("#start").click()
+        page.wait_for_url(re.compile(r".*/workflows/long/runs/wr_[0-9a-f]{64}$"))
+        page.wait_for_selector('#run-graph g.node[data-name="slow"][data-state="RUNNING"]', timeout=60_000)
+        page.locator("#stop").click()
+        page.wait_for_selector('#workflow-live[data-status="STOPPED"]', timeout=60_000)
+        assert page.locator('#run-graph g.node[data-name="slow"]').get_attribute("data-state") == "STOPPED"
+        run = running_store_run(project, page.url.rsplit("/", 1)[1])
+        assert run.status.value == "STOPPED"
+        assert [a.state.value for a in run.actions] == ["STOPPED"]
+    finally:
+        running.stop()

@@ -102,7 +102,7 @@ def create_app(service, token: str | None = None) -> Starlette:
     project); with ``token``, every request must carry it."""
     env = _environment()
 
-    def render(request: Request, name: str, status_code: int = 200, **data: Any) -> HTMLResponse:
+    def render(request: Request, template: str, status_code: int = 200, **data: Any) -> HTMLResponse:
         data.update(
             request=request,
             csrf_field=CSRF_FIELD,
@@ -111,7 +111,7 @@ def create_app(service, token: str | None = None) -> Starlette:
             store=service.state.display_url,
             signed_in=request.app.state.guard.required,
         )
-        return HTMLResponse(env.get_template(name).render(**data), status_code=status_code)
+        return HTMLResponse(env.get_template(template).render(**data), status_code=status_code)
 
     def error_html(status: int, message: str) -> str:
         return env.get_template("error.html").render(
