@@ -359,6 +359,6 @@ def test_the_console_command_serves_until_interrupted(project):
         assert authorised.status_code == 200 and JOB in authorised.text
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
