@@ -193,12 +193,16 @@ def jobs_page(request: Request) -> Response:
     return request.app.state.render(request, "jobs.html", jobs=rows)
 
 
-def job_page(request: Request) -> Response:
+def _job_page_of(request: Request):
+    """(job, state store, page number) of a page about one known job."""
     job = _job_name(request)
+    _require_job(request.app, job)
+    return job, request.app.state.service.state, _page_number(request)
+
+
+def job_page(request: Request) -> Response:
+    job, store, page = _job_page_of(request)
     app = request.app
-    _require_job(app, job)
-    store = app.state.service.state
-    page = _page_number(request)
     total = store.count_runs(job)
     runs = store.list_runs(job, limit=RUNS_PAGE, offset=(page - 1) * RUNS_PAGE)
     pages = max(1, -(-total // RUNS_PAGE))
@@ -346,11 +350,8 @@ def version_changes(versions: list[BookmarkVersion], previous: BookmarkVersion |
 
 
 def bookmark_page(request: Request) -> Response:
-    job = _job_name(request)
+    job, store, page = _job_page_of(request)
     app = request.app
-    _require_job(app, job)
-    store = app.state.service.state
-    page = _page_number(request)
     versions = store.history(job, limit=VERSIONS_PAGE + 1, offset=(page - 1) * VERSIONS_PAGE)
     more = len(versions) > VERSIONS_PAGE
     previous = versions[VERSIONS_PAGE] if more else None

@@ -157,7 +157,7 @@ class BookmarkStore:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not version.lineage:
                 return []
-            fe, bv = t.file_entries.c, t.bookmark_versions.c
+            fe = t.file_entries.c
             query = select(fe.path, func.max(fe.version).label("version")).where(
                 fe.source_id == source_id, _lineage_clause(fe.version, version.lineage)
             )
@@ -169,16 +169,26 @@ class BookmarkStore:
             if not found:
                 return []
             rows = conn.execute(
-                select(fe.path, fe.mtime_ms, fe.size, fe.version, bv.run_id, bv.created_at)
-                .join_from(
-                    t.file_entries,
-                    t.bookmark_versions,
-                    and_(bv.job_name == job_name, bv.version == fe.version),
+                self._committed(job_name, source_id).where(
+                    tuple_(fe.path, fe.version).in_([tuple(r) for r in found])
                 )
-                .where(fe.source_id == source_id, tuple_(fe.path, fe.version).in_([tuple(r) for r in found]))
             ).all()
         files = [CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at) for r in rows]
         return sorted(files, key=lambda f: f.path)
+
+    @staticmethod
+    def _committed(job_name: str, source_id: int):
+        """A source's per-file rows, each with the run and time of the version that recorded it."""
+        fe, bv = t.file_entries.c, t.bookmark_versions.c
+        return (
+            select(fe.path, fe.mtime_ms, fe.size, fe.version, bv.run_id, bv.created_at)
+            .join_from(
+                t.file_entries,
+                t.bookmark_versions,
+                and_(bv.job_name == job_name, bv.version == fe.version),
+            )
+            .where(fe.source_id == source_id)
+        )
 
     def version_after_run(self, job_name: str, run_id: str) -> BookmarkVersion:
         """The bookmark as it stood just after ``run_id``.
@@ -550,15 +560,10 @@ class BookmarkStore:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not version.lineage:
                 return []
-            fe, bv = t.file_entries.c, t.bookmark_versions.c
+            fe = t.file_entries.c
             rows = conn.execute(
-                select(fe.path, fe.mtime_ms, fe.size, fe.version, bv.run_id, bv.created_at)
-                .join_from(
-                    t.file_entries,
-                    t.bookmark_versions,
-                    and_(bv.job_name == job_name, bv.version == fe.version),
-                )
-                .where(fe.source_id == source_id, _lineage_clause(fe.version, version.lineage))
+                self._committed(job_name, source_id)
+                .where(_lineage_clause(fe.version, version.lineage))
                 .order_by(fe.version)
             )
             latest: dict[str, CommittedFile] = {}
