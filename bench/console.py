@@ -8,12 +8,15 @@ app to the response being ready), the median of the repeats. The baseline, in th
 process, is the same pages on a store of 10 runs and 100 files: the ratio says how
 the page's cost grows with the store.
 
-    python bench/console.py            # 10,000 runs, 1,000,000 files
-    python bench/console.py --quick    # 1,000 runs, 100,000 files
+    python bench/console.py              # 10,000 runs, 1,000,000 files
+    python bench/console.py --quick      # 1,000 runs, 100,000 files
+    python bench/console.py --postgres   # the same, the state store on PostgreSQL (key P10_pg)
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -25,13 +28,14 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, record
+from harness import record
 from sparkmark.console.server import start
 from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry, RunState
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
 
 JOB = "big"
+PG = os.environ.get("SPARKMARK_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def entry(i: int) -> FileEntry:
@@ -42,8 +46,11 @@ def entry(i: int) -> FileEntry:
     )
 
 
-def build(home: Path, runs: int, files: int) -> tuple[Settings, list[str]]:
-    settings = Settings.from_env({"SPARKMARK_HOME": str(home)})
+def build(home: Path, runs: int, files: int, state_url: str | None = None) -> tuple[Settings, list[str]]:
+    env = {"SPARKMARK_HOME": str(home)}
+    if state_url:
+        env["SPARKMARK_STATE_URL"] = state_url
+    settings = Settings.from_env(env)
     store = StateStore.from_settings(settings)
     state = {"type": "files", "paths": ["file:///lake/events"], "options": {}}
     run_ids = []
@@ -106,25 +113,60 @@ def measure(settings: Settings, urls: dict[str, str], repeats: int) -> dict[str,
         running.stop()
 
 
+def postgres_schema() -> tuple[str, str]:
+    """A fresh schema on the PostgreSQL of `make services`, and its state URL."""
+    import psycopg
+
+    name = f"sm_bench_console_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+    base = PG.replace("postgresql://", "postgresql+psycopg://", 1)
+    return name, f"{base}?options=-csearch_path%3D{name}"
+
+
+def drop_schema(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
 def main() -> None:
-    args = arguments(repeats=5)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a tenth of the full size")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--postgres", action="store_true", help="the state store on PostgreSQL")
+    args = parser.parse_args()
     runs, files = (1_000, 100_000) if args.quick else (10_000, 1_000_000)
-    with tempfile.TemporaryDirectory(prefix="sm-bench-console-") as tmp:
-        began = time.perf_counter()
-        big, big_ids = build(Path(tmp) / "big", runs, files)
-        print(f"built {runs} runs and {files} tracked files in {time.perf_counter() - began:.0f} s")
-        small, small_ids = build(Path(tmp) / "small", 10, 100)
-        slow = measure(big, pages(big_ids, runs), args.repeats)
-        base = measure(small, pages(small_ids, 10), args.repeats)
+    schemas: list[str] = []
+
+    def url() -> str | None:
+        if not args.postgres:
+            return None
+        name, made = postgres_schema()
+        schemas.append(name)
+        return made
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="sm-bench-console-") as tmp:
+            began = time.perf_counter()
+            big, big_ids = build(Path(tmp) / "big", runs, files, url())
+            print(f"built {runs} runs and {files} tracked files in {time.perf_counter() - began:.0f} s")
+            small, small_ids = build(Path(tmp) / "small", 10, 100, url())
+            slow = measure(big, pages(big_ids, runs), args.repeats)
+            base = measure(small, pages(small_ids, 10), args.repeats)
+    finally:
+        for name in schemas:
+            drop_schema(name)
     print(f"{'page':<46} {'large ms':>9} {'small ms':>9} {'ratio':>6}")
     for name, ms in slow.items():
         print(f"{name:<46} {ms:9.1f} {base[name]:9.1f} {ms / base[name]:6.1f}")
     worst = max(slow, key=slow.__getitem__)
     print(f"P10 (slowest page, server ms) = {slow[worst]:.1f} ({worst}); goal <= 200")
-    key = "P10_quick" if args.quick else "P10"
+    key = "P10" + ("_pg" if args.postgres else "") + ("_quick" if args.quick else "")
     record(
         {key: round(slow[worst], 1), f"{key}_pages_ms": {k: round(v, 1) for k, v in slow.items()}},
-        {key: {"runs": runs, "files": files}},
+        {key: {"runs": runs, "files": files, "store": "postgresql" if args.postgres else "sqlite"}},
     )
 
 

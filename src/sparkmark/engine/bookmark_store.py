@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, false, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, Engine, and_, false, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import (
@@ -165,15 +165,21 @@ class BookmarkStore:
                 query = query.where(fe.path > after)
             if contains:
                 query = query.where(fe.path.contains(contains, autoescape=True))
-            found = conn.execute(query.group_by(fe.path).order_by(fe.path).limit(limit)).all()
+            found = dict(conn.execute(query.group_by(fe.path).order_by(fe.path).limit(limit)).all())
             if not found:
                 return []
+            # Each path's latest row, looked up on the primary key (source, version, path):
+            # the page's versions times its paths, the pairs kept below.
             rows = conn.execute(
                 self._committed(job_name, source_id).where(
-                    tuple_(fe.path, fe.version).in_([tuple(r) for r in found])
+                    fe.version.in_(set(found.values())), fe.path.in_(list(found))
                 )
             ).all()
-        files = [CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at) for r in rows]
+        files = [
+            CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at)
+            for r in rows
+            if found.get(r.path) == r.version
+        ]
         return sorted(files, key=lambda f: f.path)
 
     @staticmethod
