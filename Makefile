@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install services jars browser console-assets console kafka s3 demo test lint soak bench bench-quick clean
+.PHONY: install services jars browser console-assets console console-screenshots kafka s3 demo test lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -37,6 +37,10 @@ console-assets:
 # SPARKMARK_HOME / SPARKMARK_CONFIG say otherwise).
 console: install
 	SPARKMARK_CONFIG=$${SPARKMARK_CONFIG:-demo/sparkmark.toml} $(SM) console
+
+# The README's pictures of the console, from the demo's state (after `make demo`).
+console-screenshots: install browser
+	$(PY) scripts/console_screenshots.py
 
 # Development servers in the foreground, on 127.0.0.1 (Ctrl-C stops them).
 kafka: install jars

@@ -14,8 +14,8 @@ from typing import Any
 
 import networkx as nx
 
-NODE_W, NODE_H = 190, 54
-GAP_X, GAP_Y, MARGIN = 70, 22, 16
+NODE_W, NODE_H = 186, 54
+GAP_X, GAP_Y, MARGIN = 48, 22, 16
 
 # Fill colours by state: one table for jobs, crawls and triggers.
 COLOURS = {

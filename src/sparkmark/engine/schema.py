@@ -243,7 +243,26 @@ def _v6(conn: Connection) -> None:
     metadata.create_all(conn, tables=[stream_batches])
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6}
+def _v7(conn: Connection) -> None:
+    """Page through a source's files in path order (the console): on PostgreSQL the
+    path index of version 2 is text_pattern_ops, which serves LIKE 'prefix%' but not
+    ORDER BY path, so a page sorted every row. SQLite's path index already holds the
+    version (the table's key), so it needs nothing more."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "CREATE INDEX IF NOT EXISTS ix_sm_file_entries_path_order ON sm_file_entries (source_id, path, version)"
+        )
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _v1,
+    2: _v2,
+    3: _v3,
+    4: _v4,
+    5: _v5,
+    6: _v6,
+    7: _v7,
+}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
