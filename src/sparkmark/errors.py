@@ -87,3 +87,12 @@ class SinkError(SparkmarkError):
 
 class TransformError(SparkmarkError):
     """A transform (Glue's DynamicFrame transforms, mappings, choices) cannot apply."""
+
+
+class GraphError(ConfigError):
+    """A visual job's graph that cannot become a script: every problem, one line each,
+    each naming its node."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems

@@ -13,7 +13,20 @@ from ..engine import storage
 from ..engine.masking import mask_logging, mask_text
 from ..errors import SparkmarkError
 from ..settings import Settings
-from . import api, bookmark, catalog, console, crawler, glue, output, outputs, quality, runs, workflows
+from . import (
+    api,
+    bookmark,
+    catalog,
+    console,
+    crawler,
+    glue,
+    output,
+    outputs,
+    quality,
+    runs,
+    studio,
+    workflows,
+)
 from .output import debug_enabled, err_console, one_line_errors
 from .run import run_script
 
@@ -42,6 +55,7 @@ app.add_typer(catalog.app, name="catalog")
 app.add_typer(crawler.app, name="crawler")
 app.add_typer(outputs.app, name="outputs")
 app.add_typer(quality.app, name="quality")
+app.add_typer(studio.app, name="studio")
 app.add_typer(workflows.workflow_app, name="workflow")
 app.add_typer(workflows.trigger_app, name="trigger")
 app.add_typer(workflows.job_app, name="job")

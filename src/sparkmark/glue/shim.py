@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 ALIAS = "awsglue"
 TARGET = "sparkmark.glue"
-ALIASES = {"awsglue": "sparkmark.glue", "awsgluedq": "sparkmark.glue.dq"}  # Glue name → ours
+ALIASES = {
+    "awsglue": "sparkmark.glue",
+    "awsgluedq": "sparkmark.glue.dq",
+    "awsglueml": "sparkmark.glue.ml",
+}  # Glue name → ours
 PTH_NAME = "sparkmark-awsglue.pth"
 
 

@@ -1,0 +1,1 @@
+"""``awsglueml``: Glue's machine-learning transforms (``import awsglueml…`` loads these)."""
