@@ -30,7 +30,7 @@ from pyspark.context import SparkContext
 from pyspark.sql import functions as SqlFuncs
 {extra_imports}
 args = getResolvedOptions(sys.argv, ["JOB_NAME"])
-sc = SparkContext()
+sc = SparkContext.getOrCreate()  # as SparkContext() in a new process; reuses a running one
 glueContext = GlueContext(sc)
 spark = glueContext.spark_session
 job = Job(glueContext)
