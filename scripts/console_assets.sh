@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The console's front-end libraries, from the npm registry, copied as built into the
-# Python package (so `pip install` needs no Node.js). Run after changing the versions
+# Python package (so `pip install` needs no Node.js), and the visual job editor bundled. Run after changing the versions
 # in console-assets/package.json; the copies are committed.
 set -euo pipefail
 cd "$(dirname "$0")/../console-assets"
@@ -11,5 +11,12 @@ cp node_modules/htmx.org/dist/htmx.min.js "$out/htmx.min.js"
 cp node_modules/htmx.org/LICENSE "$out/htmx.LICENSE"
 cp node_modules/chart.js/dist/chart.umd.min.js "$out/chart.umd.min.js"
 cp node_modules/chart.js/LICENSE.md "$out/chart.LICENSE.md"
-node -e 'for(const p of ["chart.js","htmx.org","@kurkle/color"])console.log(p,require("./node_modules/"+p+"/package.json").version)' > "$out/VERSIONS"
+# The visual job editor: React Flow and dagre, bundled with esbuild into one script and one stylesheet.
+node_modules/.bin/esbuild studio/main.jsx --bundle --minify --format=iife --jsx=automatic \
+  --define:process.env.NODE_ENV='"production"' --target=es2020 --log-level=warning \
+  --outfile=../src/sparkmark/console/static/studio/studio.js
+for p in @xyflow/react @xyflow/system @dagrejs/dagre @dagrejs/graphlib react react-dom scheduler zustand use-sync-external-store classcat d3-zoom d3-drag d3-selection; do
+  [ -f "node_modules/$p/LICENSE" ] && cp "node_modules/$p/LICENSE" "../src/sparkmark/console/static/studio/$(echo "$p" | tr '/@' '__').LICENSE"
+done
+node -e 'for(const p of ["chart.js","htmx.org","@kurkle/color","@xyflow/react","@dagrejs/dagre","react","react-dom","esbuild"])console.log(p,require("./node_modules/"+p+"/package.json").version)' > "$out/VERSIONS"
 echo "console-assets: $(tr '\n' ' ' < "$out/VERSIONS")into $out"

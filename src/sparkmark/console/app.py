@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..engine.masking import mask_text
 from ..errors import SparkmarkError
-from . import pages
+from . import pages, studio
 from .security import CSRF_COOKIE, CSRF_FIELD, SAFE_METHODS, Guard
 
 log = logging.getLogger("sparkmark.console")
@@ -155,9 +155,21 @@ def create_app(service, token: str | None = None) -> Starlette:
         Route("/catalog/{database}/{table}", pages.table_page),
         Route("/crawlers", pages.crawlers_page),
         Route("/crawlers/{name}", pages.crawler_page),
+        Route("/studio", studio.studio_page),
+        Route("/studio/new", studio.studio_new, methods=["POST"]),
+        Route("/studio/import", studio.studio_import, methods=["POST"]),
+        Route("/studio/jobs/{name}", studio.editor_page),
+        Route("/studio/api/model", studio.model_json),
+        Route("/studio/api/jobs/{name}", studio.job_json, methods=["GET"]),
+        Route("/studio/api/jobs/{name}", studio.save_json, methods=["PUT"]),
+        Route("/studio/api/jobs/{name}/check", studio.check_json, methods=["POST"]),
+        Route("/studio/api/jobs/{name}/run", studio.run_json, methods=["POST"]),
+        Route("/studio/api/jobs/{name}/runs/latest", studio.latest_run_json),
+        Route("/studio/api/jobs/{name}/preview", studio.preview_json, methods=["POST"]),
         Route("/login", pages.login_page, methods=["GET"]),
         Route("/login", pages.login_do, methods=["POST"]),
         Route("/health", pages.health),
+        Route("/favicon.ico", pages.no_icon),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(

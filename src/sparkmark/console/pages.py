@@ -673,3 +673,7 @@ async def login_do(request: Request) -> Response:
 
 def health(_request: Request) -> Response:
     return PlainTextResponse("ok")
+
+
+def no_icon(_request: Request) -> Response:
+    return Response(status_code=204)

@@ -664,13 +664,14 @@ NEEDS_NAMES = {"Join", "SparkSQL"}  # writers that look inputs up by node id
 SUPPORTED = frozenset(WRITERS)
 
 
-def generate(graph: JobGraph) -> str:
-    """The script for ``graph``; raises :class:`GraphError` with every problem first."""
-    check(graph, SUPPORTED)
-    names = variable_names(graph)
+TARGETS = {"S3DirectTarget", "S3GlueParquetTarget", "CatalogTarget", "S3CatalogTarget"}
+
+
+def _blocks(graph: JobGraph, nodes: list[Node], names: dict[str, str], sample: int | None) -> Script:
+    """One block per node; with ``sample``, each source is cut to that many records."""
     script = Script()
     problems = []
-    for node in graph.order():
+    for node in nodes:
         var = names[node.id]
         inputs = [names[i] for i in node.inputs]
         writer = WRITERS[node.type]
@@ -683,12 +684,53 @@ def generate(graph: JobGraph) -> str:
         except GraphError as exc:
             problems += [f"job {graph.name!r}: {p}" for p in exc.problems]
             continue
+        if sample is not None and not node.inputs:
+            lines.append(
+                f"{var} = DynamicFrame.fromDF({var}.toDF().limit({sample}), glueContext, {lit(var)})"
+            )
         script.lines += ["", f"# Script generated for node {node.name} ({node.type}, {node.id})", *lines]
     if problems:
         raise GraphError(problems)
+    return script
+
+
+def _assemble(preamble: str, script: Script, ending: str) -> str:
     extra = "".join(line + "\n" for line in script.imports)
-    parts = [PREAMBLE.format(extra_imports=extra).rstrip("\n")]
+    parts = [preamble.format(extra_imports=extra).rstrip("\n")]
     parts += [HELPERS[h].rstrip("\n") for h in script.helpers]
     parts += ["\n" + c for c in script.custom]
-    body = "\n".join(script.lines)
-    return "\n".join(parts) + "\n" + body + "\n\njob.commit()\n"
+    return "\n".join(parts) + "\n" + "\n".join(script.lines) + "\n" + ending
+
+
+def generate(graph: JobGraph) -> str:
+    """The script for ``graph``; raises :class:`GraphError` with every problem first."""
+    check(graph, SUPPORTED)
+    script = _blocks(graph, graph.order(), variable_names(graph), None)
+    return _assemble(PREAMBLE, script, "\njob.commit()\n")
+
+
+PREVIEW_PREAMBLE = (
+    PREAMBLE.split("args = ", 1)[0]
+    + "glueContext = GlueContext(SparkContext.getOrCreate())\nspark = glueContext.spark_session\n"
+)
+
+
+def generate_preview(graph: JobGraph, node_id: str, sample: int = 200) -> tuple[str, str]:
+    """A script that computes ``node_id``'s frame (a target's: its input's) from a sample
+    of each source, with no run, no bookmark and no write. Returns (script, variable)."""
+    check(graph, SUPPORTED)
+    if node_id not in graph.nodes:
+        raise GraphError([f"job {graph.name!r}: no node {node_id!r}"])
+    node = graph.nodes[node_id]
+    if node.type in TARGETS:
+        node = graph.nodes[node.inputs[0]]
+    wanted = {node.id}
+    stack = [node.id]
+    while stack:  # the node and everything it reads from
+        for parent in graph.nodes[stack.pop()].inputs:
+            if parent not in wanted:
+                wanted.add(parent)
+                stack.append(parent)
+    names = variable_names(graph)
+    script = _blocks(graph, [n for n in graph.order() if n.id in wanted], names, sample)
+    return _assemble(PREVIEW_PREAMBLE, script, ""), names[node.id]

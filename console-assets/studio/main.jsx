@@ -1,0 +1,445 @@
+// The visual job editor: a palette of Glue's node types, a React Flow canvas, a form per
+// node built from the model the server sends (botocore's Glue model), the problems the
+// server finds shown on their nodes, the generated script, save, run and data preview.
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { createRoot } from "react-dom/client";
+import {
+  ReactFlow,
+  ReactFlowProvider,
+  Background,
+  Controls,
+  Handle,
+  Position,
+  addEdge,
+  applyEdgeChanges,
+  applyNodeChanges,
+  useReactFlow,
+} from "@xyflow/react";
+import dagre from "@dagrejs/dagre";
+import "@xyflow/react/dist/style.css";
+import "./studio.css";
+
+const root = document.getElementById("studio");
+const JOB = root.dataset.job;
+const CSRF = root.dataset.csrf;
+const API = `/studio/api/jobs/${encodeURIComponent(JOB)}`;
+const FINAL = ["SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"];
+const NODE_W = 220;
+const NODE_H = 76;
+
+async function call(url, method = "GET", body) {
+  const headers = { "Content-Type": "application/json", "X-CSRF-Token": CSRF };
+  const answer = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await answer.text();
+  let data;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    data = { problems: [{ node: null, message: `the console answered ${answer.status}` }] };
+  }
+  return { ok: answer.ok, data };
+}
+
+// Dagre lays out an imported graph left to right.
+function layout(nodes, edges) {
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: 30, ranksep: 70 });
+  g.setDefaultEdgeLabel(() => ({}));
+  nodes.forEach((n) => g.setNode(n.id, { width: NODE_W, height: NODE_H }));
+  edges.forEach((e) => g.setEdge(e.source, e.target));
+  dagre.layout(g);
+  return nodes.map((n) => {
+    const p = g.node(n.id);
+    return { ...n, position: { x: p.x - NODE_W / 2, y: p.y - NODE_H / 2 } };
+  });
+}
+
+// Glue's node map → React Flow nodes and edges (Inputs become edges).
+function fromGlue(map, model) {
+  const nodes = Object.entries(map).map(([id, wrapped]) => {
+    const [kind, spec] = Object.entries(wrapped)[0];
+    return { id, type: "glue", position: { x: 0, y: 0 }, data: { kind, spec, category: model.types[kind]?.category } };
+  });
+  const edges = [];
+  nodes.forEach((n) => (n.data.spec.Inputs || []).forEach((from) => edges.push(edge(from, n.id))));
+  return { nodes: layout(nodes, edges), edges };
+}
+
+function edge(source, target) {
+  return { id: `${source}->${target}`, source, target };
+}
+
+// React Flow's nodes and edges → Glue's node map, Inputs in the order edges were drawn.
+function toGlue(nodes, edges, model) {
+  const map = {};
+  nodes.forEach((n) => {
+    const spec = { ...n.data.spec };
+    if (model.types[n.data.kind]?.fields.Inputs) spec.Inputs = edges.filter((e) => e.target === n.id).map((e) => e.source);
+    map[n.id] = { [n.data.kind]: spec };
+  });
+  return map;
+}
+
+function GlueNode({ id, data, selected }) {
+  const { kind, spec, category, problems = [], runState } = data;
+  const classes = ["glue-node", `cat-${category}`, selected ? "selected" : "", problems.length ? "has-problems" : ""];
+  return (
+    <div className={classes.join(" ")} data-kind={kind} data-run-state={runState || ""}>
+      {category !== "source" && <Handle type="target" position={Position.Left} />}
+      <div className="kind">{kind}</div>
+      <div className="title">{spec.Name || id}</div>
+      {runState && <div className={`run s-${runState.toLowerCase()}`}>{runState}</div>}
+      {problems.length > 0 && (
+        <ul className="node-problems">
+          {problems.map((p, i) => (
+            <li key={i}>{p.replace(/^job '[^']*': node \S+ \([^)]*\)[: ]*/, "")}</li>
+          ))}
+        </ul>
+      )}
+      {category !== "target" && <Handle type="source" position={Position.Right} />}
+    </div>
+  );
+}
+
+const nodeTypes = { glue: GlueNode };
+
+function Field({ name, field, value, onChange }) {
+  const [text, setText] = useState(() => JSON.stringify(value ?? null, null, 1));
+  const [bad, setBad] = useState(null);
+  useEffect(() => setText(JSON.stringify(value ?? null, null, 1)), [value]);
+  const label = (
+    <span className="field-name">
+      {name}
+      {field.required ? " *" : ""}
+    </span>
+  );
+  if (field.enum.length) {
+    return (
+      <label className="field" data-field={name}>
+        {label}
+        <select value={value ?? ""} onChange={(e) => onChange(e.target.value || undefined)}>
+          <option value="">–</option>
+          {field.enum.map((v) => (
+            <option key={v} value={v}>
+              {v}
+            </option>
+          ))}
+        </select>
+      </label>
+    );
+  }
+  if (field.type === "boolean") {
+    return (
+      <label className="field inline-field" data-field={name}>
+        <input type="checkbox" checked={!!value} onChange={(e) => onChange(e.target.checked)} />
+        {label}
+      </label>
+    );
+  }
+  if (field.type === "string") {
+    return (
+      <label className="field" data-field={name}>
+        {label}
+        <input value={value ?? ""} onChange={(e) => onChange(e.target.value === "" ? undefined : e.target.value)} />
+      </label>
+    );
+  }
+  if (["integer", "long"].includes(field.type)) {
+    return (
+      <label className="field" data-field={name}>
+        {label}
+        <input type="number" value={value ?? ""} onChange={(e) => onChange(e.target.value === "" ? undefined : Number(e.target.value))} />
+      </label>
+    );
+  }
+  // Lists, structures and maps are edited as JSON, checked as typed.
+  return (
+    <label className="field" data-field={name}>
+      {label} <span className="muted">(JSON)</span>
+      <textarea
+        rows={Math.min(8, Math.max(2, text.split("\n").length))}
+        value={text}
+        onChange={(e) => {
+          setText(e.target.value);
+          try {
+            const parsed = JSON.parse(e.target.value);
+            setBad(null);
+            onChange(parsed === null ? undefined : parsed);
+          } catch (err) {
+            setBad("not JSON yet");
+          }
+        }}
+      />
+      {bad && <span className="error">{bad}</span>}
+    </label>
+  );
+}
+
+function Properties({ node, model, onChange }) {
+  if (!node) return <p className="muted">Select a node to edit its fields.</p>;
+  const fields = model.types[node.data.kind].fields;
+  const names = ["Name", ...Object.keys(fields).filter((f) => f !== "Name" && f !== "Inputs")];
+  return (
+    <div className="properties" data-node={node.id}>
+      <h3>
+        {node.data.kind} <span className="muted">{node.id}</span>
+      </h3>
+      {names.map((f) => (
+        <Field key={`${node.id}-${f}`} name={f} field={fields[f]} value={node.data.spec[f]} onChange={(v) => onChange(node.id, f, v)} />
+      ))}
+    </div>
+  );
+}
+
+function Preview({ node, nodes, edges, model }) {
+  const [result, setResult] = useState(null);
+  const [busy, setBusy] = useState(false);
+  if (!node) return <p className="muted">Select a node to preview its data.</p>;
+  const run = async () => {
+    setBusy(true);
+    const { ok, data } = await call(`${API}/preview`, "POST", { nodes: toGlue(nodes, edges, model), node: node.id });
+    setBusy(false);
+    setResult(ok ? data : { problems: data.problems || [] });
+  };
+  return (
+    <div className="preview">
+      <button id="preview-run" onClick={run} disabled={busy}>
+        {busy ? "Computing on a sample…" : `Preview ${node.data.spec.Name || node.id}`}
+      </button>
+      {result?.problems?.length > 0 && (
+        <ul className="problems">
+          {result.problems.map((p, i) => (
+            <li key={i}>{p.message}</li>
+          ))}
+        </ul>
+      )}
+      {result?.columns && (
+        <table id="preview-table">
+          <thead>
+            <tr>
+              {result.columns.map(([c, t]) => (
+                <th key={c}>
+                  {c}
+                  <br />
+                  <span className="muted">{t}</span>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {result.rows.map((r, i) => (
+              <tr key={i}>
+                {r.map((v, j) => (
+                  <td key={j}>{v === null ? "null" : String(v)}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function Editor({ model, initial }) {
+  const [nodes, setNodes] = useState(initial.nodes);
+  const [edges, setEdges] = useState(initial.edges);
+  const [selected, setSelected] = useState(null);
+  const [tab, setTab] = useState("properties");
+  const [problems, setProblems] = useState([]);
+  const [script, setScript] = useState(null);
+  const [status, setStatus] = useState(initial.saved ? "saved" : "new, not saved");
+  const [run, setRun] = useState(initial.run);
+  const counter = useRef(Date.now());
+  const flow = useReactFlow();
+
+  const glue = useMemo(() => toGlue(nodes, edges, model), [nodes, edges, model]);
+
+  // Check and generate on every change (debounced): problems go onto their nodes.
+  useEffect(() => {
+    if (!nodes.length) {
+      setProblems([]);
+      setScript(null);
+      return undefined;
+    }
+    const timer = setTimeout(async () => {
+      const { data } = await call(`${API}/check`, "POST", { nodes: glue });
+      setProblems(data.problems || []);
+      setScript(data.script || null);
+    }, 250);
+    return () => clearTimeout(timer);
+  }, [glue]);
+
+  // Follow the latest run until it ends.
+  useEffect(() => {
+    if (!run || FINAL.includes(run.state)) return undefined;
+    const timer = setInterval(async () => {
+      const { data } = await call(`${API}/runs/latest`);
+      if (data.run) setRun(data.run);
+    }, 1000);
+    return () => clearInterval(timer);
+  }, [run]);
+
+  const shown = useMemo(
+    () =>
+      nodes.map((n) => ({
+        ...n,
+        data: {
+          ...n.data,
+          problems: problems.filter((p) => p.node === n.id).map((p) => p.message),
+          runState: run ? run.state : null,
+        },
+      })),
+    [nodes, problems, run],
+  );
+
+  const add = useCallback(
+    (kind, position) => {
+      counter.current += 1;
+      const id = `node-${counter.current}`;
+      const count = nodes.length;
+      const where = position || { x: 40 + (count % 4) * (NODE_W + 60), y: 40 + Math.floor(count / 4) * (NODE_H + 60) };
+      const node = { id, type: "glue", position: where, data: { kind, spec: { Name: kind }, category: model.types[kind].category } };
+      setNodes((ns) => [...ns.map((n) => ({ ...n, selected: false })), { ...node, selected: true }]);
+      setSelected(id);
+      setTab("properties");
+    },
+    [nodes, model],
+  );
+
+  const change = (id, field, value) =>
+    setNodes((ns) =>
+      ns.map((n) => {
+        if (n.id !== id) return n;
+        const spec = { ...n.data.spec };
+        if (value === undefined) delete spec[field];
+        else spec[field] = value;
+        return { ...n, data: { ...n.data, spec } };
+      }),
+    );
+
+  const save = async () => {
+    setStatus("saving…");
+    const { ok, data } = await call(API, "PUT", { nodes: glue });
+    if (ok) setStatus("saved");
+    else {
+      setProblems(data.problems || []);
+      setStatus(`not saved: ${(data.problems || []).length} problem(s)`);
+    }
+    return ok;
+  };
+
+  const start = async () => {
+    if (!(await save())) return;
+    const { ok, data } = await call(`${API}/run`, "POST", {});
+    if (ok) setRun({ id: data.run_id, state: "WAITING" });
+    else setStatus(`not started: ${data.problems?.[0]?.message || "error"}`);
+  };
+
+  const onDrop = (event) => {
+    event.preventDefault();
+    const kind = event.dataTransfer.getData("application/x-glue-node");
+    if (kind) add(kind, flow.screenToFlowPosition({ x: event.clientX, y: event.clientY }));
+  };
+
+  const current = nodes.find((n) => n.id === selected) || null;
+  const groups = ["source", "transform", "target"];
+  return (
+    <div className="studio-editor">
+      <div className="toolbar">
+        <button id="save" onClick={save}>
+          Save
+        </button>
+        <button id="run" onClick={start} disabled={!nodes.length}>
+          Save and run
+        </button>
+        <span id="status" className="muted">
+          {status}
+        </span>
+        {run && (
+          <span id="run-state" className={`state s-${run.state.toLowerCase()}`} data-state={run.state}>
+            {run.state}
+          </span>
+        )}
+        {run && FINAL.includes(run.state) && (
+          <a href={`/runs/${run.id}`} id="run-link">
+            the run
+          </a>
+        )}
+        <span id="problem-count" className={problems.length ? "error" : "muted"} data-count={problems.length}>
+          {problems.length ? `${problems.length} problem(s)` : nodes.length ? "no problems" : ""}
+        </span>
+      </div>
+      <div className="panes">
+        <aside className="palette" id="palette">
+          {groups.map((g) => (
+            <div key={g}>
+              <h4>{g}s</h4>
+              {Object.entries(model.types)
+                .filter(([, t]) => t.category === g)
+                .map(([kind]) => (
+                  <div
+                    key={kind}
+                    className={`palette-item cat-${g}`}
+                    data-kind={kind}
+                    draggable
+                    onDragStart={(e) => e.dataTransfer.setData("application/x-glue-node", kind)}
+                    onClick={() => add(kind)}
+                    title="Click to add, or drag onto the canvas"
+                  >
+                    {kind}
+                  </div>
+                ))}
+            </div>
+          ))}
+        </aside>
+        <div className="canvas" onDrop={onDrop} onDragOver={(e) => e.preventDefault()}>
+          <ReactFlow
+            nodes={shown}
+            edges={edges}
+            nodeTypes={nodeTypes}
+            onNodesChange={(c) => setNodes((ns) => applyNodeChanges(c, ns))}
+            onEdgesChange={(c) => setEdges((es) => applyEdgeChanges(c, es))}
+            onConnect={(c) => setEdges((es) => addEdge(edge(c.source, c.target), es))}
+            onSelectionChange={({ nodes: picked }) => picked.length && setSelected(picked[0].id)}
+            fitView
+          >
+            <Background />
+            <Controls />
+          </ReactFlow>
+        </div>
+        <aside className="side">
+          <div className="tabs">
+            {["properties", "script", "preview"].map((t) => (
+              <button key={t} className={tab === t ? "on" : ""} id={`tab-${t}`} onClick={() => setTab(t)}>
+                {t}
+              </button>
+            ))}
+          </div>
+          {tab === "properties" && <Properties node={current} model={model} onChange={change} />}
+          {tab === "script" && <pre id="script">{script || "The script appears once the graph has no problems."}</pre>}
+          {tab === "preview" && <Preview node={current} nodes={nodes} edges={edges} model={model} />}
+          {problems.length > 0 && (
+            <ul className="problems" id="problems">
+              {problems.map((p, i) => (
+                <li key={i}>{p.message}</li>
+              ))}
+            </ul>
+          )}
+        </aside>
+      </div>
+    </div>
+  );
+}
+
+async function main() {
+  const [model, job] = await Promise.all([call("/studio/api/model"), call(API)]);
+  const initial = { ...fromGlue(job.data.nodes || {}, model.data), saved: job.data.saved, run: job.data.run };
+  createRoot(root).render(
+    <ReactFlowProvider>
+      <Editor model={model.data} initial={initial} />
+    </ReactFlowProvider>,
+  );
+}
+
+main();
