@@ -26,6 +26,7 @@ const API = `/studio/api/jobs/${encodeURIComponent(JOB)}`;
 const FINAL = ["SUCCEEDED", "FAILED", "STOPPED", "TIMEOUT", "ERROR"];
 const NODE_W = 220;
 const NODE_H = 76;
+const FIT = { maxZoom: 1, padding: 0.2 };
 
 async function call(url, method = "GET", body) {
   const headers = { "Content-Type": "application/json", "X-CSRF-Token": CSRF };
@@ -303,8 +304,9 @@ function Editor({ model, initial }) {
       setNodes((ns) => [...ns.map((n) => ({ ...n, selected: false })), { ...node, selected: true }]);
       setSelected(id);
       setTab("properties");
+      setTimeout(() => flow.fitView(FIT), 60); // keep every node in sight
     },
-    [nodes, model],
+    [nodes, model, flow],
   );
 
   const change = (id, field, value) =>
@@ -403,6 +405,8 @@ function Editor({ model, initial }) {
             onConnect={(c) => setEdges((es) => addEdge(edge(c.source, c.target), es))}
             onSelectionChange={({ nodes: picked }) => picked.length && setSelected(picked[0].id)}
             fitView
+            fitViewOptions={FIT}
+            defaultViewport={{ x: 0, y: 0, zoom: 1 }}
           >
             <Background />
             <Controls />

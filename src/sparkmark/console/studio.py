@@ -205,9 +205,12 @@ async def preview_json(request: Request) -> Response:
     def compute() -> dict[str, Any]:
         from pyspark.sql import SparkSession
 
-        from ..spark import create_session
+        from ..glue import shim
+        from ..spark import create_session, use_this_python
         from ..studio.preview import preview
 
+        shim.install(settings)  # the script imports awsglue: sparkmark's façade
+        use_this_python()
         if SparkSession.getActiveSession() is None:
             create_session("sparkmark-console-preview", settings.spark_master, settings)
         return preview(_graph(name, body["nodes"]), node)
