@@ -282,3 +282,50 @@ def test_the_cli_prints_each_problem_and_generates(tmp_path):
     ctxs = re.findall(r'transformation_ctx="([^"]+)"', script)
     assert len(ctxs) == len(set(ctxs)) == 3  # one per node, each its own bookmark
     assert cli.invoke(app, ["studio", "generate", str(tmp_path / "missing.json")]).exit_code == 1
+
+
+def test_visual_jobs_round_trip_through_the_glue_api(sparkmark_home, tmp_path, monkeypatch):
+    """A job created with boto3's create_job holding CodeGenConfigurationNodes is a visual
+    job sparkmark can edit; one saved by sparkmark comes back from get_job with its
+    nodes as given, so it can be sent to Glue as it is."""
+    import boto3
+    from botocore.config import Config
+
+    from sparkmark.api.server import start_in_thread
+    from sparkmark.api.service import Service
+    from sparkmark.studio.jobs import load_visual_job, save_visual_job, visual_jobs
+
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(tmp_path / "sparkmark.toml"))
+    case = json.loads((CORPUS / "union_all.json").read_text(encoding="utf-8"))
+    nodes = json.loads(json.dumps(case["job"]["Job"]["CodeGenConfigurationNodes"]).replace("{root}", str(tmp_path)))
+    running = start_in_thread(Settings.from_env())
+    try:
+        glue = boto3.client(
+            "glue",
+            endpoint_url=running.url,
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            config=Config(retries={"max_attempts": 1}),
+        )
+        glue.create_job(
+            Name="from_glue",
+            Role="arn:aws:iam::000000000000:role/glue",
+            Command={"Name": "glueetl", "ScriptLocation": str(tmp_path / "whatever.py")},
+            CodeGenConfigurationNodes=nodes,
+        )
+        service = Service(Settings.from_env())
+        assert "from_glue" in visual_jobs(service)
+        graph = load_visual_job(service, "from_glue")
+        assert graph is not None and set(graph.nodes) == set(nodes)
+
+        save_visual_job(service, "from_sparkmark", nodes, create=True)
+        got = glue.get_job(JobName="from_sparkmark")["Job"]
+        assert got["CodeGenConfigurationNodes"] == nodes
+        script = Path(got["Command"]["ScriptLocation"])
+        assert script.is_file() and "Union" in script.read_text(encoding="utf-8")
+        with pytest.raises(GraphError, match="its input 'gone'"):
+            save_visual_job(service, "bad", {"n": {"DropFields": {"Name": "D", "Inputs": ["gone"], "Paths": []}}}, create=True)
+        assert load_visual_job(service, "bad") is None  # nothing stored
+    finally:
+        running.stop()
