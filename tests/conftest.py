@@ -62,6 +62,31 @@ def s3_server(tmp_path_factory):
     server.stop()
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",  # this machine's network is closed: no calls out
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, driven by Playwright (never a downloaded browser)."""
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium is not installed: run `make browser` (Debian's chromium and chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
 @pytest.fixture(autouse=True)
 def sparkmark_home(tmp_path, monkeypatch):
     home = tmp_path / "home"

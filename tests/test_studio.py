@@ -297,7 +297,9 @@ def test_visual_jobs_round_trip_through_the_glue_api(sparkmark_home, tmp_path, m
 
     monkeypatch.setenv("SPARKMARK_CONFIG", str(tmp_path / "sparkmark.toml"))
     case = json.loads((CORPUS / "union_all.json").read_text(encoding="utf-8"))
-    nodes = json.loads(json.dumps(case["job"]["Job"]["CodeGenConfigurationNodes"]).replace("{root}", str(tmp_path)))
+    nodes = json.loads(
+        json.dumps(case["job"]["Job"]["CodeGenConfigurationNodes"]).replace("{root}", str(tmp_path))
+    )
     running = start_in_thread(Settings.from_env())
     try:
         glue = boto3.client(
@@ -325,7 +327,12 @@ def test_visual_jobs_round_trip_through_the_glue_api(sparkmark_home, tmp_path, m
         script = Path(got["Command"]["ScriptLocation"])
         assert script.is_file() and "Union" in script.read_text(encoding="utf-8")
         with pytest.raises(GraphError, match="its input 'gone'"):
-            save_visual_job(service, "bad", {"n": {"DropFields": {"Name": "D", "Inputs": ["gone"], "Paths": []}}}, create=True)
+            save_visual_job(
+                service,
+                "bad",
+                {"n": {"DropFields": {"Name": "D", "Inputs": ["gone"], "Paths": []}}},
+                create=True,
+            )
         assert load_visual_job(service, "bad") is None  # nothing stored
     finally:
         running.stop()

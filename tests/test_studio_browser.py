@@ -15,21 +15,9 @@ from sparkmark.console.server import start
 from sparkmark.settings import Settings
 from sparkmark.studio.jobs import load_visual_job
 
-from .test_console_browser import CHROMIUM, FLAGS, shot
+from .test_console_browser import shot
 
 CORPUS = Path(__file__).parent / "fixtures" / "studio"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail("Chromium is not installed: run `make browser` (Debian's chromium and chromium-driver)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -53,9 +53,10 @@ def _page_number(request: Request, name: str = "page") -> int:
     return int(raw)
 
 
-def _job_name(request: Request) -> str:
+def job_name_of(request: Request, key: str = "job") -> str:
+    """The job name in the URL, checked as run names are (a bad one is a 400 page)."""
     try:
-        return check_name("job name", request.path_params["job"])
+        return check_name("job name", request.path_params[key])
     except ArgumentError as exc:
         raise PageError(400, str(exc)) from None
 
@@ -195,7 +196,7 @@ def jobs_page(request: Request) -> Response:
 
 def _job_page_of(request: Request):
     """(job, state store, page number) of a page about one known job."""
-    job = _job_name(request)
+    job = job_name_of(request)
     _require_job(request.app, job)
     return job, request.app.state.service.state, _page_number(request)
 
@@ -391,7 +392,7 @@ def bookmark_page(request: Request) -> Response:
 
 
 def rewind_confirm(request: Request) -> Response:
-    job = _job_name(request)
+    job = job_name_of(request)
     app = request.app
     _require_job(app, job)
     run_id = request.query_params.get("run_id") or None
@@ -414,7 +415,7 @@ def rewind_confirm(request: Request) -> Response:
 
 
 async def rewind_do(request: Request) -> Response:
-    job = _job_name(request)
+    job = job_name_of(request)
     form = await _checked_form(request)
     run_id = form.get("run_id") or None
     if run_id:
@@ -548,7 +549,7 @@ def quality_page(request: Request) -> Response:
 
 
 def quality_job_page(request: Request) -> Response:
-    job = _job_name(request)
+    job = job_name_of(request)
     service = request.app.state.service
     results = service.quality.find(job_name=job, limit=200)
     if not results:
@@ -569,7 +570,7 @@ def quality_job_page(request: Request) -> Response:
 
 
 def quality_result_page(request: Request) -> Response:
-    job = _job_name(request)
+    job = job_name_of(request)
     raw = request.path_params["result_id"]
     if not raw.isdigit():
         raise PageError(400, "a result id is a whole number")

@@ -24,7 +24,7 @@ from ..studio import jobs as visual
 from ..studio.codegen import SUPPORTED, TARGETS, generate
 from ..studio.graph import SOURCES, JobGraph, graph_from_job, parse_document
 from ..studio.model import node_fields
-from .pages import PageError
+from .pages import PageError, job_name_of
 from .security import Guard
 
 _NODE = re.compile(r"node (\S+) \(")
@@ -36,13 +36,6 @@ def _problems(exc: GraphError) -> list[dict[str, Any]]:
         found = _NODE.search(p)
         out.append({"node": found.group(1) if found else None, "message": p})
     return out
-
-
-def _name(request: Request) -> str:
-    try:
-        return check_name("job name", request.path_params["name"])
-    except ArgumentError as exc:
-        raise PageError(400, str(exc)) from None
 
 
 def _guarded(request: Request) -> None:
@@ -117,7 +110,7 @@ async def studio_import(request: Request) -> Response:
 
 
 def editor_page(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     return request.app.state.render(request, "studio_editor.html", job=name)
 
 
@@ -133,7 +126,7 @@ def model_json(request: Request) -> Response:
 
 
 def job_json(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     service = request.app.state.service
     graph = visual.load_visual_job(service, name)
     nodes = {n.id: {n.type: n.spec} for n in graph.nodes.values()} if graph else {}
@@ -154,12 +147,12 @@ def _latest_run(service, name: str) -> dict[str, Any] | None:
 
 
 def latest_run_json(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     return JSONResponse({"run": _latest_run(request.app.state.service, name)})
 
 
 async def check_json(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     body = await _nodes(request)
     try:
         script = generate(_graph(name, body["nodes"]))
@@ -169,7 +162,7 @@ async def check_json(request: Request) -> Response:
 
 
 async def save_json(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     _guarded(request)
     body = await _nodes(request)
     service = request.app.state.service
@@ -181,7 +174,7 @@ async def save_json(request: Request) -> Response:
 
 
 async def run_json(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     _guarded(request)
     service = request.app.state.service
     if visual.load_visual_job(service, name) is None:
@@ -194,7 +187,7 @@ async def run_json(request: Request) -> Response:
 
 
 async def preview_json(request: Request) -> Response:
-    name = _name(request)
+    name = job_name_of(request, "name")
     _guarded(request)
     body = await _nodes(request)
     node = body.get("node")
