@@ -92,6 +92,12 @@ def run_command(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="The visual job (JSON)"),
     job: str = typer.Option(None, "--job", help="The job to take, when FILE holds several"),
+    until_caught_up: bool = typer.Option(
+        False, "--until-caught-up", help="A streaming job processes what its stream holds now, then returns"
+    ),
+    max_batches: int | None = typer.Option(
+        None, "--max-batches", help="A streaming job returns after N micro-batches"
+    ),
 ) -> None:
     """Generate the script and run it as `sparkmark run` would, with the arguments that
     follow (--JOB_NAME defaults to the job's name)."""
@@ -111,4 +117,6 @@ def run_command(
     with tempfile.TemporaryDirectory(prefix="sparkmark-studio-") as folder:
         script = Path(folder) / f"{graphs[0].name}.py"
         script.write_text(text, encoding="utf-8")
-        raise typer.Exit(run_script(script, arguments))
+        raise typer.Exit(
+            run_script(script, arguments, until_caught_up=until_caught_up, max_batches=max_batches)
+        )

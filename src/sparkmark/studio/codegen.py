@@ -290,6 +290,42 @@ def jdbc_connector(node: Node, var: str, inputs: list[str], script: Script) -> l
     )
 
 
+# ------------------------------------------------------------------ streaming sources
+
+# Glue's connection option names where they are not the field's name in lower camel case.
+STREAMING_OPTION_NAMES = {
+    "BootstrapServers": "bootstrap.servers",
+    "SecurityProtocol": "security.protocol",
+    "StreamArn": "streamARN",
+    "RoleArn": "awsSTSRoleARN",
+    "RoleSessionName": "awsSTSSessionName",
+}
+STREAMING = {"DirectKafkaSource": "kafka", "DirectKinesisSource": "kinesis"}
+
+
+def streaming_source(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """A streaming source is read as a streaming DataFrame (``dataframe_<var>``); the
+    rest of the graph runs on each micro-batch (see :func:`generate`)."""
+    options: dict[str, Any] = {}
+    for key, value in (node.spec.get("StreamingOptions") or {}).items():
+        name = STREAMING_OPTION_NAMES.get(key, key[0].lower() + key[1:])
+        options[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    if options.get("startingPosition") == "timestamp" and options.get("startingTimestamp"):
+        options["startingPosition"] = options.pop("startingTimestamp")  # Kinesis: an ISO time
+    if node.spec.get("DetectSchema", True):
+        options["inferSchema"] = "true"
+    options.setdefault("classification", "json")
+    return call(
+        f"dataframe_{var}",
+        "glueContext.create_data_frame.from_options",
+        {
+            "connection_type": lit(STREAMING[node.type]),
+            "connection_options": lit(options),
+            "transformation_ctx": lit(var),
+        },
+    )
+
+
 # ------------------------------------------------------------------ transforms
 
 
@@ -640,6 +676,8 @@ WRITERS: dict[str, Writer] = {
     "S3CatalogSource": catalog_source,
     "DirectJDBCSource": direct_jdbc,
     "JDBCConnectorSource": jdbc_connector,
+    "DirectKafkaSource": streaming_source,
+    "DirectKinesisSource": streaming_source,
     "ApplyMapping": apply_mapping,
     "SelectFields": select_fields,
     "DropFields": drop_fields,
@@ -705,8 +743,46 @@ def _assemble(preamble: str, script: Script, ending: str) -> str:
 def generate(graph: JobGraph) -> str:
     """The script for ``graph``; raises :class:`GraphError` with every problem first."""
     check(graph, SUPPORTED)
-    script = _blocks(graph, graph.order(), variable_names(graph), None)
-    return _assemble(PREAMBLE, script, "\njob.commit()\n")
+    names = variable_names(graph)
+    streams = [n for n in graph.order() if n.type in STREAMING]
+    if not streams:
+        script = _blocks(graph, graph.order(), names, None)
+        return _assemble(PREAMBLE, script, "\njob.commit()\n")
+    if len(streams) > 1:
+        labels = ", ".join(n.label() for n in streams)
+        raise GraphError([f"job {graph.name!r}: a streaming job reads one stream; this one has {labels}"])
+    return _streaming(graph, streams[0], names)
+
+
+def _streaming(graph: JobGraph, stream: Node, names: dict[str, str]) -> str:
+    """Glue's streaming shape: the stream read once, every other node inside the batch
+    function, ``forEachBatch`` with the node's window and a checkpoint under TempDir."""
+    var = names[stream.id]
+    head = _blocks(graph, [stream], names, None)
+    rest = _blocks(graph, [n for n in graph.order() if n.id != stream.id], names, None)
+    body = [
+        "",
+        "",
+        "def processBatch(data_frame, batchId):",
+        "    if data_frame.count() > 0:",
+        f'        {var} = DynamicFrame.fromDF(data_frame, glueContext, "from_data_frame")',
+        *[("        " + line) if line else "" for line in rest.lines],
+        "",
+        "",
+        "glueContext.forEachBatch(",
+        f"    frame=dataframe_{var},",
+        "    batch_function=processBatch,",
+        f'    options={{"windowSize": "{int(stream.spec.get("WindowSize") or 100)} seconds", '
+        '"checkpointLocation": args["TempDir"] + "/" + args["JOB_NAME"] + "/checkpoint/"},',
+        ")",
+    ]
+    merged = Script(
+        lines=head.lines + body,
+        helpers=head.helpers + [h for h in rest.helpers if h not in head.helpers],
+        imports=head.imports + [i for i in rest.imports if i not in head.imports],
+        custom=head.custom + rest.custom,
+    )
+    return _assemble(PREAMBLE, merged, "job.commit()\n")
 
 
 PREVIEW_PREAMBLE = (

@@ -29,6 +29,8 @@ SOURCES = {
     "S3CatalogSource",
     "DirectJDBCSource",
     "JDBCConnectorSource",
+    "DirectKafkaSource",
+    "DirectKinesisSource",
 }
 
 
