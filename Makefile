@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install services jars browser console-assets console console-screenshots kafka s3 demo test lint soak bench bench-quick clean
+.PHONY: install services jars browser console-assets console console-screenshots cluster kafka s3 demo test lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -45,6 +45,10 @@ console-screenshots: install browser
 # Development servers in the foreground, on 127.0.0.1 (Ctrl-C stops them).
 kafka: install jars
 	$(PY) -m sparkmark.devservices kafka
+
+# A Spark standalone master and two workers on 127.0.0.1, from the pinned PySpark.
+cluster: install
+	$(PY) -m sparkmark.devservices cluster
 
 # moto's server: the S3 API, and the Kinesis API for streaming jobs.
 s3: install

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import connectors
 from .engine import storage
-from .errors import SourceError
+from .errors import ConfigError, SourceError
 from .settings import Settings
 
 if TYPE_CHECKING:  # PySpark is imported when a session is made
@@ -77,8 +77,30 @@ def session_confs(settings: Settings, master: str | None = None) -> dict[str, st
     return confs
 
 
+def check_master(master: str, timeout: float = 3.0) -> None:
+    """A standalone master (``spark://host:port``, several for HA) must answer before a
+    session is made: Spark itself retries for about a minute, then fails with an error
+    that does not name the master."""
+    if not master.startswith("spark://"):
+        return
+    import socket
+
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError):
+            continue
+    raise ConfigError(
+        f"the Spark master {master} does not answer: start the cluster (`make cluster` starts "
+        "one here), or point SPARKMARK_SPARK_MASTER at a running one"
+    )
+
+
 def submit_args(settings: Settings) -> str:
     """``PYSPARK_SUBMIT_ARGS`` for a script that makes its own ``SparkContext()``."""
+    check_master(settings.spark_master)
     args = ["--master", settings.spark_master]
     for key, value in session_confs(settings).items():
         args += ["--conf", f"{key}={value}"]
@@ -142,6 +164,7 @@ def create_session(app_name: str, master: str, settings: Settings) -> SparkSessi
     from pyspark.sql import SparkSession
 
     use_this_python()
+    check_master(master)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in session_confs(settings, master).items():
         builder = builder.config(key, value)

@@ -1,5 +1,5 @@
-"""``python -m sparkmark.devservices kafka|s3 [--port N]``: run one development server
-in the foreground until Ctrl-C (``make kafka``, ``make s3``)."""
+"""``python -m sparkmark.devservices kafka|s3|cluster [--port N]``: run one development
+server in the foreground until Ctrl-C (``make kafka``, ``make s3``, ``make cluster``)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,26 @@ from pathlib import Path
 
 from ..errors import SparkmarkError
 from ..settings import Settings
+from .cluster import SparkCluster, start_cluster
 from .kafka import KafkaBroker, start_kafka
 from .s3 import S3Server, start_s3
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkmark.devservices")
-    parser.add_argument("server", choices=["kafka", "s3"])
+    parser.add_argument("server", choices=["kafka", "s3", "cluster"])
     parser.add_argument("--port", type=int, default=None)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix=f"sparkmark-{args.server}-"))
-    server: KafkaBroker | S3Server
+    server: KafkaBroker | S3Server | SparkCluster
     try:
-        if args.server == "kafka":
+        if args.server == "cluster":
+            server = start_cluster(workdir, workers=2, port=args.port or 7077)
+            print(
+                f"Spark standalone master {server.master_url} (status {server.ui_url}), 2 workers, "
+                f"pids {server.pids}; export SPARKMARK_SPARK_MASTER={server.master_url}"
+            )
+        elif args.server == "kafka":
             server = start_kafka(workdir, Settings.from_env().jars_dir, args.port or 9092)
             print(f"Kafka (KRaft) on {server.bootstrap_servers}, pid {server.pid}, data in {workdir}")
         else:
