@@ -41,6 +41,11 @@ S3 access is configured the way AWS's own tools take it, from the standard varia
 | ``AWS_REGION`` (or ``AWS_DEFAULT_REGION``) | aws_region |
 | ``AWS_ENDPOINT_URL_S3`` (or ``AWS_ENDPOINT_URL``) | aws_endpoint_url_s3 |
 
+Spark Connect is chosen as PySpark chooses it: ``SPARK_REMOTE=sc://host:port`` (field
+spark_remote; ``sparkmark run --remote URL`` sets it for the script) makes the sessions
+sparkmark creates remote ones; the listing, state store, commit and publishing stay in
+this process.
+
 Connections (``[connections.NAME]`` in the config file) may also be given, or have
 their password, in variables whose names the connection declares
 (``SPARKMARK_CONNECTION_<NAME>_URL``, ``password_env``); those are looked up in the
@@ -68,6 +73,7 @@ AWS_VARIABLES = {
     "aws_profile": ("AWS_PROFILE",),
     "aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
     "aws_endpoint_url_s3": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "spark_remote": ("SPARK_REMOTE",),  # PySpark's own variable for Spark Connect
 }
 
 
@@ -109,6 +115,7 @@ class Settings(BaseModel):
     aws_profile: str | None = None
     aws_region: str | None = None
     aws_endpoint_url_s3: str | None = None
+    spark_remote: str | None = None
     # The environment as it was resolved: for the variables a connection names. Never
     # printed or serialised (it may hold passwords).
     environ: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)

@@ -163,6 +163,8 @@ def use_this_python() -> None:
 def create_session(app_name: str, master: str, settings: Settings) -> SparkSession:
     from pyspark.sql import SparkSession
 
+    if settings.spark_remote:
+        return remote_session(settings)
     use_this_python()
     check_master(master)
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -173,6 +175,28 @@ def create_session(app_name: str, master: str, settings: Settings) -> SparkSessi
 
     stopping.reinstall()  # PySpark's context took SIGINT for itself; a run's stop is ours
     storage.prepare_spark(session, settings)
+    return session
+
+
+def remote_session(settings: Settings) -> SparkSession:
+    """A Spark Connect session to ``SPARK_REMOTE``: the server owns Spark's settings (jars,
+    catalog, Hadoop); this process keeps the listing, the state store and the commit."""
+    from pyspark.sql import SparkSession
+
+    url = str(settings.spark_remote)
+    if not url.startswith("sc://"):
+        raise ConfigError(f"SPARK_REMOTE must be a Spark Connect URL, sc://host:port, not {url!r}")
+    host_port = url.removeprefix("sc://").split("/", 1)[0].split(";", 1)[0]
+    host, _, port = host_port.rpartition(":")
+    import socket
+
+    try:
+        with socket.create_connection((host, int(port or 15002)), timeout=3):
+            pass
+    except (OSError, ValueError):
+        raise ConfigError(f"the Spark Connect server {url} does not answer") from None
+    session = SparkSession.builder.remote(url).getOrCreate()
+    storage.configure(settings)
     return session
 
 

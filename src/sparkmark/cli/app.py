@@ -91,6 +91,12 @@ def run(
         "--max-batches",
         help="A streaming job returns after N micro-batches. Goes before SCRIPT.",
     ),
+    remote: str | None = typer.Option(
+        None,
+        "--remote",
+        help="Run the job's Spark work on a Spark Connect server, sc://host:port (or set "
+        "SPARK_REMOTE); listing, state and commits stay here. Goes before SCRIPT.",
+    ),
 ) -> None:
     """Run SCRIPT with Glue-style arguments, e.g. --JOB_NAME n --job-bookmark-option
     job-bookmark-enable --my-arg v. Prints the run id; exits non-zero when the run fails."""
@@ -101,6 +107,7 @@ def run(
             skip_if_no_new_data=skip_if_no_new_data,
             until_caught_up=until_caught_up,
             max_batches=max_batches,
+            remote=remote,
         )
     )
 

@@ -34,6 +34,8 @@ def _prepare_spark_and_glue() -> None:
     settings = Settings.from_env()
     shim.install(settings)
     use_this_python()
+    if settings.spark_remote:  # Spark Connect: no JVM here
+        return
     if SparkSession.getActiveSession() is None and "PYSPARK_SUBMIT_ARGS" not in os.environ:
         os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(settings)
 
@@ -188,6 +190,7 @@ def run_script(
     skip_if_no_new_data: bool = False,
     until_caught_up: bool = False,
     max_batches: int | None = None,
+    remote: str | None = None,
 ) -> int:
     """Run ``script`` (a path, or a URL such as ``s3://…``) in this process as
     ``__main__``; returns the exit code. ``until_caught_up`` and ``max_batches`` bound
@@ -205,6 +208,13 @@ def run_script(
     except SparkmarkError as exc:
         fail(str(exc))
 
+    if remote:
+        if not remote.startswith("sc://"):
+            fail(f"--remote takes a Spark Connect URL, sc://host:port, not {remote!r}")
+        _set_env("SPARK_REMOTE", remote)
+    from ..settings import Settings
+
+    over_connect = bool(Settings.from_env().spark_remote)
     if until_caught_up:
         _set_env("SPARKMARK_STREAM_UNTIL_CAUGHT_UP", "1")
     if max_batches is not None:
@@ -268,7 +278,7 @@ def run_script(
         )
         failed = failed or run.state is not RunState.SUCCEEDED
     if error is not None and not isinstance(error, SystemExit):
-        _say_error(error, script, describe_error)
+        _say_error(error, script, describe_error, over_connect=over_connect)
     if isinstance(error, stopping.RunStopped):
         return error.exit_code
     if isinstance(error, KeyboardInterrupt):
@@ -297,7 +307,7 @@ def _end_runs(runs, error: BaseException | None) -> None:
             )
 
 
-def _say_error(error: BaseException, script: Path, describe) -> None:
+def _say_error(error: BaseException, script: Path, describe, *, over_connect: bool = False) -> None:
     """One ``error:`` line for the run's failure; the traceback too with --debug."""
     from ..runtime import stopping
     from ..settings import Settings
@@ -311,6 +321,12 @@ def _say_error(error: BaseException, script: Path, describe) -> None:
         message = f"{by}; the run was recorded STOPPED and its staged output discarded"
     elif isinstance(error, SparkmarkError):
         message = str(error)
+    elif over_connect and "MASTER_URL_NOT_SET" in str(error):
+        message = (
+            "the script makes a SparkContext (SparkContext(), GlueContext(sc), RDDs), which a Spark "
+            "Connect session does not have: run it without --remote / SPARK_REMOTE, on a classic "
+            "session (sparkmark's own Job API runs over Spark Connect)"
+        )
     else:
         message = missing_connector(str(error)) or describe(error).splitlines()[0]
         where = _script_line(error, script)

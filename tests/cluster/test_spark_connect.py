@@ -1,0 +1,110 @@
+"""sparkmark over Spark Connect: a Spark Connect server started from the pinned PySpark,
+`sparkmark run --remote sc://…`. The listing, the state store, the commit and the publish
+run in the client; the Spark work runs on the server. What needs a classic session (a
+Glue script's SparkContext) is refused in one line naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from sparkmark.devservices.connect import start_connect
+from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+SPARKMARK = Path(sys.executable).with_name("sparkmark")
+JOB = """
+from sparkmark import Job
+
+job = Job.from_args()
+print("SESSION", type(job.spark).__module__)
+rows = job.read_files(job.args["input"], format="json", ctx="src")
+print("ROWS", rows.count())
+job.write_files(rows, job.args["output"], format="parquet", ctx="out")
+job.commit()
+"""
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory):
+    server = start_connect(tmp_path_factory.mktemp("connect"))
+    yield server
+    server.stop()
+
+
+def sparkmark(env: dict, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SPARKMARK), *argv], env=env, capture_output=True, text=True, timeout=300)
+
+
+def write_rows(path: Path, ids: list[int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": i}) + "\n" for i in ids), encoding="utf-8")
+
+
+def test_a_bookmarked_job_over_spark_connect(connect, tmp_path):
+    data, out, script = tmp_path / "in", tmp_path / "out", tmp_path / "job.py"
+    script.write_text(JOB)
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    args = ["run", "--remote", connect.url, str(script), "--JOB_NAME", "remote_job"]
+    args += ["--job-bookmark-option", "job-bookmark-enable", "--input", str(data), "--output", str(out)]
+    write_rows(data / "a.json", list(range(10)))
+    first = sparkmark(env, *args)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "SESSION pyspark.sql.connect.session" in first.stdout and "ROWS 10" in first.stdout
+    write_rows(data / "b.json", list(range(10, 15)))
+    second = sparkmark(env, *args)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "ROWS 5" in second.stdout
+    assert sorted(r["id"] for r in pq.read_table(out).to_pylist()) == list(range(15))
+    store = StateStore.from_settings(Settings.from_env({"SPARKMARK_HOME": str(tmp_path / "home")}))
+    files = store.committed_files("remote_job", "src", store.latest_version("remote_job"))
+    assert sorted(Path(f.path).name for f in files) == ["a.json", "b.json"]
+
+
+def test_a_glue_script_over_spark_connect_is_refused_in_one_line(connect, tmp_path):
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    done = sparkmark(
+        env,
+        "run", "--remote", connect.url, str(ROOT / "examples" / "glue" / "studio_orders.py"),
+        "--JOB_NAME", "glue_remote", "--orders_path", str(tmp_path), "--customers_path", str(tmp_path),
+        "--output_path", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "makes a SparkContext" in errors[0] and "without --remote" in errors[0]
+
+
+def test_a_remote_that_does_not_answer_and_a_bad_url(tmp_path):
+    from sparkmark.devservices.process import free_port
+
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    write_rows(tmp_path / "in" / "a.json", [1])
+    common = [
+        str(script),
+        "--JOB_NAME",
+        "nowhere",
+        "--input",
+        str(tmp_path / "in"),
+        "--output",
+        str(tmp_path / "out"),
+    ]
+    url = f"sc://127.0.0.1:{free_port()}"
+    gone = sparkmark(env, "run", "--remote", url, *common)
+    assert gone.returncode == 1
+    assert [line for line in gone.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: the Spark Connect server {url} does not answer"
+    ]
+    bad = sparkmark(env, "run", "--remote", "http://127.0.0.1:1", *common)
+    assert bad.returncode == 1 and "--remote takes a Spark Connect URL" in bad.stderr
