@@ -205,14 +205,17 @@ _LOADED_DRIVERS: dict[tuple[str, tuple[str, ...]], str] = {}  # (application id,
 
 def driver_class(spark: SparkSession, candidates: tuple[str, ...], what: str) -> str:
     """The first JDBC driver class of ``candidates`` that Spark's JVM can load (once
-    found, remembered for the life of the Spark application)."""
+    found, remembered for the life of the Spark application). Over Spark Connect the
+    server loads the driver: the first candidate is named, and a server without it fails
+    the read naming the class."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return candidates[0]
     app = spark.sparkContext.applicationId
     known = _LOADED_DRIVERS.get((app, candidates))
     if known is not None:
         return known
     jvm = spark._jvm
-    if jvm is None:
-        raise SourceError("JDBC sources need a classic Spark session with a JVM (not Spark Connect)")
+    assert jvm is not None  # a classic session has its JVM
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in candidates:
         try:

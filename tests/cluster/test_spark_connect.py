@@ -108,3 +108,56 @@ def test_a_remote_that_does_not_answer_and_a_bad_url(tmp_path):
     ]
     bad = sparkmark(env, "run", "--remote", "http://127.0.0.1:1", *common)
     assert bad.returncode == 1 and "--remote takes a Spark Connect URL" in bad.stderr
+
+
+def test_a_bookmarked_jdbc_read_over_spark_connect(tmp_path):
+    """The server has the JDBC driver (spark.jars); the key range and the commit are the
+    client's."""
+    import uuid
+
+    import psycopg
+
+    from sparkmark.spark import jdbc_jars
+
+    from ..conftest import PG_DSN
+
+    table = f"remote_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (id bigint primary key, v text)")
+        conn.execute(f"INSERT INTO {table} SELECT g, 'v' || g FROM generate_series(1, 30) g")
+    jars = ",".join(jdbc_jars(Settings.from_env()))
+    server = start_connect(tmp_path / "connect", conf={"spark.jars": jars})
+    script = tmp_path / "jdbc_job.py"
+    script.write_text(
+        "from sparkmark import Job\n"
+        "job = Job.from_args()\n"
+        "rows = job.read_jdbc(job.args['db'], table=job.args['table'], ctx='db')\n"
+        "print('ROWS', rows.count())\n"
+        "job.write_files(rows, job.args['output'], format='parquet', ctx='out')\n"
+        "job.commit()\n"
+    )
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    args = ["run", "--remote", server.url, str(script), "--JOB_NAME", "remote_jdbc", "--job-bookmark-option"]
+    args += [
+        "job-bookmark-enable",
+        "--db",
+        "jdbc:postgresql://127.0.0.1:5432/test?user=postgres",
+        "--table",
+        table,
+    ]
+    args += ["--output", str(tmp_path / "out")]
+    try:
+        first = sparkmark(env, *args)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert "ROWS 30" in first.stdout
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"INSERT INTO {table} SELECT g, 'v' || g FROM generate_series(31, 36) g")
+        second = sparkmark(env, *args)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "ROWS 6" in second.stdout
+        assert sorted(r["id"] for r in pq.read_table(tmp_path / "out").to_pylist()) == list(range(1, 37))
+    finally:
+        server.stop()
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
