@@ -161,3 +161,35 @@ def test_a_bookmarked_jdbc_read_over_spark_connect(tmp_path):
         server.stop()
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_a_streaming_job_over_spark_connect_is_refused_in_one_line(kafka_broker, tmp_path):
+    from sparkmark.spark import session_jars
+
+    server = start_connect(
+        tmp_path / "connect", conf={"spark.jars": ",".join(session_jars(Settings.from_env()))}
+    )
+    script = tmp_path / "stream_job.py"
+    script.write_text(
+        "from sparkmark import Job\n"
+        "job = Job.from_args()\n"
+        "frame = job.read_stream('kafka', ctx='src', topicName='t', classification='json', schema='id bigint',\n"
+        "                        **{'bootstrap.servers': job.args['brokers']})\n"
+        "job.for_each_batch(frame, lambda df, batch_id: None, window='1 second', checkpoint=job.args['checkpoint'])\n"
+        "job.commit()\n"
+    )
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    try:
+        done = sparkmark(
+            env,
+            "run", "--until-caught-up", "--remote", server.url, str(script), "--JOB_NAME", "remote_stream",
+            "--brokers", kafka_broker.bootstrap_servers, "--checkpoint", str(tmp_path / "cp"),
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "streaming jobs need a classic Spark session" in errors[0], done.stderr[
+        -2000:
+    ]

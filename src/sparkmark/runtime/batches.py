@@ -214,6 +214,12 @@ class MicroBatches:
     # ------------------------------------------------------------ the query
 
     def start(self) -> None:
+        if type(self.frame).__module__.startswith("pyspark.sql.connect"):
+            raise SourceError(
+                "streaming jobs need a classic Spark session: over Spark Connect the batch "
+                "function would run in the server's Python workers, away from the run that "
+                "commits each batch; run this job without --remote / SPARK_REMOTE"
+            )
         if CORRUPT_COLUMN not in self.frame.columns and any(
             getattr(source, "classification", None) for source, _ in self.sources
         ):
