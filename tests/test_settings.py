@@ -18,7 +18,17 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparkmark"
 # environment to child processes and records their exit, and `sparkmark run`, which
 # hands Spark its submit arguments, and spark.py, which points PySpark's workers at this
 # interpreter (both write, neither reads a setting).
-ALLOWED = {"settings.py", "glue/shim.py", "workflow/launcher.py", "cli/run.py", "spark.py"}
+# Modules that hand this process's environment on to the processes they start (a job, a
+# Spark master or worker, a Spark Connect server), besides the settings themselves.
+ALLOWED = {
+    "settings.py",
+    "glue/shim.py",
+    "workflow/launcher.py",
+    "cli/run.py",
+    "spark.py",
+    "devservices/cluster.py",
+    "devservices/connect.py",
+}
 
 
 def test_defaults_and_values(tmp_path):
@@ -115,6 +125,6 @@ def test_every_variable_the_docs_name_is_declared():
         assert variable.lower() in fields
     readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
     for mentioned in {w.strip("`|") for w in readme.split() if w.strip("`|").startswith("SPARKMARK_")}:
-        name = mentioned.removeprefix("SPARKMARK_").rstrip(".,:;)").lower()
+        name = mentioned.removeprefix("SPARKMARK_").split("=", 1)[0].rstrip(".,:;)").lower()
         if name and not name.startswith("connection_"):
             assert name in fields, f"README names {mentioned}, which Settings does not declare"

@@ -374,10 +374,20 @@ def test_a_streaming_visual_job_reads_each_record_once(spark, kafka_broker, tmp_
         },
         "node-3": {"S3GlueParquetTarget": {"Name": "Out", "Inputs": ["node-2"], "Path": str(out)}},
     }
-    job_file = tmp_path / "stream.json"
-    job_file.write_text(json.dumps({"Job": {"Name": "stream_visual", "CodeGenConfigurationNodes": nodes}}))
-    script = generate(parse_document(json.loads(job_file.read_text()))[0])
+    script = run_stream_twice(
+        spark, tmp_path, "stream_visual", nodes, "id", send=topic.send, first=range(0, 12), then=range(12, 20)
+    )
     assert "glueContext.forEachBatch(" in script and "def processBatch(data_frame, batchId):" in script
+
+
+def run_stream_twice(spark, tmp_path, name, nodes, column, *, send, first, then) -> str:
+    """Store the visual job, send ``first``, run it until caught up; send ``then``, run again;
+    each time the Parquet output holds every record sent once. Returns the script."""
+    job_file = tmp_path / f"{name}.json"
+    job_file.write_text(json.dumps({"Job": {"Name": name, "CodeGenConfigurationNodes": nodes}}))
+    out = Path(
+        nodes[next(n for n in nodes if "S3GlueParquetTarget" in nodes[n])]["S3GlueParquetTarget"]["Path"]
+    )
     args = [
         "studio",
         "run",
@@ -386,15 +396,14 @@ def test_a_streaming_visual_job_reads_each_record_once(spark, kafka_broker, tmp_
         "--job-bookmark-option",
         "job-bookmark-enable",
     ]
-
-    topic.send(range(0, 12))
-    first = cli.invoke(app, args)
-    assert first.exit_code == 0, first.output[-3000:]
-    assert sorted(r["id"] for r in spark.read.parquet(str(out)).collect()) == list(range(12))
-    topic.send(range(12, 20))
-    second = cli.invoke(app, args)
-    assert second.exit_code == 0, second.output[-3000:]
-    assert sorted(r["id"] for r in spark.read.parquet(str(out)).collect()) == list(range(20))
+    sent: list[int] = []
+    for batch in (first, then):
+        send(batch)
+        sent += list(batch)
+        done = cli.invoke(app, args)
+        assert done.exit_code == 0, done.output[-3000:]
+        assert sorted(r[column] for r in spark.read.parquet(str(out)).collect()) == sorted(sent)
+    return generate(parse_document(json.loads(job_file.read_text()))[0])
 
 
 def test_a_kinesis_visual_job_reads_each_record_once(spark, s3_server, tmp_path, monkeypatch):
@@ -420,24 +429,14 @@ def test_a_kinesis_visual_job_reads_each_record_once(spark, s3_server, tmp_path,
         "n2": {"SelectFields": {"Name": "Ids", "Inputs": ["n1"], "Paths": [["event_id"]]}},
         "n3": {"S3GlueParquetTarget": {"Name": "Out", "Inputs": ["n2"], "Path": str(out)}},
     }
-    job_file = tmp_path / "kinesis.json"
-    job_file.write_text(json.dumps({"Job": {"Name": "kinesis_visual", "CodeGenConfigurationNodes": nodes}}))
-    script = generate(parse_document(json.loads(job_file.read_text()))[0])
+    script = run_stream_twice(
+        spark,
+        tmp_path,
+        "kinesis_visual",
+        nodes,
+        "event_id",
+        send=stream.put,
+        first=range(0, 8),
+        then=range(8, 13),
+    )
     assert '"streamARN": "arn:aws:kinesis:' in script and '"endpointUrl": ' in script
-    args = [
-        "studio",
-        "run",
-        "--until-caught-up",
-        str(job_file),
-        "--job-bookmark-option",
-        "job-bookmark-enable",
-    ]
-
-    stream.put(range(0, 8))
-    first = cli.invoke(app, args)
-    assert first.exit_code == 0, first.output[-3000:]
-    assert sorted(r["event_id"] for r in spark.read.parquet(str(out)).collect()) == list(range(8))
-    stream.put(range(8, 13))
-    second = cli.invoke(app, args)
-    assert second.exit_code == 0, second.output[-3000:]
-    assert sorted(r["event_id"] for r in spark.read.parquet(str(out)).collect()) == list(range(13))
