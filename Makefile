@@ -91,7 +91,11 @@ lint: install
 soak: install services jars
 	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
 
-bench: install services jars
+$(VENV)/.bench: $(VENV)/.installed
+	$(PY) -m pip install -q -e ".[test,bench]"
+	touch $@
+
+bench: install services jars $(VENV)/.bench
 	$(PY) bench/files_incremental.py
 	$(PY) bench/commit_cost.py
 	$(PY) bench/jdbc_read.py
@@ -99,7 +103,7 @@ bench: install services jars
 	$(PY) bench/session_start.py
 	@cat bench/results/latest.json
 
-bench-quick: install services jars
+bench-quick: install services jars $(VENV)/.bench
 	$(PY) bench/files_incremental.py --quick --repeats 3
 	$(PY) bench/commit_cost.py --quick
 	$(PY) bench/jdbc_read.py --quick --repeats 3

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from files_incremental import make_tree, seed
+from files_incremental import add_new_files, make_tree, seed
 from harness import arguments, record, timed
 from sparkmark import Job
 from sparkmark.devservices.cluster import start_cluster
@@ -67,12 +67,7 @@ def main() -> None:
     root, out = work / "events", work / "out"
     make_tree(root, partitions, per)
     seed(store, "bench_files", root)
-    new = []
-    for p in range(0, partitions, partitions // 10):
-        for n in range(10):
-            path = root / f"dt={p:04d}" / f"new{n:02d}.json"
-            path.write_text(f'{{"id": {10**9 + p * 10 + n}, "v": "new"}}\n')
-            new.append(path)
+    new = add_new_files(root, partitions)
 
     cluster = start_cluster(work / "cluster", workers=2, worker_memory="1g")
     try:

@@ -81,3 +81,43 @@ def test_listing_works_on_other_fsspec_file_systems():
     assert all(f.mtime_ms > 0 for f in listing.files)
     assert listing.hidden == 1
     fs.rm("/lake", recursive=True)
+
+
+def test_local_listing_reports_what_fsspec_reports(tmp_path):
+    """The local listing reads the directory itself, without fsspec's per-file
+    dictionaries; every file's identity (URL, mtime in ms, size) must be the one fsspec
+    reports, or bookmarks recorded before would see every file as modified."""
+    import os
+
+    import fsspec
+
+    for day in range(3):
+        folder = tmp_path / f"dt={day}"
+        folder.mkdir()
+        for n in range(4):
+            (folder / f"part-{n}.json").write_text("{}\n" * (n + 1))
+    (tmp_path / "dt=1" / ".hidden").write_text("x")
+    (tmp_path / "target.json").write_text('{"a": 1}\n')
+    os.symlink(tmp_path / "target.json", tmp_path / "dt=2" / "link.json")
+    os.symlink(tmp_path / "gone.json", tmp_path / "dt=2" / "dangling.json")
+    os.utime(tmp_path / "dt=0" / "part-0.json", (1_700_000_000.1239, 1_700_000_000.1239))
+
+    fs = fsspec.filesystem("file")
+    listing = FileLister().list([str(tmp_path)])
+    got = {f.url: (f.mtime_ms, f.size, f.dir) for f in listing.files}
+    expected = {}
+    for path in fs.find(str(tmp_path)):
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith(".") or name == "dangling.json":
+            continue
+        info = fs.info(path)
+        expected[fs.unstrip_protocol(path)] = (
+            int(info["mtime"] * 1000),
+            info["size"],
+            fs.unstrip_protocol(path.rsplit("/", 1)[0]),
+        )
+    assert got == expected
+    assert got[f"file://{tmp_path}/dt=0/part-0.json"][0] == 1_700_000_000_123
+    assert got[f"file://{tmp_path}/dt=2/link.json"][1] == 9  # the link's target
+    assert listing.hidden == 1
+    assert set(listing.leaf_dirs) == {f"file://{tmp_path}/dt={d}" for d in range(3)}

@@ -389,7 +389,7 @@ def test_row_level_uniqueness_and_composite(data):
 # ------------------------------------------------------------------ one pass
 
 
-def test_aggregate_rules_run_as_one_spark_job(spark, data):
+def test_aggregate_rules_run_as_one_scan(spark, data):
     rules = [
         "RowCount > 0",
         'Completeness "name" > 0.5',
@@ -415,7 +415,9 @@ def test_aggregate_rules_run_as_one_spark_job(spark, data):
 
     one = jobs_for("Rules = [ RowCount > 0 ]", "dq-one")
     many = jobs_for("Rules = [ " + ", ".join(rules) + " ]", "dq-many")
-    assert many == one == 1, (one, many)
+    # Ten aggregate rules cost the Spark jobs of one: a single scan (which adaptive
+    # execution runs as its partial and final stages).
+    assert many == one <= 2, (one, many)
 
 
 # ------------------------------------------------------------------ with a job

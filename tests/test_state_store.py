@@ -327,3 +327,53 @@ def test_a_version_3_store_gains_etags_and_keeps_its_entries(tmp_path):
     with store.engine.connect() as conn:
         assert t.stored_version(conn) == t.SCHEMA_VERSION
     store.close()
+
+
+def test_folder_marks_are_recorded_when_they_change(store, tmp_path):
+    """A run records a folder's mark (its mtime once every file in it is processed)
+    only when the mark is new or has changed: the marks of unchanged folders stay in
+    force from earlier versions, so skipping keeps working and a commit does not grow
+    with the number of folders."""
+    import os
+
+    from sqlalchemy import func, select
+
+    from sparkmark.engine.fileplan import ctx_commit, plan_bookmarked
+    from sparkmark.engine.increment import FileSourceOptions
+
+    data = tmp_path / "data"
+    for day in range(4):
+        (data / f"dt={day}").mkdir(parents=True)
+        (data / f"dt={day}" / "a.json").write_text("{}\n")
+    opts = FileSourceOptions(max_band_ms=0, skip_unchanged_partitions=True)
+    job, written = "marks", []
+
+    def run(n):
+        latest = store.latest_version(job)
+        plan = plan_bookmarked(
+            store,
+            job,
+            "src",
+            [str(data)],
+            opts,
+            lineage=latest.lineage if latest else (),
+            previous=latest.ctx_states.get("src", {}) if latest else {},
+            now_ms=10**13,
+        )
+        commit = ctx_commit(plan, previous=None, schema_json=None, run_id=f"jr_{n:064x}")
+        written.append(sorted(d.rsplit("/", 1)[-1] for d in commit.dirs))
+        store.commit(start(store, job, f"jr_{n:064x}"), [commit], metrics={})
+        return plan
+
+    first = run(1)
+    assert len(first.increment.selected) == 4
+    (data / "dt=2" / "b.json").write_text("{}\n")
+    os.utime(data / "dt=2", (1_800_000_000, 1_800_000_000))  # whatever the clock's grain
+    second = run(2)
+    assert [f.name for f in second.increment.selected] == ["b.json"]
+    third = run(3)
+    assert third.increment.selected == []
+    assert len(third.listing.skipped_dirs) == 4  # every folder's mark is still in force
+    assert written == [["dt=0", "dt=1", "dt=2", "dt=3"], ["dt=2"], []]
+    with store.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(t.dir_entries)).scalar() == 5

@@ -150,6 +150,9 @@ class Job:
             if active is not None:
                 storage.prepare_spark(active, self.settings)
             self._spark = active or create_session(self.name, self.settings.spark_master, self.settings)
+            from .catalog.hive import sync_metastore
+
+            sync_metastore(self._spark, self.store)
         return self._spark
 
     @property

@@ -183,7 +183,8 @@ def test_glue_script_with_a_catalog_read_after_a_crawl(cluster, team, tmp_path):
     after = [
         a for a in cluster.status().get("completedapps", []) if a["cores"] == 2 and a["state"] == "FINISHED"
     ]
-    assert len(after) >= before + 2  # the crawl and the script, each on the executors
+    # The script ran on the executors; the crawl of JSON typed its samples without Spark.
+    assert len(after) >= before + 1
 
 
 def test_spark_submit_in_client_mode(cluster, team, tmp_path):

@@ -4,6 +4,12 @@ Tables are external Spark data-source tables (``USING json|csv|parquet|…``,
 ``LOCATION`` the data's folder), so Spark SQL, the Thrift server and other
 Hive-aware tools see them; partitions are registered with their own locations,
 which also covers folders that are not named ``key=value``.
+
+Without a Spark session (a crawl whose schemas needed no JVM), the metastore
+statements are deferred: recorded in the state store, in order, and run by the next
+sparkmark process that opens a Spark session with the metastore (``apply_deferred``).
+The state store's copy is written at once either way; it is what the CLI, the console
+and ``read_table`` read.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from .store import CatalogStore
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import SparkSession
+
+    from ..engine.store import StateStore
 
 log = logging.getLogger("sparkmark.catalog")
 
@@ -44,22 +52,62 @@ def literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def has_metastore(spark: SparkSession) -> bool:
+    try:
+        return spark.conf.get("spark.sql.catalogImplementation", "in-memory") == "hive"
+    except Exception:  # noqa: BLE001 - a Spark Connect server may not expose static settings
+        return False
+
+
+def apply_deferred(spark: SparkSession, store: CatalogStore) -> int:
+    """Run the metastore statements deferred by processes without Spark, oldest first;
+    returns how many ran. One that fails (its table was changed by other means) is
+    logged in one line and dropped: the state store's catalog stays the reference."""
+    ran = 0
+    for seq, statement in store.deferred():
+        try:
+            spark.sql(statement)
+            ran += 1
+        except Exception as exc:  # noqa: BLE001 - reported, and the next statements still run
+            log.warning("catalog: a deferred metastore statement failed: %s", str(exc).splitlines()[0][:300])
+        store.forget_deferred(seq)
+    if ran:
+        log.info("catalog: %d deferred metastore statements applied", ran)
+    return ran
+
+
+def sync_metastore(spark: SparkSession, state: StateStore) -> int:
+    """Bring a new Spark session's metastore up to the state store's catalog: what a
+    crawl without Spark deferred. Nothing to do (one query) in the usual case."""
+    if not has_metastore(spark):
+        return 0
+    return apply_deferred(spark, CatalogStore(state))
+
+
 class HiveCatalog:
-    def __init__(self, spark: SparkSession, store: CatalogStore):
-        if spark.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
+    def __init__(self, spark: SparkSession | None, store: CatalogStore):
+        if spark is not None and not has_metastore(spark):
             raise SparkmarkError(
                 "the Spark session has no Hive support; start it with sparkmark (which enables "
                 "the metastore) or with enableHiveSupport()"
             )
         self.spark = spark
         self.store = store
+        self._databases: set[str] = set()  # ensured by this catalog: once is enough
+        if spark is not None:
+            apply_deferred(spark, store)  # earlier changes first: statements run in order
 
-    def _sql(self, statement: str):
+    def _sql(self, statement: str) -> None:
         log.debug("catalog: %s", statement)
-        return self.spark.sql(statement)
+        if self.spark is None:
+            self.store.defer(statement)
+        else:
+            self.spark.sql(statement)
 
     def ensure_database(self, database: str) -> None:
-        self._sql(f"CREATE DATABASE IF NOT EXISTS {_q(database)}")
+        if database not in self._databases:
+            self._sql(f"CREATE DATABASE IF NOT EXISTS {_q(database)}")
+            self._databases.add(database)
 
     @staticmethod
     def in_metastore(table: Table) -> bool:
@@ -157,5 +205,8 @@ class HiveCatalog:
     def partitions(self, table: Table, predicate: str | None = None) -> list[Partition]:
         """The table's partitions, pruned by a Spark SQL predicate over the partition keys."""
         from .reading import prune
+
+        if self.spark is None:
+            raise SparkmarkError("pruning partitions by a predicate needs a Spark session")
 
         return prune(self.spark, table, self.store.partitions(table.database, table.name), [predicate or ""])

@@ -77,8 +77,18 @@ databases = SATable(
     SAColumn("created_at", UTCDateTime, nullable=False),
 )
 
+# Metastore statements a process without Spark could not run (a crawl that inferred its
+# schemas without a JVM): the next sparkmark Spark session runs them, in order.
+deferred = SATable(
+    "sm_catalog_deferred",
+    metadata,
+    SAColumn("seq", Integer, primary_key=True, autoincrement=True),
+    SAColumn("statement", Text, nullable=False),
+    SAColumn("created_at", UTCDateTime, nullable=False),
+)
+
 SCHEMA_KEY = "catalog_schema_version"
-SCHEMA_VERSION = 2  # 2 added sm_catalog_databases: databases with no tables yet
+SCHEMA_VERSION = 3  # 2 added sm_catalog_databases; 3 sm_catalog_deferred
 
 
 def _cols(doc: str) -> tuple[Column, ...]:
@@ -206,6 +216,19 @@ class CatalogStore:
                         & (partitions.c["values"] == json.dumps(list(p.values)))
                     )
                 )
+
+    def defer(self, statement: str) -> None:
+        with self.state.begin() as conn:
+            conn.execute(insert(deferred).values(statement=statement, created_at=utcnow()))
+
+    def deferred(self) -> list[tuple[int, str]]:
+        with self.state.connect() as conn:
+            rows = conn.execute(select(deferred.c.seq, deferred.c.statement).order_by(deferred.c.seq))
+            return [(r.seq, r.statement) for r in rows]
+
+    def forget_deferred(self, seq: int) -> None:
+        with self.state.begin() as conn:
+            conn.execute(delete(deferred).where(deferred.c.seq == seq))
 
     def databases(self) -> list[str]:
         with self.state.connect() as conn:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -16,6 +17,9 @@ from ..crawler.store import CrawlerStore
 from ..engine.store import StateStore
 from ..settings import Settings
 from ..spark import create_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 from .output import console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Define and run crawlers.", no_args_is_help=True)
@@ -51,12 +55,22 @@ def run(
     definition, _ = crawlers.get(name)
     classifiers = load_classifiers(settings.config)
     csv_rules(definition.Classifiers, classifiers)  # an undeclared classifier fails before Spark starts
-    spark = create_session(f"crawler-{name}", settings.spark_master, settings)
-    spark.sparkContext.setLogLevel("ERROR")
+    started: list[SparkSession] = []
+
+    def spark():
+        """Spark starts only for samples pyarrow cannot type as Spark would (CSV, XML,
+        Avro, ORC, a JSON field of two types...); its metastore changes stay deferred
+        to the next Spark session either way, so the catalog's order is one order."""
+        if not started:
+            session = create_session(f"crawler-{name}", settings.spark_master, settings)
+            session.sparkContext.setLogLevel("ERROR")
+            started.append(session)
+        return started[0]
+
     record = run_crawl(
         spark,
         state,
-        HiveCatalog(spark, CatalogStore(state)),
+        HiveCatalog(None, CatalogStore(state)),
         crawlers,
         definition,
         connections=Connections.from_settings(settings),

@@ -7,7 +7,7 @@ import re
 import secrets
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from ..engine.listing import FileLister, ListedFile, Listing
 from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
-from . import csv_dialect
+from . import arrow_schema, csv_dialect
 from .classifiers import csv_rules
 from .classify import classify
 from .definition import CrawlerDefinition
@@ -172,8 +172,13 @@ def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[
 CSV_SAMPLE_LINES = 50  # the lines of the newest file the CSV classifier looks at
 
 
+def session(spark: SparkSession | Callable[[], SparkSession]) -> SparkSession:
+    """The crawl's Spark session, started on first need when given as a function."""
+    return spark() if callable(spark) else spark
+
+
 def infer(
-    spark: SparkSession,
+    spark: SparkSession | Callable[[], SparkSession],
     found: Found,
     crawl: Crawl,
     xml_row_tag: str,
@@ -203,13 +208,17 @@ def infer(
     if found.classification == "xml":
         options = {"rowTag": xml_row_tag}
     urls = [f.url for f in sample]
+    arrow = arrow_schema.infer_columns(found.classification, urls)
+    if arrow is not None:  # read without Spark, typed as Spark would
+        return [Column(n.lower(), t) for n, t in arrow if n not in found.partition_names], {}
+    active = session(spark)
     try:
-        schema = _read_schema(spark, found.classification, urls, options)
+        schema = _read_schema(active, found.classification, urls, options)
     except Exception:  # noqa: BLE001 - find the files that cannot be read, record them, go on
         good = []
         for url in urls:
             try:
-                _read_schema(spark, found.classification, [url], options)
+                _read_schema(active, found.classification, [url], options)
                 good.append(url)
             except Exception as exc:  # noqa: BLE001 - a corrupt file is recorded, not fatal
                 crawl.error(
@@ -217,7 +226,7 @@ def infer(
                 )
         if not good:
             return None
-        schema = _read_schema(spark, found.classification, good, options)
+        schema = _read_schema(active, found.classification, good, options)
     fields = [f for f in schema.fields if f.name not in found.partition_names]
     if any(f.name == "_corrupt_record" for f in fields):
         crawl.error(found.root, "some records in the sample are not valid JSON")
@@ -249,7 +258,7 @@ def _glue_type(data_type) -> str:
 
 
 def run_crawl(
-    spark: SparkSession,
+    spark: SparkSession | Callable[[], SparkSession],
     state: StateStore,
     catalog: HiveCatalog,
     crawler_store: CrawlerStore,

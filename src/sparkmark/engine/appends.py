@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import fsspec
 
@@ -97,7 +97,7 @@ def plan_appends(
         plan.appended[f.url] = len(tail)
         plan.roots[root] = f.root
         tail_dir = root + ("/" + relative.rpartition("/")[0] if "/" in relative else "")
-        plan.to_read.append(replace(f, url=target, root=root, dir=tail_dir, etag=None))
+        plan.to_read.append(f._replace(url=target, root=root, dir=tail_dir, etag=None))
     return plan
 
 

@@ -30,8 +30,8 @@ from .models import (
     CommittedFile,
     CompactionResult,
     CtxCommit,
-    FileEntry,
     Lineage,
+    ProcessedFiles,
     RunRecord,
     RunState,
     VersionKind,
@@ -511,12 +511,12 @@ class BookmarkStore:
         )
         if where is not None:
             query = query.where(where)
-        rows = conn.execute(query.order_by(c.version))
+        rows = conn.execute(query.order_by(c.version)).all()
         return {row[0]: tuple(row[1:]) for row in rows}
 
     def processed_files(
         self, job_name: str, ctx: str, lineage: Lineage, folders: Iterable[str] | None = None
-    ) -> dict[str, FileEntry]:
+    ) -> ProcessedFiles:
         """Each path's latest processed (mtime, size) in a version with this lineage.
 
         With ``folders``, only entries below those folders are read (at least those:
@@ -524,7 +524,7 @@ class BookmarkStore:
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
-                return {}
+                return ProcessedFiles({})
             where = None if folders is None else self._below(list(folders))
             latest = self._latest(
                 conn,
@@ -535,7 +535,7 @@ class BookmarkStore:
                 lineage,
                 where,
             )
-        return {p: FileEntry(p, m, z, e, h, v) for p, (m, z, e, h, v) in latest.items()}
+        return ProcessedFiles(latest)
 
     def _below(self, folders: list[str]):
         path = t.file_entries.c.path

@@ -7,7 +7,8 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ class FilePlan:
     listing: Listing
     increment: Increment
     missing_in_range: list[str] = field(default_factory=list)
+    known_dirs: dict[str, int] = field(default_factory=dict)  # folder marks already recorded
 
     def metrics(self) -> dict[str, Any]:
         inc, lst = self.increment, self.listing
@@ -95,7 +97,7 @@ def plan_files(
     options: FileSourceOptions,
     *,
     ctx: str | None,
-    processed: dict[str, FileEntry] | Callable[[Listing], dict[str, FileEntry]] | None,
+    processed: Mapping[str, FileEntry] | Callable[[Listing], Mapping[str, FileEntry]] | None,
     known_dirs: dict[str, int] | None,
     high_water_ms: int | None,
     now_ms: int,
@@ -115,7 +117,7 @@ def plan_files(
     else:
         state = processed(listing) if callable(processed) else processed
         inc = plan_increment(listing, state, options=options, now_ms=now_ms, high_water_ms=high_water_ms)
-    return FilePlan(ctx, paths, options, listing, inc)
+    return FilePlan(ctx, paths, options, listing, inc, known_dirs=known_dirs or {})
 
 
 def plan_bookmarked(
@@ -133,22 +135,31 @@ def plan_bookmarked(
     given and whose state for ``ctx`` is ``previous``."""
     same_listing = previous.get("listing_fingerprint") == options.listing_fingerprint(paths)
 
-    def processed_for(listing: Listing) -> dict[str, FileEntry]:
-        # When partition skipping left few folders to list, read only their entries.
-        folders = {f.dir for f in listing.files}
-        if listing.skipped_dirs and len(folders) <= FOLDER_LOOKUP_LIMIT:
-            return store.processed_files(job_name, ctx, lineage, folders)
-        return store.processed_files(job_name, ctx, lineage)
+    known_dirs = store.processed_dirs(job_name, ctx, lineage) if same_listing else {}
+    skipping = options.skip_unchanged_partitions and bool(known_dirs)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # Every folder will be listed: read the whole state while the listing runs (the
+        # store's driver waits on its database outside the interpreter's lock).
+        whole = None if skipping else pool.submit(store.processed_files, job_name, ctx, lineage)
 
-    return plan_files(
-        paths,
-        options,
-        ctx=ctx,
-        processed=processed_for,
-        known_dirs=store.processed_dirs(job_name, ctx, lineage) if same_listing else {},
-        high_water_ms=previous.get("high_water_mtime_ms"),
-        now_ms=now_ms,
-    )
+        def processed_for(listing: Listing) -> Mapping[str, FileEntry]:
+            # When partition skipping left few folders to list, read only their entries.
+            if whole is not None:
+                return whole.result()
+            folders = {f.dir for f in listing.files}
+            if listing.skipped_dirs and len(folders) <= FOLDER_LOOKUP_LIMIT:
+                return store.processed_files(job_name, ctx, lineage, folders)
+            return store.processed_files(job_name, ctx, lineage)
+
+        return plan_files(
+            paths,
+            options,
+            ctx=ctx,
+            processed=processed_for,
+            known_dirs=known_dirs,
+            high_water_ms=previous.get("high_water_mtime_ms"),
+            now_ms=now_ms,
+        )
 
 
 def plan_range(
@@ -156,8 +167,8 @@ def plan_range(
     options: FileSourceOptions,
     *,
     ctx: str,
-    upper: dict[str, FileEntry],
-    lower: dict[str, FileEntry],
+    upper: Mapping[str, FileEntry],
+    lower: Mapping[str, FileEntry],
 ) -> FilePlan:
     lister = FileLister(recurse=options.recurse, exclusions=ExclusionMatcher(options.exclusions))
     listing = lister.list(paths)
@@ -199,7 +210,9 @@ def ctx_commit(
         ctx=plan.ctx or "",
         state=state,
         files=[FileEntry(f.url, f.mtime_ms, f.size, f.etag, (digests or {}).get(f.url)) for f in selected],
-        dirs=dict(plan.increment.dir_marks),
+        # A folder's mark is recorded when it changes; the unchanged ones stay in force
+        # from the versions that recorded them (the store reads the latest in the lineage).
+        dirs={d: m for d, m in plan.increment.dir_marks.items() if plan.known_dirs.get(d) != m},
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .listing import ListedFile, Listing
-from .models import FileEntry
+from .models import FileEntry, ProcessedFiles, unchanged
 from .options import MODIFIED_FILES, OPTION_NAMES, parse_bool, parse_choice, parse_count, parse_exclusions
 
 DEFAULT_MAX_BAND_MS = 900_000
@@ -116,19 +116,21 @@ def plan_increment(
     """Choose the files this run processes, oldest first, within the run's bounds."""
     inc = Increment()
     candidates: list[ListedFile] = []
+    recorded = ProcessedFiles.of(processed)
+    rows = recorded.rows
     for f in listing.files:
-        seen = processed.get(f.url)
-        if seen is not None and seen.same_content(f.mtime_ms, f.size, f.etag):
+        row = rows.get(f.url)
+        if row is not None and unchanged(row[0], row[1], row[2], f.mtime_ms, f.size, f.etag):
             inc.already_processed += 1
             continue
         candidates.append(f)
-        if seen is None:
+        if row is None:
             inc.new += 1
             if high_water_ms is not None and f.mtime_ms < high_water_ms:
                 inc.late += 1
         else:
             inc.modified += 1
-            inc.earlier[f.url] = seen
+            inc.earlier[f.url] = recorded[f.url]
     candidates.sort(key=_order)
 
     deferred: list[ListedFile] = []

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import re
+import stat
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-import fsspec
 from fsspec.core import url_to_fs
+from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import SourceError
 from .faults import crash_point
@@ -62,8 +65,9 @@ def mtime_ms(info: dict[str, Any]) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class ListedFile:
+class ListedFile(NamedTuple):
+    """One listed file (a tuple: a listing makes one per file, 100,000s of them)."""
+
     url: str  # the file's identity in the bookmark: protocol-qualified
     root: str  # the root URL it was found under (Spark's basePath)
     dir: str
@@ -96,6 +100,42 @@ def etag(info: dict[str, Any]) -> str | None:
 
 def _listed(url: str, root: str, folder: str, info: dict[str, Any]) -> ListedFile:
     return ListedFile(url, root, folder, mtime_ms(info) or 0, int(info.get("size") or 0), etag(info))
+
+
+class Entry(NamedTuple):
+    """A directory entry, whatever the file system: its name within the directory."""
+
+    name: str
+    is_dir: bool
+    mtime_ms: int | None
+    size: int
+    etag: str | None
+
+
+def _entry(info: dict[str, Any]) -> Entry:
+    return Entry(
+        info["name"].rstrip("/").rsplit("/", 1)[-1],
+        info["type"] == "directory",
+        mtime_ms(info),
+        int(info.get("size") or 0),
+        etag(info),
+    )
+
+
+def _local_entries(path: str) -> list[Entry]:
+    """A local directory's entries from one ``scandir`` and a ``stat`` each, without
+    fsspec's per-entry dictionaries. Symbolic links are followed, as fsspec does, and
+    mtimes are taken the way fsspec reports them (float seconds), so a bookmark reads
+    the same through either path."""
+    entries = []
+    with os.scandir(path) as found:
+        for e in found:
+            try:
+                st = e.stat()
+            except FileNotFoundError:  # removed, or a dangling link: nothing to read
+                continue
+            entries.append(Entry(e.name, stat.S_ISDIR(st.st_mode), int(st.st_mtime * 1000), st.st_size, None))
+    return entries
 
 
 class FileLister:
@@ -158,38 +198,40 @@ class FileLister:
     def _walk(self, fs, root, root_url, root_mtime, listing, pool) -> None:
         frontier: list[tuple[str, int | None]] = [(root, root_mtime)]
         unpublished: set[str] = set()
+        excluding = bool(self.exclusions)
+        local = isinstance(fs, LocalFileSystem)
+        ls = _local_entries if local else (lambda d: [_entry(i) for i in fs.ls(d, detail=True)])
+        append = listing.files.append
         while frontier:
-            results = pool.map(lambda d: (d, self._ls(fs, d[0])), frontier)
+            results = pool.map(lambda d: (d, self._ls(ls, d[0])), frontier)
             frontier = []
             for (dir_path, dir_mtime), entries in results:
                 listing.dirs_listed += 1
                 crash_point("listing")
                 dir_url = fs.unstrip_protocol(dir_path)
                 has_subdirs = False
-                if dir_path == root and any(e["name"].rstrip("/").endswith("/" + CONTROL) for e in entries):
+                if dir_path == root and any(e.name == CONTROL for e in entries):
                     # The folder is a sparkmark output: skip its writes not yet published.
                     unpublished = pending_keys(fs, root)
-                for entry in entries:
-                    name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+                for name, is_dir, mtime, size, tag in entries:
                     if is_hidden(name):
                         listing.hidden += 1
                         continue
-                    if entry["type"] == "directory":
+                    if is_dir:
                         has_subdirs = True
                         if not (self.recurse or _PARTITION_DIR.match(name)):
                             continue
-                        child = entry["name"].rstrip("/")
-                        child_mtime = mtime_ms(entry)
-                        child_url = fs.unstrip_protocol(child)
+                        child = dir_path + "/" + name
+                        child_url = dir_url + "/" + name
                         if (
                             self.skip_unchanged_dirs
-                            and child_mtime is not None
-                            and self.known_dirs.get(child_url) == child_mtime
+                            and mtime is not None
+                            and self.known_dirs.get(child_url) == mtime
                         ):
                             log.info("Skipping partition %s as it has no new files detected", child_url)
                             listing.skipped_dirs.append(child_url)
                             continue
-                        frontier.append((child, child_mtime))
+                        frontier.append((child, mtime))
                         continue
                     if unpublished:
                         key = KEY_IN_NAME.search(name)
@@ -197,20 +239,20 @@ class FileLister:
                             listing.unpublished += 1
                             has_subdirs = True  # not complete: never mark this folder done
                             continue
-                    url = fs.unstrip_protocol(entry["name"])
-                    if self.exclusions and self.exclusions.excludes(
-                        url, entry["name"], url[len(root_url) + 1 :]
+                    url = dir_url + "/" + name
+                    if excluding and self.exclusions.excludes(
+                        url, dir_path + "/" + name, url[len(root_url) + 1 :]
                     ):
                         listing.excluded += 1
                         continue
-                    listing.files.append(_listed(url, root_url, dir_url, entry))
+                    append(ListedFile(url, root_url, dir_url, mtime or 0, size, tag))
                 if not has_subdirs and dir_mtime is not None:
                     listing.leaf_dirs[dir_url] = dir_mtime
 
     @staticmethod
-    def _ls(fs: fsspec.AbstractFileSystem, path: str) -> builtins.list[dict[str, Any]]:
+    def _ls(ls: Callable[[str], builtins.list[Entry]], path: str) -> builtins.list[Entry]:
         try:
-            return fs.ls(path, detail=True)
+            return ls(path)
         except FileNotFoundError:
             # Removed between the parent's listing and ours: nothing in it to read.
             log.warning("directory %s disappeared while it was being listed", path)

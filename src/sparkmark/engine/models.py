@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -111,9 +112,46 @@ class FileEntry:
         """A listed file is the one processed: its mtime and size are unchanged, and
         so is its ETag when both sides have one (an object rewritten within the same
         second with the same size is still seen as modified)."""
-        if (self.mtime_ms, self.size) != (mtime_ms, size):
-            return False
-        return self.etag is None or etag is None or self.etag == etag
+        return unchanged(self.mtime_ms, self.size, self.etag, mtime_ms, size, etag)
+
+
+def unchanged(
+    mtime_ms: int, size: int, etag: str | None, now_mtime_ms: int, now_size: int, now_etag: str | None
+) -> bool:
+    """A file recorded as (mtime_ms, size, etag) is unchanged if it now has the same
+    mtime and size, and the same ETag when both sides have one."""
+    if mtime_ms != now_mtime_ms or size != now_size:
+        return False
+    return etag is None or now_etag is None or etag == now_etag
+
+
+Recorded = tuple[int, int, str | None, str | None, int | None]  # mtime, size, etag, sha256, version
+
+
+class ProcessedFiles(Mapping[str, FileEntry]):
+    """Each path's latest processed entry, kept as the store's rows: a run compares
+    100,000s of listed files with it, and builds a ``FileEntry`` only when asked."""
+
+    def __init__(self, rows: dict[str, Recorded]):
+        self.rows = rows
+
+    @classmethod
+    def of(cls, entries: Mapping[str, FileEntry]) -> ProcessedFiles:
+        if isinstance(entries, ProcessedFiles):
+            return entries
+        return cls({p: (e.mtime_ms, e.size, e.etag, e.content_sha256, e.version) for p, e in entries.items()})
+
+    def __getitem__(self, path: str) -> FileEntry:
+        return FileEntry(path, *self.rows[path])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.rows
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ class GlueContext:
         self.settings = Settings.from_env()
         storage.prepare_spark(self.spark_session, self.settings)
         self._job: NativeJob | None = None
+        from ..catalog.hive import sync_metastore
+
+        sync_metastore(self.spark_session, self.state_store())
         self.create_dynamic_frame = _DynamicFrameReader(self)
         self.create_data_frame = _DataFrameReader(self)
         self.write_dynamic_frame = _DynamicFrameWriter(self)

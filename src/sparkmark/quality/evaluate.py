@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -134,10 +136,13 @@ def evaluate(
     compiled = [c for c in list(checks.values()) + [c for _, c in analyzers] if isinstance(c, Check)]
     results: dict[str, Any] = {}
     aggregates = {k: v for c in compiled for k, v in c.aggregates.items()}
+    plans: list[Callable[[], dict[str, Any]]] = []
     if aggregates:
-        results.update(_one_pass(df, aggregates))
+        plans.append(lambda: _one_pass(df, aggregates))
     for columns, where in dict.fromkeys((c.grouped, c.rule.where) for c in compiled if c.grouped):
-        results.update(grouped_metrics(df, columns, where))
+        plans.append(partial(grouped_metrics, df, columns, where))
+    for part in _run_at_once(plans):
+        results.update(part)
     failures: dict[int, str] = {}
     for check in compiled:
         if check.separate is not None:
@@ -162,20 +167,19 @@ def evaluate(
 
 
 def _one_pass(df: DataFrame, aggregates: dict[str, Column]) -> dict[str, Any]:
-    """Every aggregate in one global ``agg``: one scan, one Spark job. Adaptive execution
-    is switched off for this action only: a global aggregate has one reducer, so it gains
-    nothing, and with it on the partial and final aggregation run as two jobs."""
-    conf = df.sparkSession.conf
-    before = conf.get("spark.sql.adaptive.enabled", None)
-    conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        row = df.agg(*[col.alias(key) for key, col in aggregates.items()]).head(1)[0]
-    finally:
-        if before is None:
-            conf.unset("spark.sql.adaptive.enabled")
-        else:
-            conf.set("spark.sql.adaptive.enabled", before)
-    return row.asDict()
+    """Every aggregate in one global ``agg``: one scan of the data."""
+    return df.agg(*[col.alias(key) for key, col in aggregates.items()]).head(1)[0].asDict()
+
+
+def _run_at_once(plans: list[Callable[[], dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The independent plans (the aggregate pass, one grouped plan per column set) as
+    Spark jobs submitted together from threads: a single job leaves cores idle while
+    its stages start and end, and Spark's scheduler shares the executors between
+    them. Nothing in the session's configuration is changed for them."""
+    if len(plans) < 2:
+        return [plan() for plan in plans]
+    with ThreadPoolExecutor(max_workers=len(plans), thread_name_prefix="sparkmark-dq") as pool:
+        return list(pool.map(lambda plan: plan(), plans))
 
 
 def _compile(rule: Rule, ctx: Context) -> Check | RuleFailure:
