@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -39,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import arguments, record, timed
 from sparkmark import Job
-from sparkmark.engine.increment import FileSourceOptions, plan_increment
-from sparkmark.engine.listing import FileLister
-from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry
+from sparkmark.engine.fileplan import ctx_commit, now_ms, plan_files
+from sparkmark.engine.increment import FileSourceOptions
+from sparkmark.engine.models import BookmarkOption
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
 from sparkmark.spark import create_session
@@ -67,9 +66,10 @@ def add_new_files(root: Path, partitions: int) -> list[Path]:
 
 
 def seed(store: StateStore, job: str, root: Path) -> None:
-    listing = FileLister().list([str(root)])
-    inc = plan_increment(
-        listing, {}, options=FileSourceOptions(max_band_ms=0), now_ms=int(time.time() * 1000)
+    """What a first run would record: every listed file, and every folder's mark."""
+    opts = FileSourceOptions(max_band_ms=0)
+    plan = plan_files(
+        [str(root)], opts, ctx="src", processed={}, known_dirs=None, high_water_ms=None, now_ms=now_ms()
     )
     run = store.start_run(
         job_name=job,
@@ -80,24 +80,8 @@ def seed(store: StateStore, job: str, root: Path) -> None:
         owner="bench",
         lease_seconds=600,
     )
-    opts = FileSourceOptions()
-    state = {
-        "type": "files",
-        "paths": [str(root)],
-        "listing_fingerprint": opts.listing_fingerprint([str(root)]),
-    }
-    store.commit(
-        run,
-        [
-            CtxCommit(
-                "src",
-                state,
-                [FileEntry(f.url, f.mtime_ms, f.size) for f in inc.selected],
-                dict(inc.dir_marks),
-            )
-        ],
-        metrics={},
-    )
+    commit = ctx_commit(plan, previous=None, schema_json=None, run_id=run.run_id)
+    store.commit(run, [commit], metrics={})
 
 
 def main() -> None:

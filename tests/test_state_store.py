@@ -377,3 +377,55 @@ def test_folder_marks_are_recorded_when_they_change(store, tmp_path):
     assert written == [["dt=0", "dt=1", "dt=2", "dt=3"], ["dt=2"], []]
     with store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(t.dir_entries)).scalar() == 5
+
+
+def test_unchanged_folders_are_settled_by_their_digest_and_a_rewrite_is_still_found(store, tmp_path):
+    """With the defaults every folder is listed and every file stat'ed; a folder whose
+    files (names, mtimes, sizes) are those its mark recorded needs no per-file rows. A
+    file rewritten in place, which leaves its folder's mtime as it was, changes the
+    folder's digest and is read again."""
+    import os
+
+    from sparkmark.engine.fileplan import ctx_commit, plan_bookmarked
+    from sparkmark.engine.increment import FileSourceOptions
+
+    data = tmp_path / "data"
+    for day in range(3):
+        (data / f"dt={day}").mkdir(parents=True)
+        for n in range(2):
+            (data / f"dt={day}" / f"{n}.json").write_text('{"v": 1}\n')
+    opts = FileSourceOptions(max_band_ms=0)  # the defaults: no partition skipping
+
+    def plan():
+        latest = store.latest_version("digests")
+        return plan_bookmarked(
+            store,
+            "digests",
+            "src",
+            [str(data)],
+            opts,
+            lineage=latest.lineage if latest else (),
+            previous=latest.ctx_states.get("src", {}) if latest else {},
+            now_ms=10**13,
+        )
+
+    def commit(p, n):
+        run = start(store, "digests", f"jr_{n:064x}")
+        store.commit(run, [ctx_commit(p, previous=None, schema_json=None, run_id=run.run_id)], metrics={})
+
+    first = plan()
+    assert len(first.increment.selected) == 6 and first.settled == set()
+    commit(first, 1)
+    again = plan()
+    assert again.increment.selected == [] and len(again.settled) == 3
+    assert again.increment.already_processed == 6
+
+    target = data / "dt=1" / "0.json"
+    folder_times = os.stat(data / "dt=1")
+    target.write_text('{"v": 2}\n')  # same size, new content
+    os.utime(target, (1_900_000_000, 1_900_000_000))
+    os.utime(data / "dt=1", ns=(folder_times.st_atime_ns, folder_times.st_mtime_ns))
+    rewritten = plan()
+    assert [f.name for f in rewritten.increment.selected] == ["0.json"]
+    assert rewritten.increment.modified == 1
+    assert rewritten.settled == {f"file://{data}/dt=0", f"file://{data}/dt=2"}

@@ -13,24 +13,31 @@ from ..engine import storage
 from ..engine.masking import mask_logging, mask_text
 from ..errors import SparkmarkError
 from ..settings import Settings
-from . import (
-    api,
-    bookmark,
-    catalog,
-    console,
-    crawler,
-    glue,
-    output,
-    outputs,
-    quality,
-    runs,
-    studio,
-    workflows,
-)
+from . import output
 from .output import debug_enabled, err_console, one_line_errors
 from .run import run_script
 
-app = typer.Typer(
+# The sub-commands, imported only when named: `sparkmark run` (and a run skipped for
+# want of new data) should not pay for the console's, the API's or the scheduler's
+# imports. name: (module, attribute, "group" | "command" | "command, one-line errors")
+SUBCOMMANDS = {
+    "bookmark": ("bookmark", "app", "group"),
+    "runs": ("runs", "app", "group"),
+    "glue": ("glue", "app", "group"),
+    "catalog": ("catalog", "app", "group"),
+    "crawler": ("crawler", "app", "group"),
+    "outputs": ("outputs", "app", "group"),
+    "quality": ("quality", "app", "group"),
+    "studio": ("studio", "app", "group"),
+    "workflow": ("workflows", "workflow_app", "group"),
+    "trigger": ("workflows", "trigger_app", "group"),
+    "job": ("workflows", "job_app", "group"),
+    "scheduler": ("workflows", "scheduler_command", "command, one-line errors"),
+    "api": ("api", "api_command", "command"),
+    "console": ("console", "console_command", "command"),
+}
+
+_app = typer.Typer(
     help="Glue-style job bookmarks on any Spark.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -38,7 +45,7 @@ app = typer.Typer(
 )
 
 
-@app.callback()
+@_app.callback()
 def _options(
     debug: bool = typer.Option(
         False, "--debug", help="On a failure, print the traceback after the error line (or SPARKMARK_DEBUG)"
@@ -48,23 +55,36 @@ def _options(
         output.show_tracebacks()
 
 
-app.add_typer(bookmark.app, name="bookmark")
-app.add_typer(runs.app, name="runs")
-app.add_typer(glue.app, name="glue")
-app.add_typer(catalog.app, name="catalog")
-app.add_typer(crawler.app, name="crawler")
-app.add_typer(outputs.app, name="outputs")
-app.add_typer(quality.app, name="quality")
-app.add_typer(studio.app, name="studio")
-app.add_typer(workflows.workflow_app, name="workflow")
-app.add_typer(workflows.trigger_app, name="trigger")
-app.add_typer(workflows.job_app, name="job")
-app.command("scheduler")(one_line_errors(workflows.scheduler_command))
-app.command("api")(api.api_command)
-app.command("console")(console.console_command)
+def register(names: list[str] | None = None) -> typer.Typer:
+    """Add the named sub-commands to the app (all of them when None); returns it."""
+    import importlib
+
+    for name in SUBCOMMANDS if names is None else names:
+        module_name, attribute, kind = SUBCOMMANDS[name]
+        target = getattr(importlib.import_module(f"{__package__}.{module_name}"), attribute)
+        if any(getattr(g, "name", None) == name for g in _app.registered_groups) or any(
+            c.name == name for c in _app.registered_commands
+        ):
+            continue
+        if kind == "group":
+            _app.add_typer(target, name=name)
+        else:
+            _app.command(name)(one_line_errors(target) if kind.endswith("one-line errors") else target)
+    return _app
 
 
-@app.command(
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":  # the whole command, for tests and for embedding: every sub-command
+        return register(None)
+    raise AttributeError(name)
+
+
+def _named_command(argv: list[str]) -> str | None:
+    """The sub-command the command line names (the first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+@_app.command(
     "run",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
@@ -131,8 +151,10 @@ def main() -> None:
     sent = argv_from_stdin()
     if sent is not None:
         sys.argv[1:] = sent
+    named = _named_command(sys.argv[1:])
+    register([named] if named in SUBCOMMANDS else [] if named == "run" else None)
     try:
-        app()
+        _app()
     except SystemExit as exc:
         code = exc.code
         record_exit(code if isinstance(code, int) else (0 if code is None else 1))

@@ -24,7 +24,7 @@ from ..engine.listing import FileLister, ListedFile, Listing
 from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
-from . import arrow_schema, csv_dialect
+from . import csv_dialect
 from .classifiers import csv_rules
 from .classify import classify
 from .definition import CrawlerDefinition
@@ -208,6 +208,8 @@ def infer(
     if found.classification == "xml":
         options = {"rowTag": xml_row_tag}
     urls = [f.url for f in sample]
+    from . import arrow_schema  # pyarrow: imported when a crawl infers, not by every command
+
     arrow = arrow_schema.infer_columns(found.classification, urls)
     if arrow is not None:  # read without Spark, typed as Spark would
         return [Column(n.lower(), t) for n, t in arrow if n not in found.partition_names], {}

@@ -320,7 +320,13 @@ class BookmarkStore:
                         conn,
                         t.dir_entries,
                         (
-                            {"source_id": source_id, "version": new_version, "dir": d, "mtime_ms": m}
+                            {
+                                "source_id": source_id,
+                                "version": new_version,
+                                "dir": d,
+                                "mtime_ms": m,
+                                "files_digest": c.dir_digests.get(d),
+                            }
                             for d, m in c.dirs.items()
                         ),
                     )
@@ -464,7 +470,11 @@ class BookmarkStore:
                 kept = {p: v for p, v in latest.items() if keep is None or keep(ctx, p)}
                 dropped += len(latest) - len(kept)
                 after += len(kept)
-                dirs = self._latest(conn, t.dir_entries, "dir", ("mtime_ms",), source_id, current.lineage)
+                dirs = self._latest(
+                    conn, t.dir_entries, "dir", ("mtime_ms", "files_digest"), source_id, current.lineage
+                )
+                # A folder some of whose files were dropped no longer matches its digest.
+                thinned = {p.rsplit("/", 1)[0] for p in latest if p not in kept}
                 conn.execute(t.file_entries.delete().where(fe.source_id == source_id))
                 conn.execute(t.dir_entries.delete().where(de.source_id == source_id))
                 rows.insert_many(
@@ -487,8 +497,14 @@ class BookmarkStore:
                     conn,
                     t.dir_entries,
                     (
-                        {"source_id": source_id, "version": version, "dir": d, "mtime_ms": m}
-                        for d, (m,) in dirs.items()
+                        {
+                            "source_id": source_id,
+                            "version": version,
+                            "dir": d,
+                            "mtime_ms": m,
+                            "files_digest": None if d in thinned else h,
+                        }
+                        for d, (m, h) in dirs.items()
                     ),
                 )
             result = self._version(conn, job_name, version)
@@ -553,12 +569,19 @@ class BookmarkStore:
 
     def processed_dirs(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, int]:
         """Each fully processed leaf folder's mtime in a version with this lineage."""
+        return {d: m for d, (m, _) in self.dir_marks(job_name, ctx, lineage).items()}
+
+    def dir_marks(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, tuple[int, str | None]]:
+        """Each fully processed leaf folder's (mtime, digest of its files) in a version
+        with this lineage; the digest is None in marks recorded before it existed."""
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return {}
-            latest = self._latest(conn, t.dir_entries, "dir", ("mtime_ms",), source_id, lineage)
-        return {d: m for d, (m,) in latest.items()}
+            latest = self._latest(
+                conn, t.dir_entries, "dir", ("mtime_ms", "files_digest"), source_id, lineage
+            )
+        return {d: (m, h) for d, (m, h) in latest.items()}
 
     def committed_files(self, job_name: str, ctx: str, version: BookmarkVersion) -> list[CommittedFile]:
         """The per-file state of ``ctx`` in ``version``: each path's latest entry."""

@@ -8,14 +8,20 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError
 from .globs import ExclusionMatcher
-from .increment import FileSourceOptions, Increment, plan_increment, range_increment
+from .increment import (
+    EMPTY_FOLDER,
+    FileSourceOptions,
+    Increment,
+    folder_digests,
+    plan_increment,
+    range_increment,
+)
 from .listing import FileLister, Listing
 from .models import CtxCommit, FileEntry
 from .storage import canonical
@@ -39,6 +45,9 @@ class FilePlan:
     increment: Increment
     missing_in_range: list[str] = field(default_factory=list)
     known_dirs: dict[str, int] = field(default_factory=dict)  # folder marks already recorded
+    known_digests: dict[str, str | None] = field(default_factory=dict)  # and their digests
+    digests: dict[str, str] = field(default_factory=dict)  # the listed folders' digests
+    settled: set[str] = field(default_factory=set)  # listed folders unchanged since their mark
 
     def metrics(self) -> dict[str, Any]:
         inc, lst = self.increment, self.listing
@@ -55,6 +64,7 @@ class FilePlan:
             "files_deferred": inc.deferred_by_band + inc.deferred_by_bound,
             "partitions_listed": lst.dirs_listed,
             "partitions_skipped": len(lst.skipped_dirs),
+            "partitions_unchanged": len(self.settled),
             "bytes_read": inc.bytes,
             "listing_seconds": round(lst.seconds, 4),
         }
@@ -97,13 +107,15 @@ def plan_files(
     options: FileSourceOptions,
     *,
     ctx: str | None,
-    processed: Mapping[str, FileEntry] | Callable[[Listing], Mapping[str, FileEntry]] | None,
+    processed: Mapping[str, FileEntry] | Callable[[Listing, set[str]], Mapping[str, FileEntry]] | None,
     known_dirs: dict[str, int] | None,
     high_water_ms: int | None,
     now_ms: int,
+    known_digests: dict[str, str | None] | None = None,
 ) -> FilePlan:
     """List and choose. ``processed=None`` means no bookmark: every listed file.
-    ``processed`` may be a function of the listing, to load only what it needs."""
+    ``processed`` may be a function of the listing and of the settled folders (those
+    whose files are exactly the ones their mark recorded), to load only what it needs."""
     lister = FileLister(
         recurse=options.recurse,
         exclusions=ExclusionMatcher(options.exclusions),
@@ -111,13 +123,33 @@ def plan_files(
         skip_unchanged_dirs=options.skip_unchanged_partitions and known_dirs is not None,
     )
     listing = lister.list(paths)
+    known_digests = known_digests or {}
+    digests = folder_digests(listing.files) if processed is not None else {}
+    settled: set[str] = set()
     if processed is None:
         inc = Increment(selected=sorted(listing.files, key=lambda f: (f.mtime_ms, f.url)))
         inc.new = len(inc.selected)
     else:
-        state = processed(listing) if callable(processed) else processed
-        inc = plan_increment(listing, state, options=options, now_ms=now_ms, high_water_ms=high_water_ms)
-    return FilePlan(ctx, paths, options, listing, inc, known_dirs=known_dirs or {})
+        settled = {
+            d
+            for d in listing.leaf_dirs
+            if known_digests.get(d) is not None and known_digests[d] == digests.get(d, EMPTY_FOLDER)
+        }
+        state = processed(listing, settled) if callable(processed) else processed
+        inc = plan_increment(
+            listing, state, options=options, now_ms=now_ms, high_water_ms=high_water_ms, settled=settled
+        )
+    return FilePlan(
+        ctx,
+        paths,
+        options,
+        listing,
+        inc,
+        known_dirs=known_dirs or {},
+        known_digests=known_digests,
+        digests=digests,
+        settled=settled,
+    )
 
 
 def plan_bookmarked(
@@ -134,32 +166,26 @@ def plan_bookmarked(
     """The plan of a bookmarked source against the bookmark version whose lineage is
     given and whose state for ``ctx`` is ``previous``."""
     same_listing = previous.get("listing_fingerprint") == options.listing_fingerprint(paths)
+    marks = store.dir_marks(job_name, ctx, lineage) if same_listing else {}
 
-    known_dirs = store.processed_dirs(job_name, ctx, lineage) if same_listing else {}
-    skipping = options.skip_unchanged_partitions and bool(known_dirs)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # Every folder will be listed: read the whole state while the listing runs (the
-        # store's driver waits on its database outside the interpreter's lock).
-        whole = None if skipping else pool.submit(store.processed_files, job_name, ctx, lineage)
+    def processed_for(listing: Listing, settled: set[str]) -> Mapping[str, FileEntry]:
+        # Read only the entries of the folders left to compare, when they are few: the
+        # others were skipped unlisted, or are settled by their digest.
+        folders = {f.dir for f in listing.files if f.dir not in settled}
+        if (listing.skipped_dirs or settled) and len(folders) <= FOLDER_LOOKUP_LIMIT:
+            return store.processed_files(job_name, ctx, lineage, folders)
+        return store.processed_files(job_name, ctx, lineage)
 
-        def processed_for(listing: Listing) -> Mapping[str, FileEntry]:
-            # When partition skipping left few folders to list, read only their entries.
-            if whole is not None:
-                return whole.result()
-            folders = {f.dir for f in listing.files}
-            if listing.skipped_dirs and len(folders) <= FOLDER_LOOKUP_LIMIT:
-                return store.processed_files(job_name, ctx, lineage, folders)
-            return store.processed_files(job_name, ctx, lineage)
-
-        return plan_files(
-            paths,
-            options,
-            ctx=ctx,
-            processed=processed_for,
-            known_dirs=known_dirs,
-            high_water_ms=previous.get("high_water_mtime_ms"),
-            now_ms=now_ms,
-        )
+    return plan_files(
+        paths,
+        options,
+        ctx=ctx,
+        processed=processed_for,
+        known_dirs={d: m for d, (m, _) in marks.items()},
+        known_digests={d: h for d, (_, h) in marks.items()},
+        high_water_ms=previous.get("high_water_mtime_ms"),
+        now_ms=now_ms,
+    )
 
 
 def plan_range(
@@ -206,13 +232,19 @@ def ctx_commit(
         },
         "schema": schema_json or previous.get("schema"),
     }
+    marks = {
+        d: m
+        for d, m in plan.increment.dir_marks.items()
+        if (plan.known_dirs.get(d), plan.known_digests.get(d)) != (m, plan.digests.get(d, EMPTY_FOLDER))
+    }
     return CtxCommit(
         ctx=plan.ctx or "",
         state=state,
         files=[FileEntry(f.url, f.mtime_ms, f.size, f.etag, (digests or {}).get(f.url)) for f in selected],
         # A folder's mark is recorded when it changes; the unchanged ones stay in force
         # from the versions that recorded them (the store reads the latest in the lineage).
-        dirs={d: m for d, m in plan.increment.dir_marks.items() if plan.known_dirs.get(d) != m},
+        dirs=marks,
+        dir_digests={d: plan.digests.get(d, EMPTY_FOLDER) for d in marks},
     )
 
 

@@ -101,6 +101,22 @@ class Increment:
         return sum(f.size for f in self.selected)
 
 
+def folder_digest(lines: list[str]) -> str:
+    return hashlib.blake2b("\n".join(sorted(lines)).encode(), digest_size=16).hexdigest()
+
+
+EMPTY_FOLDER = folder_digest([])
+
+
+def folder_digests(files: list[ListedFile]) -> dict[str, str]:
+    """Per folder, a digest of its listed files' names, mtimes, sizes and ETags: the
+    same digest means the same files, unchanged, whatever order they were listed in."""
+    by_dir: dict[str, list[str]] = {}
+    for f in files:
+        by_dir.setdefault(f.dir, []).append(f"{f.url}\0{f.mtime_ms}\0{f.size}\0{f.etag or ''}")
+    return {d: folder_digest(lines) for d, lines in by_dir.items()}
+
+
 def _order(f: ListedFile) -> tuple[int, str]:
     return (f.mtime_ms, f.url)
 
@@ -112,13 +128,19 @@ def plan_increment(
     options: FileSourceOptions,
     now_ms: int,
     high_water_ms: int | None = None,
+    settled: frozenset[str] | set[str] = frozenset(),
 ) -> Increment:
-    """Choose the files this run processes, oldest first, within the run's bounds."""
+    """Choose the files this run processes, oldest first, within the run's bounds.
+    ``settled`` folders hold exactly the files their mark recorded as processed: their
+    files are counted as already processed without a per-file comparison."""
     inc = Increment()
     candidates: list[ListedFile] = []
     recorded = ProcessedFiles.of(processed)
     rows = recorded.rows
     for f in listing.files:
+        if f.dir in settled:
+            inc.already_processed += 1
+            continue
         row = rows.get(f.url)
         if row is not None and unchanged(row[0], row[1], row[2], f.mtime_ms, f.size, f.etag):
             inc.already_processed += 1

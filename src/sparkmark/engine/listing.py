@@ -1,7 +1,9 @@
 """Listing a file source with fsspec: in bulk, in parallel across directories.
 
 A listing walks each root breadth-first. Every directory of a level is listed
-with one ``ls`` call, and the directories of a level are listed in parallel.
+with one ``ls`` call, and on object stores the directories of a level are listed in
+parallel. Local folders are read with ``scandir`` in this thread: their calls take
+microseconds, and threads would only contend for the interpreter.
 Hive-style partition folders (``name=value``) are always descended, like
 Spark's partition discovery; other sub-folders only with ``recurse``.
 """
@@ -203,7 +205,10 @@ class FileLister:
         ls = _local_entries if local else (lambda d: [_entry(i) for i in fs.ls(d, detail=True)])
         append = listing.files.append
         while frontier:
-            results = pool.map(lambda d: (d, self._ls(ls, d[0])), frontier)
+            if local:  # one thread: a local stat is too short to gain from threads that share the GIL
+                results = ((d, self._ls(ls, d[0])) for d in frontier)
+            else:
+                results = pool.map(lambda d: (d, self._ls(ls, d[0])), frontier)
             frontier = []
             for (dir_path, dir_mtime), entries in results:
                 listing.dirs_listed += 1

@@ -181,7 +181,8 @@ class CtxCommit:
     ctx: str
     state: dict[str, Any]
     files: list[FileEntry] = field(default_factory=list)
-    dirs: dict[str, int] = field(default_factory=dict)
+    dirs: dict[str, int] = field(default_factory=dict)  # folder marks: mtime when fully processed
+    dir_digests: dict[str, str] = field(default_factory=dict)  # and the digest of its files then
 
 
 class OutputState(StrEnum):

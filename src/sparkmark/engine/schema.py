@@ -150,6 +150,7 @@ dir_entries = Table(
     Column("version", Integer, primary_key=True),
     Column("dir", Text, primary_key=True),
     Column("mtime_ms", BigInteger, nullable=False),
+    Column("files_digest", String(32)),  # version 8: the files the mark covers
     sqlite_with_rowid=False,
 )
 
@@ -254,6 +255,14 @@ def _v7(conn: Connection) -> None:
         )
 
 
+def _v8(conn: Connection) -> None:
+    """A folder's mark carries a digest of its files' names, mtimes and sizes: a listing
+    whose folder has the same digest needs none of that folder's per-file rows."""
+    columns = {c["name"] for c in inspect(conn).get_columns("sm_dir_entries")}
+    if "files_digest" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sm_dir_entries ADD COLUMN files_digest VARCHAR(32)")
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _v1,
     2: _v2,
@@ -262,6 +271,7 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     5: _v5,
     6: _v6,
     7: _v7,
+    8: _v8,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
