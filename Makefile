@@ -97,19 +97,23 @@ $(VENV)/.bench: $(VENV)/.installed
 
 bench: install services jars $(VENV)/.bench
 	$(PY) bench/files_incremental.py
+	$(PY) bench/history.py
 	$(PY) bench/commit_cost.py
 	$(PY) bench/jdbc_read.py
 	$(PY) bench/quality.py
+	$(PY) bench/small_work.py
 	$(PY) bench/session_start.py
-	@cat bench/results/latest.json
+	$(PY) bench/table.py
 
 bench-quick: install services jars $(VENV)/.bench
 	$(PY) bench/files_incremental.py --quick --repeats 3
+	$(PY) bench/history.py --quick --repeats 3
 	$(PY) bench/commit_cost.py --quick
 	$(PY) bench/jdbc_read.py --quick --repeats 3
 	$(PY) bench/quality.py --quick --repeats 2
+	$(PY) bench/small_work.py --repeats 2
 	$(PY) bench/session_start.py --repeats 3
-	@cat bench/results/latest.json
+	$(PY) bench/table.py
 
 clean:
 	rm -rf $(VENV) $(DEMO) .sparkmark build

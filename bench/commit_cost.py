@@ -11,7 +11,9 @@ per tracked file and the time to load a source's state for planning.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -78,7 +80,11 @@ def floor(store: StateStore, files: list[FileEntry]) -> float:
 
 def state_bytes(store: StateStore) -> int:
     if store.dialect == "sqlite":
+        # The database's pages once the write-ahead log is folded into it (the log is
+        # scratch space SQLite reuses, not state).
         base = store.url.database
+        with contextlib.closing(sqlite3.connect(base)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return sum(os.path.getsize(p) for p in (base, base + "-wal") if os.path.exists(p))
     with store.engine.connect() as conn:
         return conn.execute(text("SELECT pg_total_relation_size('sm_file_entries')")).scalar()
@@ -137,12 +143,14 @@ def main() -> None:
         f"{'backend':<11}{'tracked':>10}{'added':>7}{'commit s':>10}{'floor s':>9}"
         f"{'ratio':>7}{'B/file':>8}{'load state s':>14}"
     )
+    sqlite = next(r for r in rows if r["backend"] == "sqlite")
+    met = sqlite["commit_s"] <= 0.05 and sqlite["bytes_per_file"] <= 150
     record(
         {
             "P4": {
-                "value": round(max(r["commit_s"] for r in rows), 4),
-                "goal": "<= 1 s",
-                "met": all(r["commit_s"] <= 1.0 for r in rows),
+                "value": round(sqlite["commit_s"], 4),
+                "goal": "<= 0.05 s and <= 150 bytes per file (SQLite)",
+                "met": met,
                 **{f"{r['backend']}_commit_s": round(r["commit_s"], 4) for r in rows},
                 **{f"{r['backend']}_bytes_per_file": round(r["bytes_per_file"]) for r in rows},
             }

@@ -1,4 +1,4 @@
-"""What the connectors cost a session's start (scenario C1).
+"""What the connectors cost a session's start (scenario S1; C1 is now the crawl of bench/small_work.py).
 
 Starts Spark in fresh processes, alternating a session with no connectors
 (SPARKMARK_CONNECTORS=none, the baseline) and one with every connector `make jars`
@@ -56,19 +56,19 @@ def main() -> None:
     base, full = statistics.median(times["none"]), statistics.median(times["auto"])
     ratio = full / base
     print(
-        f"C1 session start to a first job: every connector {full:.2f} s, none {base:.2f} s, "
+        f"S1 session start to a first job: every connector {full:.2f} s, none {base:.2f} s, "
         f"ratio {ratio:.3f} (medians of {args.repeats})"
     )
     record(
         {
-            "C1": {
+            "S1": {
                 "value": round(ratio, 3),
                 "goal": 1.1,
                 "met": ratio <= 1.1,
                 "seconds": {"connectors": round(full, 2), "none": round(base, 2)},
             }
         },
-        {"C1_repeats": args.repeats},
+        {"S1_repeats": args.repeats},
     )
 
 
