@@ -519,16 +519,29 @@ class BookmarkStore:
         source_id: int,
         lineage: Lineage,
         where=None,
+        by_key: bool = False,
     ) -> dict[str, tuple]:
-        """Each key's latest row in ``lineage``: later versions overwrite earlier ones."""
+        """Each key's latest row in ``lineage``: later versions overwrite earlier ones.
+
+        ``by_key``: ``where`` narrows the key to a range, to be read through the key's
+        index. The rows then come in key order and the latest version of each key is
+        kept here: ordered by version, SQLite would walk the table's (source, version)
+        key instead, which the lineage covers whole, and read every row of the source."""
         c = table.c
-        query = select(c[key], *[c[v] for v in values]).where(
+        query = select(c[key], *[c[v] for v in values], c.version).where(
             c.source_id == source_id, _lineage_clause(c.version, lineage)
         )
         if where is not None:
             query = query.where(where)
-        rows = conn.execute(query.order_by(c.version)).all()
-        return {row[0]: tuple(row[1:]) for row in rows}
+        if not by_key:
+            return {row[0]: tuple(row[1:-1]) for row in conn.execute(query.order_by(c.version)).all()}
+        latest: dict[str, tuple] = {}
+        newest: dict[str, int] = {}
+        for row in conn.execute(query.order_by(c[key])).all():
+            if row[-1] >= newest.get(row[0], -1):
+                newest[row[0]] = row[-1]
+                latest[row[0]] = tuple(row[1:-1])
+        return latest
 
     def processed_files(
         self, job_name: str, ctx: str, lineage: Lineage, folders: Iterable[str] | None = None
@@ -541,16 +554,18 @@ class BookmarkStore:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return ProcessedFiles({})
-            where = None if folders is None else self._below(list(folders))
-            latest = self._latest(
-                conn,
-                t.file_entries,
-                "path",
-                ("mtime_ms", "size", "etag", "content_sha256", "version"),
-                source_id,
-                lineage,
-                where,
-            )
+            columns = ("mtime_ms", "size", "etag", "content_sha256", "version")
+            if folders is None:
+                return ProcessedFiles(self._latest(conn, t.file_entries, "path", columns, source_id, lineage))
+            # One range query a folder, each a seek in the (source, path) index.
+            latest: dict[str, tuple] = {}
+            for folder in folders:
+                where = self._below([folder])
+                latest.update(
+                    self._latest(
+                        conn, t.file_entries, "path", columns, source_id, lineage, where, by_key=True
+                    )
+                )
         return ProcessedFiles(latest)
 
     def _below(self, folders: list[str]):

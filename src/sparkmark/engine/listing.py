@@ -104,18 +104,13 @@ def _listed(url: str, root: str, folder: str, info: dict[str, Any]) -> ListedFil
     return ListedFile(url, root, folder, mtime_ms(info) or 0, int(info.get("size") or 0), etag(info))
 
 
-class Entry(NamedTuple):
-    """A directory entry, whatever the file system: its name within the directory."""
-
-    name: str
-    is_dir: bool
-    mtime_ms: int | None
-    size: int
-    etag: str | None
+# A directory entry, whatever the file system: (name within the directory, is a
+# directory, mtime in ms, size, ETag). A plain tuple: a listing makes one per file.
+Entry = tuple[str, bool, int | None, int, str | None]
 
 
 def _entry(info: dict[str, Any]) -> Entry:
-    return Entry(
+    return (
         info["name"].rstrip("/").rsplit("/", 1)[-1],
         info["type"] == "directory",
         mtime_ms(info),
@@ -129,14 +124,14 @@ def _local_entries(path: str) -> list[Entry]:
     fsspec's per-entry dictionaries. Symbolic links are followed, as fsspec does, and
     mtimes are taken the way fsspec reports them (float seconds), so a bookmark reads
     the same through either path."""
-    entries = []
+    entries: list[Entry] = []
     with os.scandir(path) as found:
         for e in found:
             try:
                 st = e.stat()
             except FileNotFoundError:  # removed, or a dangling link: nothing to read
                 continue
-            entries.append(Entry(e.name, stat.S_ISDIR(st.st_mode), int(st.st_mtime * 1000), st.st_size, None))
+            entries.append((e.name, stat.S_ISDIR(st.st_mode), int(st.st_mtime * 1000), st.st_size, None))
     return entries
 
 
@@ -215,7 +210,7 @@ class FileLister:
                 crash_point("listing")
                 dir_url = fs.unstrip_protocol(dir_path)
                 has_subdirs = False
-                if dir_path == root and any(e.name == CONTROL for e in entries):
+                if dir_path == root and any(e[0] == CONTROL for e in entries):
                     # The folder is a sparkmark output: skip its writes not yet published.
                     unpublished = pending_keys(fs, root)
                 for name, is_dir, mtime, size, tag in entries:
