@@ -20,9 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from files_incremental import add_new_files, make_tree, seed
+from files_incremental import add_new_files, floor_run, increment, make_tree, seed
 from harness import arguments, record, timed
-from sparkmark import Job
 from sparkmark.devservices.cluster import start_cluster
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
@@ -32,21 +31,8 @@ from sparkmark.spark import create_session
 def pair(spark, store, settings, root: Path, out: Path, new: list[Path], repeats: int) -> tuple[float, float]:
     """(sparkmark's median seconds, the floor's) for the increment on this session."""
 
-    def sparkmark_run():
-        job = Job.from_args(
-            ["b", "--JOB_NAME", "bench_files", "--job-bookmark-option", "job-bookmark-pause"],
-            spark=spark,
-            store=store,
-            settings=settings,
-        )
-        df = job.read_files(str(root), format="json", ctx="src", skipUnchangedPartitions=True)
-        df.write.mode("overwrite").parquet(str(out / "sm"))
-        job.commit()
-        assert job.metrics["sources"]["src"]["files_read"] == len(new)
-
-    def floor():
-        df = spark.read.option("basePath", str(root)).json([str(p) for p in new])
-        df.write.mode("overwrite").parquet(str(out / "floor"))
+    sparkmark_run = increment(spark, store, settings, "bench_files", root, out, new, skip=True)
+    floor = floor_run(spark, root, out, new)
 
     floor(), sparkmark_run()  # warm up
     ours, theirs = [], []

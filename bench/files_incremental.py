@@ -65,6 +65,36 @@ def add_new_files(root: Path, partitions: int) -> list[Path]:
     return new
 
 
+def increment(spark, store, settings, job_name: str, root: Path, out: Path, new: list[Path], *, skip: bool):
+    """The measured run: a paused job (it reads what an enabled one would and moves no
+    bookmark, so every repeat reads the same increment), JSON in, Parquet out."""
+
+    def go():
+        job = Job.from_args(
+            ["b", "--JOB_NAME", job_name, "--job-bookmark-option", "job-bookmark-pause"],
+            spark=spark,
+            store=store,
+            settings=settings,
+        )
+        df = job.read_files(str(root), format="json", ctx="src", skipUnchangedPartitions=skip)
+        df.write.mode("overwrite").parquet(str(out / "sm"))
+        job.commit()
+        assert job.metrics["sources"]["src"]["files_read"] == len(new)
+
+    return go
+
+
+def floor_run(spark, root: Path, out: Path, new: list[Path]):
+    """The floor: plain Spark reading exactly the new files, handed over as paths."""
+
+    def go():
+        spark.read.option("basePath", str(root)).json([str(p) for p in new]).write.mode("overwrite").parquet(
+            str(out / "floor")
+        )
+
+    return go
+
+
 def seed(store: StateStore, job: str, root: Path) -> None:
     """What a first run would record: every listed file, and every folder's mark."""
     opts = FileSourceOptions(max_band_ms=0)
@@ -116,23 +146,9 @@ def main() -> None:
         new = add_new_files(root, partitions)
 
         def sparkmark_run(skip: bool):
-            def go():
-                job = Job.from_args(
-                    ["b", "--JOB_NAME", "bench_files", "--job-bookmark-option", "job-bookmark-pause"],
-                    spark=spark,
-                    store=store,
-                    settings=settings,
-                )
-                df = job.read_files(str(root), format="json", ctx="src", skipUnchangedPartitions=skip)
-                df.write.mode("overwrite").parquet(str(out / "sm"))
-                job.commit()
-                assert job.metrics["sources"]["src"]["files_read"] == len(new)
+            return increment(spark, store, settings, "bench_files", root, out, new, skip=skip)
 
-            return go
-
-        def floor():
-            df = spark.read.option("basePath", str(root)).json([str(p) for p in new])
-            df.write.mode("overwrite").parquet(str(out / "floor"))
+        floor = floor_run(spark, root, out, new)
 
         def streaming():
             trial = work / f"cp_{uuid.uuid4().hex[:6]}"

@@ -24,9 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import itertools
 
-from files_incremental import add_new_files, make_tree, seed
+from files_incremental import add_new_files, floor_run, increment, make_tree, seed
 from harness import arguments, record, timed
-from sparkmark import Job
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
 from sparkmark.spark import create_session
@@ -51,25 +50,9 @@ def main() -> None:
             new = add_new_files(root, partitions)
 
             def run(skip: bool, root=root, out=out, job_name=job_name, new=new):
-                def go():
-                    job = Job.from_args(
-                        ["b", "--JOB_NAME", job_name, "--job-bookmark-option", "job-bookmark-pause"],
-                        spark=spark,
-                        store=store,
-                        settings=settings,
-                    )
-                    df = job.read_files(str(root), format="json", ctx="src", skipUnchangedPartitions=skip)
-                    df.write.mode("overwrite").parquet(str(out / "sm"))
-                    job.commit()
-                    assert job.metrics["sources"]["src"]["files_read"] == len(new)
+                return increment(spark, store, settings, job_name, root, out, new, skip=skip)
 
-                return go
-
-            def floor(root=root, out=out, new=new):
-                spark.read.option("basePath", str(root)).json([str(p) for p in new]).write.mode(
-                    "overwrite"
-                ).parquet(str(out / "floor"))
-
+            floor = floor_run(spark, root, out, new)
             floor(), run(True)(), run(False)()  # warm up
             skip, noskip, floors = [], [], []
             for i in range(opts.repeats):

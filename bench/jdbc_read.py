@@ -82,6 +82,19 @@ def main() -> None:
                 f"FROM generate_series({rows + 1}, {rows + 1000}) g"
             )
 
+        def spark_range_read(source: str, low: int, high: int) -> None:
+            """Spark's own partitioned read: 7 ranges of id over [low, high)."""
+            df = spark.read.jdbc(
+                PG_JDBC,
+                source,
+                column="id",
+                lowerBound=low,
+                upperBound=high,
+                numPartitions=7,
+                properties={"user": "postgres", "driver": "org.postgresql.Driver"},
+            )
+            df.write.format("noop").mode("overwrite").save()
+
         def sparkmark_increment():
             run = job("job-bookmark-pause")  # reads what enable would, advances nothing
             df = run.read_jdbc(PG_JDBC, table=table, ctx="orders", user="postgres")
@@ -90,16 +103,9 @@ def main() -> None:
             assert run.metrics["sources"]["orders"]["rows_read"] == 1000
 
         def plain_range():
-            df = spark.read.jdbc(
-                PG_JDBC,
-                f"(SELECT * FROM {table} WHERE id > {rows} AND id <= {rows + 1000}) q",
-                column="id",
-                lowerBound=rows,
-                upperBound=rows + 1001,
-                numPartitions=7,
-                properties={"user": "postgres", "driver": "org.postgresql.Driver"},
+            spark_range_read(
+                f"(SELECT * FROM {table} WHERE id > {rows} AND id <= {rows + 1000}) q", rows, rows + 1001
             )
-            df.write.format("noop").mode("overwrite").save()
 
         def sparkmark_full():
             run = Job.from_args(
@@ -116,16 +122,7 @@ def main() -> None:
         def spark_partitioned():
             with engine.connect() as conn:  # what a hand-written read must look up first
                 low, high = conn.exec_driver_sql(f"SELECT min(id), max(id) FROM {table}").one()
-            df = spark.read.jdbc(
-                PG_JDBC,
-                table,
-                column="id",
-                lowerBound=low,
-                upperBound=high + 1,
-                numPartitions=7,
-                properties={"user": "postgres", "driver": "org.postgresql.Driver"},
-            )
-            df.write.format("noop").mode("overwrite").save()
+            spark_range_read(table, low, high + 1)
 
         sparkmark_increment(), plain_range()  # warm up JVM code paths and connections
         p5_a, p5_b, p6_a, p6_b = [], [], [], []

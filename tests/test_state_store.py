@@ -329,6 +329,23 @@ def test_a_version_3_store_gains_etags_and_keeps_its_entries(tmp_path):
     store.close()
 
 
+def plan_against_latest(store, job, folder, opts):
+    """A file source's plan for ``folder`` against the job's latest bookmark version."""
+    from sparkmark.engine.fileplan import plan_bookmarked
+
+    latest = store.latest_version(job)
+    return plan_bookmarked(
+        store,
+        job,
+        "src",
+        [str(folder)],
+        opts,
+        lineage=latest.lineage if latest else (),
+        previous=latest.ctx_states.get("src", {}) if latest else {},
+        now_ms=10**13,
+    )
+
+
 def test_folder_marks_are_recorded_when_they_change(store, tmp_path):
     """A run records a folder's mark (its mtime once every file in it is processed)
     only when the mark is new or has changed: the marks of unchanged folders stay in
@@ -338,7 +355,7 @@ def test_folder_marks_are_recorded_when_they_change(store, tmp_path):
 
     from sqlalchemy import func, select
 
-    from sparkmark.engine.fileplan import ctx_commit, plan_bookmarked
+    from sparkmark.engine.fileplan import ctx_commit
     from sparkmark.engine.increment import FileSourceOptions
 
     data = tmp_path / "data"
@@ -349,17 +366,7 @@ def test_folder_marks_are_recorded_when_they_change(store, tmp_path):
     job, written = "marks", []
 
     def run(n):
-        latest = store.latest_version(job)
-        plan = plan_bookmarked(
-            store,
-            job,
-            "src",
-            [str(data)],
-            opts,
-            lineage=latest.lineage if latest else (),
-            previous=latest.ctx_states.get("src", {}) if latest else {},
-            now_ms=10**13,
-        )
+        plan = plan_against_latest(store, job, data, opts)
         commit = ctx_commit(plan, previous=None, schema_json=None, run_id=f"jr_{n:064x}")
         written.append(sorted(d.rsplit("/", 1)[-1] for d in commit.dirs))
         store.commit(start(store, job, f"jr_{n:064x}"), [commit], metrics={})
@@ -386,7 +393,7 @@ def test_unchanged_folders_are_settled_by_their_digest_and_a_rewrite_is_still_fo
     folder's digest and is read again."""
     import os
 
-    from sparkmark.engine.fileplan import ctx_commit, plan_bookmarked
+    from sparkmark.engine.fileplan import ctx_commit
     from sparkmark.engine.increment import FileSourceOptions
 
     data = tmp_path / "data"
@@ -397,17 +404,7 @@ def test_unchanged_folders_are_settled_by_their_digest_and_a_rewrite_is_still_fo
     opts = FileSourceOptions(max_band_ms=0)  # the defaults: no partition skipping
 
     def plan():
-        latest = store.latest_version("digests")
-        return plan_bookmarked(
-            store,
-            "digests",
-            "src",
-            [str(data)],
-            opts,
-            lineage=latest.lineage if latest else (),
-            previous=latest.ctx_states.get("src", {}) if latest else {},
-            now_ms=10**13,
-        )
+        return plan_against_latest(store, "digests", data, opts)
 
     def commit(p, n):
         run = start(store, "digests", f"jr_{n:064x}")
