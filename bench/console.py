@@ -94,8 +94,8 @@ def pages(run_ids: list[str], runs: int) -> dict[str, str]:
     }
 
 
-def server_ms(url: str) -> float:
-    answer = requests.get(url, timeout=120)
+def server_ms(url: str, token: str) -> float:
+    answer = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=120)
     assert answer.status_code == 200, (url, answer.status_code)
     timing = answer.headers["server-timing"]
     return float(timing.split("dur=", 1)[1])
@@ -106,8 +106,10 @@ def measure(settings: Settings, urls: dict[str, str], repeats: int) -> dict[str,
     try:
         out = {}
         for name, path in urls.items():
-            server_ms(running.url + path)  # warm the page's queries once
-            out[name] = statistics.median(server_ms(running.url + path) for _ in range(repeats))
+            server_ms(running.url + path, running.token)  # warm the page's queries once
+            out[name] = statistics.median(
+                server_ms(running.url + path, running.token) for _ in range(repeats)
+            )
         return out
     finally:
         running.stop()

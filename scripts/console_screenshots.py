@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 from playwright.sync_api import sync_playwright
 
@@ -27,7 +28,7 @@ def main() -> None:
     settings = Settings.from_env(demo)
     running = start(settings, "127.0.0.1", 0, None, scheduler=False)
     try:
-        store = running.server.config.app.state.service.state
+        store = running.service.state
         runs = WorkflowStore(store).workflow_runs(workflow="demo_nightly", limit=1)
         if not runs:
             sys.exit("no run of demo_nightly in ./.sparkmark: run `make demo` first")
@@ -38,7 +39,7 @@ def main() -> None:
                 ("console-workflow-run", f"/workflows/demo_nightly/runs/{runs[0].run_id}", 1500),
             ):
                 page = browser.new_page(viewport={"width": width, "height": 760})
-                page.goto(running.url + path)
+                page.goto(running.signin_url + "&" + urlencode({"next": path}))
                 page.screenshot(path=str(ROOT / "docs" / f"{name}.png"))
                 print(f"docs/{name}.png")
             browser.close()

@@ -7,6 +7,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from urllib.parse import urlencode
 
 import psycopg
 import pytest
@@ -206,3 +207,9 @@ def write_json(path: Path, ids_: list[int], mtime: float | None = None, **extra)
 
 def ids(df) -> list[int]:
     return sorted(r["id"] for r in df.select("id").collect()) if "id" in df.columns else []
+
+
+def goto(page, running, path: str) -> None:
+    """Open a console page signed in, as a user does: the sign-in URL the console prints,
+    sent on to the page."""
+    page.goto(running.signin_url + "&" + urlencode({"next": path}))

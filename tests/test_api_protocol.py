@@ -84,7 +84,7 @@ def signed(secret: str, when: datetime, body: bytes = b"{}") -> tuple[dict[str, 
 
 def check(token, headers, body, now):
     auth.check_signature(
-        token, method="POST", url="http://127.0.0.1:4599/", headers=headers, body=body, now=now
+        [token], method="POST", url="http://127.0.0.1:4599/", headers=headers, body=body, now=now
     )
 
 
@@ -92,7 +92,16 @@ def test_a_signature_with_the_token_is_accepted_and_others_are_not():
     now = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
     headers, body = signed("the-token", now)
     check("the-token", headers, body, now)
-    check(None, {}, b"anything", now)  # no token: nothing is checked
+    with pytest.raises(protocol.GlueApiError, match="no token"):
+        check(None, {}, b"anything", now)  # there is no unsigned mode
+    auth.check_signature(  # one of several secrets (the in-process endpoint's two)
+        ["other", "the-token"],
+        method="POST",
+        url="http://127.0.0.1:4599/",
+        headers=headers,
+        body=body,
+        now=now,
+    )
     with pytest.raises(protocol.GlueApiError, match="does not match") as wrong:
         check("another-token", headers, body, now)
     assert (wrong.value.code, wrong.value.status) == ("AccessDeniedException", 403)

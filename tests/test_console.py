@@ -37,8 +37,15 @@ def console(project):
     running.stop()
 
 
+def signed_in(console) -> requests.Session:
+    """A client carrying the console's token, as a script would (Authorization: Bearer)."""
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {console.token}"
+    return session
+
+
 def get(console, path: str, **kwargs) -> requests.Response:
-    response = requests.get(console.url + path, timeout=30, **kwargs)
+    response = signed_in(console).get(console.url + path, timeout=30, **kwargs)
     assert "Traceback" not in response.text
     return response
 
@@ -128,9 +135,9 @@ def test_rewind_confirmation_previews_and_post_needs_csrf(console, project):
     before = project.store.latest_version(JOB).version
     url = console.url + f"/jobs/{JOB}/bookmark/rewind"
     # No CSRF token at all, a wrong one, and the right one from another origin: refused.
-    refused = requests.post(url, data={"run_id": first}, allow_redirects=False, timeout=30)
+    session = signed_in(console)
+    refused = session.post(url, data={"run_id": first}, allow_redirects=False, timeout=30)
     assert refused.status_code == 403
-    session = requests.Session()
     session.get(console.url + f"/jobs/{JOB}/bookmark/rewind", params={"run_id": first}, timeout=30)
     token = session.cookies.get("sm_csrf")
     assert token and len(token) == 43
@@ -240,7 +247,7 @@ def test_bad_input_in_urls_is_a_page_not_a_traceback(console, path, status, mess
     # http.client sends the path exactly as written (no client-side normalising).
     where = urlsplit(console.url)
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
-    conn.request("GET", path, headers=HTML)
+    conn.request("GET", path, headers={**HTML, "Authorization": f"Bearer {console.token}"})
     answer = conn.getresponse()
     body = answer.read().decode()
     conn.close()
@@ -251,7 +258,7 @@ def test_bad_input_in_urls_is_a_page_not_a_traceback(console, path, status, mess
 
 def test_post_only_routes_refuse_get_and_unknown_methods(console):
     assert get(console, "/workflows/nightly/start").status_code == 405
-    assert requests.delete(console.url + f"/jobs/{JOB}/bookmark", timeout=30).status_code == 405
+    assert signed_in(console).delete(console.url + f"/jobs/{JOB}/bookmark", timeout=30).status_code == 405
 
 
 def test_token_is_required_on_every_request(project):
@@ -261,7 +268,7 @@ def test_token_is_required_on_every_request(project):
         url = running.url
         assert requests.get(url + "/", timeout=30, allow_redirects=False).status_code == 401
         redirect = requests.get(url + "/", headers=HTML, timeout=30, allow_redirects=False)
-        assert (redirect.status_code, redirect.headers["location"]) == (303, "/login")
+        assert (redirect.status_code, redirect.headers["location"]) == (303, "/login?next=%2F")
         assert requests.get(url + f"/runs/{project.run_ids[0]}", timeout=30).status_code == 401
         bearer = {"Authorization": f"Bearer {token}"}
         assert requests.get(url + "/", headers=bearer, timeout=30).status_code == 200
@@ -291,12 +298,12 @@ def test_token_is_required_on_every_request(project):
         running.stop()
 
 
-def test_binding_beyond_loopback_needs_a_token(project):
-    check_binding("127.0.0.1", None)
-    check_binding("0.0.0.0", "a-token")
-    with pytest.raises(ConfigError, match="SPARKMARK_CONSOLE_TOKEN"):
-        check_binding("0.0.0.0", None)
-    env = {"SPARKMARK_HOME": str(project.home), "PATH": "/usr/bin:/bin"}
+def test_binding_beyond_loopback_needs_a_long_token(project):
+    check_binding("127.0.0.1", "short")
+    check_binding("0.0.0.0", "t" * 32)
+    with pytest.raises(ConfigError, match="SPARKMARK_CONSOLE_TOKEN.*at least 32"):
+        check_binding("0.0.0.0", "t" * 31)
+    env = {"SPARKMARK_HOME": str(project.home), "PATH": "/usr/bin:/bin", "SPARKMARK_CONSOLE_TOKEN": "short"}
     done = subprocess.run(
         [str(SPARKMARK), "console", "--host", "0.0.0.0", "--port", "0"],
         capture_output=True,

@@ -15,6 +15,7 @@ import pytest
 from sparkmark.console.server import start
 from sparkmark.engine.models import VersionKind
 
+from .conftest import goto
 from .console_project import JOB, SECRET, build
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artifacts" / "console"
@@ -44,7 +45,7 @@ def shot(page, name: str) -> Path:
 def test_rewind_a_bookmark_from_the_jobs_page(project, page):
     running = start(project.settings, "127.0.0.1", 0, None, scheduler=False)
     try:
-        page.goto(running.url + "/")
+        goto(page, running, "/")
         assert page.title() == "Jobs · sparkmark"
         row = page.locator(f'tr[data-job="{JOB}"]')
         assert row.locator(".state").inner_text() == "FAILED"
@@ -85,7 +86,7 @@ def test_start_a_workflow_and_watch_its_graph(project, page, monkeypatch):
     monkeypatch.setenv("SPARKMARK_CONFIG", str(project.home / "sparkmark.toml"))
     running = start(project.settings, "127.0.0.1", 0, None, scheduler=True)
     try:
-        page.goto(running.url + "/workflows")
+        goto(page, running, "/workflows")
         page.locator("a", has_text="nightly").first.click()
         page.wait_for_url("**/workflows/nightly")
         assert page.locator("#definition-graph g.node").count() == 4
@@ -132,12 +133,12 @@ def running_store_run(project, run_id):
 def test_quality_and_catalog_pages_render(project, page):
     running = start(project.settings, "127.0.0.1", 0, None, scheduler=False)
     try:
-        page.goto(running.url + f"/quality/{JOB}")
+        goto(page, running, f"/quality/{JOB}")
         page.wait_for_function("document.querySelector('canvas.score-chart').chart !== undefined")
         points = page.evaluate("document.querySelector('canvas.score-chart').chart.data.datasets[0].data")
         assert points == [0.5, 1.0]
         shot(page, "quality")
-        page.goto(running.url + "/catalog/sales/orders?from=1&to=2")
+        goto(page, running, "/catalog/sales/orders?from=1&to=2")
         assert "qty" in page.locator("#diff").inner_text()
         shot(page, "catalog-table")
     finally:
@@ -149,7 +150,7 @@ def test_stop_a_running_workflow_from_its_page(project, page, monkeypatch):
     monkeypatch.setenv("SPARKMARK_CONFIG", str(project.home / "sparkmark.toml"))
     running = start(project.settings, "127.0.0.1", 0, None, scheduler=True)
     try:
-        page.goto(running.url + "/workflows/long")
+        goto(page, running, "/workflows/long")
         page.locator("#start").click()
         page.wait_for_url(re.compile(r".*/workflows/long/runs/wr_[0-9a-f]{64}$"))
         page.wait_for_selector('#run-graph g.node[data-name="slow"][data-state="RUNNING"]', timeout=60_000)

@@ -21,6 +21,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from sparkmark.access import local_token
 from sparkmark.api.server import start_in_thread
 from sparkmark.engine.store import StateStore
 from sparkmark.errors import ConfigError
@@ -49,7 +50,13 @@ def endpoint(config, sparkmark_home):
     running.stop()
 
 
-def client(url: str, secret: str = "test"):
+def home_token() -> str:
+    """The token every sparkmark server of this test's home checks (made on first use)."""
+    return local_token(Settings.from_env().home)
+
+
+def client(url: str, secret: str | None = None):
+    secret = secret or home_token()
     return boto3.client(
         "glue",
         endpoint_url=url,
@@ -218,10 +225,21 @@ def test_table_versions_newest_first_and_delete(glue, tmp_path):
         glue.get_database(Name="sales")
 
 
-def post(url: str, target: str, body: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        url + "/", data=body, headers={"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"}
-    )
+def post(
+    url: str, target: str, body: bytes, *, secret: str | None = "home", headers: dict | None = None
+) -> tuple[int, dict]:
+    """A raw request, signed with the home's token (``secret=None``: unsigned)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    sent = {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1", **(headers or {})}
+    if secret is not None:
+        signed = AWSRequest(method="POST", url=url + "/", data=body, headers=sent)
+        key = home_token() if secret == "home" else secret
+        SigV4Auth(Credentials("test", key), "glue", "us-east-1").add_auth(signed)
+        sent = dict(signed.headers.items())
+    request = urllib.request.Request(url + "/", data=body, headers=sent)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return answer.status, json.loads(answer.read())
@@ -236,7 +254,7 @@ def test_requests_glue_would_refuse_are_refused_by_shape(glue, endpoint):
         endpoint_url=endpoint.url,
         region_name="us-east-1",
         aws_access_key_id="t",
-        aws_secret_access_key="t",
+        aws_secret_access_key=endpoint.token,
         config=Config(parameter_validation=False, retries={"max_attempts": 1}),
     )
     with pytest.raises(unchecked.exceptions.InvalidInputException, match="Missing required parameter"):
@@ -626,19 +644,22 @@ def test_a_token_is_checked_against_the_request_signature(config, sparkmark_home
         wrong = client(running.url, secret="guess")
         with pytest.raises(wrong.exceptions.AccessDeniedException, match="signature does not match"):
             wrong.get_databases()
-        status, answer = post(running.url, "AWSGlue.GetDatabases", b"{}")  # not signed
+        status, answer = post(running.url, "AWSGlue.GetDatabases", b"{}", secret=None)  # not signed
         assert (status, answer["__type"]) == (403, "AccessDeniedException")
     finally:
         running.stop()
 
 
-def test_binding_beyond_loopback_needs_a_token(config, sparkmark_home):
-    from sparkmark.api.server import check_binding
+def test_binding_beyond_loopback_needs_a_long_token(config, sparkmark_home, monkeypatch):
+    from sparkmark.api.server import listen_of
 
-    check_binding("127.0.0.1", None)
-    check_binding("0.0.0.0", "token")
+    assert len(listen_of(Settings.from_env(), "0.0.0.0", 0).token) >= 32  # the home's own
+    monkeypatch.setenv("SPARKMARK_API_TOKEN", "t" * 32)
+    listen_of(Settings.from_env(), "0.0.0.0", 0)
+    monkeypatch.setenv("SPARKMARK_API_TOKEN", "short")
+    listen_of(Settings.from_env(), "127.0.0.1", 0)  # on this machine only: the user's choice
     with pytest.raises(ConfigError, match="SPARKMARK_API_TOKEN"):
-        check_binding("0.0.0.0", None)
+        listen_of(Settings.from_env(), "0.0.0.0", 0)
     done = subprocess.run(
         [sys.executable, "-m", "sparkmark", "api", "--host", "0.0.0.0", "--port", "0"],
         capture_output=True,
@@ -646,7 +667,8 @@ def test_binding_beyond_loopback_needs_a_token(config, sparkmark_home):
         timeout=60,
     )
     assert done.returncode == 1
-    assert done.stderr.strip().count("\n") == 0 and "SPARKMARK_API_TOKEN" in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "at least 32 characters" in done.stderr
+    assert "short" not in done.stderr
 
 
 # ------------------------------------------------------------------ the AWS CLI
@@ -671,7 +693,7 @@ def test_the_seed_guides_cli_commands_run_against_the_endpoint(glue, spark, tmp_
         **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
         "GLUE_ENDPOINT": glue.meta.endpoint_url,
         "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_SECRET_ACCESS_KEY": home_token(),
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_CONFIG_FILE": str(tmp_path / "none"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),

@@ -310,7 +310,7 @@ def test_visual_jobs_round_trip_through_the_glue_api(sparkmark_home, tmp_path, m
             endpoint_url=running.url,
             region_name="us-east-1",
             aws_access_key_id="test",
-            aws_secret_access_key="test",
+            aws_secret_access_key=running.token,
             config=Config(retries={"max_attempts": 1}),
         )
         glue.create_job(

@@ -15,6 +15,7 @@ from sparkmark.console.server import start
 from sparkmark.settings import Settings
 from sparkmark.studio.jobs import load_visual_job
 
+from .conftest import goto
 from .test_console_browser import shot
 
 CORPUS = Path(__file__).parent / "fixtures" / "studio"
@@ -65,7 +66,7 @@ def test_build_save_preview_and_run_a_three_node_job(console, page, tmp_path):
     data.mkdir()
     (data / "a.json").write_text('{"id": 1, "qty": "3", "note": "x"}\n{"id": 2, "qty": "5", "note": "y"}\n')
 
-    page.goto(console.url + "/studio")
+    goto(page, console, "/studio")
     page.fill("#new-name", "editor_three")
     page.click("#new")
     page.wait_for_url("**/studio/jobs/editor_three")
@@ -129,13 +130,13 @@ def test_build_save_preview_and_run_a_three_node_job(console, page, tmp_path):
 
 
 def console_service(running):
-    return running.server.config.app.state.service
+    return running.service
 
 
 def test_import_a_job_and_every_node_is_laid_out(console, page, tmp_path):
     case = json.loads((CORPUS / "clean_dedupe_fill.json").read_text(encoding="utf-8"))
     document = json.dumps(case["job"]).replace("{root}", str(tmp_path))
-    page.goto(console.url + "/studio")
+    goto(page, console, "/studio")
     page.fill("#import-document", document)
     page.click("#import")
     page.wait_for_url("**/studio/jobs/clean_dedupe_fill")
@@ -154,7 +155,7 @@ def test_import_a_job_and_every_node_is_laid_out(console, page, tmp_path):
 
 
 def test_import_of_a_broken_job_lists_its_problems(console, page):
-    page.goto(console.url + "/studio")
+    goto(page, console, "/studio")
     page.fill("#import-name", "broken_import")
     page.fill(
         "#import-document",

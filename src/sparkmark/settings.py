@@ -27,9 +27,13 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_CRASH_AT`` | crash_at | unset (tests: die at that crash point) |
 | ``SPARKMARK_S3_LOCAL_ROOT`` | s3_local_root | unset; a folder: ``s3://bucket/key`` is read and written as ``FOLDER/bucket/key`` |
 | ``SPARKMARK_API_HOST`` / ``SPARKMARK_API_PORT`` | api_host / api_port | ``127.0.0.1`` / ``4599`` (``sparkmark api``) |
-| ``SPARKMARK_API_TOKEN`` | api_token | unset; when set, Glue API requests must be signed with it as the secret key |
+| ``SPARKMARK_API_TOKEN`` | api_token | unset: the home's own token (``$SPARKMARK_HOME/token``, made on first use); Glue API requests are signed with it as the secret key |
 | ``SPARKMARK_CONSOLE_HOST`` / ``SPARKMARK_CONSOLE_PORT`` | console_host / console_port | ``127.0.0.1`` / ``8080`` (``sparkmark console``) |
-| ``SPARKMARK_CONSOLE_TOKEN`` | console_token | unset; when set, every console request must carry it (required to bind beyond loopback) |
+| ``SPARKMARK_CONSOLE_TOKEN`` | console_token | unset: the home's own token; every console request carries it (a sign-in cookie) |
+| ``SPARKMARK_ALLOWED_HOSTS`` | allowed_hosts | unset: localhost, 127.0.0.1, [::1] and the bound address; a comma list adds names the servers answer to in ``Host`` and ``Origin`` (``*``: any, behind a proxy that checks them) |
+| ``SPARKMARK_TLS_CERTFILE`` / ``SPARKMARK_TLS_KEYFILE`` | tls_certfile / tls_keyfile | unset; both set: the servers speak HTTPS and the console's cookies are ``Secure`` |
+| ``SPARKMARK_MAX_REQUEST_BYTES`` | max_request_bytes | 10485760: a larger request body is refused (413) before it is read |
+| ``SPARKMARK_REQUEST_BODY_SECONDS`` | request_body_seconds | 30: a body that takes longer to arrive is refused (408) |
 
 S3 access is configured the way AWS's own tools take it, from the standard variables
 (no ``SPARKMARK_`` prefix); sparkmark hands them to its S3 client and to Spark's S3A:
@@ -40,6 +44,7 @@ S3 access is configured the way AWS's own tools take it, from the standard varia
 | ``AWS_PROFILE`` | aws_profile |
 | ``AWS_REGION`` (or ``AWS_DEFAULT_REGION``) | aws_region |
 | ``AWS_ENDPOINT_URL_S3`` (or ``AWS_ENDPOINT_URL``) | aws_endpoint_url_s3 |
+| ``AWS_CONFIG_FILE`` / ``AWS_SHARED_CREDENTIALS_FILE`` | aws_config_file / aws_shared_credentials_file (where ``sparkmark aws-profile`` writes) |
 
 Spark Connect is chosen as PySpark chooses it: ``SPARK_REMOTE=sc://host:port`` (field
 spark_remote; ``sparkmark run --remote URL`` sets it for the script) makes the sessions
@@ -73,6 +78,8 @@ AWS_VARIABLES = {
     "aws_profile": ("AWS_PROFILE",),
     "aws_region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
     "aws_endpoint_url_s3": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "aws_config_file": ("AWS_CONFIG_FILE",),
+    "aws_shared_credentials_file": ("AWS_SHARED_CREDENTIALS_FILE",),
     "spark_remote": ("SPARK_REMOTE",),  # PySpark's own variable for Spark Connect
 }
 
@@ -109,12 +116,19 @@ class Settings(BaseModel):
     console_host: str = "127.0.0.1"
     console_port: int = Field(8080, ge=0, le=65535)
     console_token: SecretStr | None = None
+    allowed_hosts: str | None = None
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+    max_request_bytes: int = Field(10 * 1024 * 1024, gt=0)
+    request_body_seconds: float = Field(30, gt=0)
     aws_access_key_id: str | None = Field(None, repr=False)
     aws_secret_access_key: SecretStr | None = None
     aws_session_token: SecretStr | None = None
     aws_profile: str | None = None
     aws_region: str | None = None
     aws_endpoint_url_s3: str | None = None
+    aws_config_file: Path | None = None
+    aws_shared_credentials_file: Path | None = None
     spark_remote: str | None = None
     # The environment as it was resolved: for the variables a connection names. Never
     # printed or serialised (it may hold passwords).
@@ -167,6 +181,19 @@ class Settings(BaseModel):
     @property
     def console_token_value(self) -> str | None:
         return self.console_token.get_secret_value() if self.console_token else None
+
+    def with_tls(self, certfile: str | None, keyfile: str | None) -> Settings:
+        """These settings with the certificate and key a command line gave, when it gave them."""
+        update = {
+            name: Path(value).expanduser().absolute()
+            for name, value in (("tls_certfile", certfile), ("tls_keyfile", keyfile))
+            if value
+        }
+        return self.model_copy(update=update) if update else self
+
+    @property
+    def allowed_host_names(self) -> list[str]:
+        return [h.strip() for h in (self.allowed_hosts or "").split(",") if h.strip()]
 
     @property
     def hive_enabled(self) -> bool:

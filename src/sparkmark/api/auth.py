@@ -1,17 +1,16 @@
 """Request signatures: AWS Signature Version 4, checked with botocore's own signer.
 
-Without a token every request is accepted (signed or not), as a local endpoint bound
-to loopback. With a token, a request must be signed with the token as its secret
-access key (any access key id): the signature is computed again here, over the
-headers the client says it signed, and compared in constant time; a request dated
-more than 15 minutes away from this clock is refused, as AWS refuses it.
+A request must be signed with the endpoint's token as its secret access key (any
+access key id): the signature is computed again here, over the headers the client
+says it signed, and compared in constant time; a request dated more than 15 minutes
+away from this clock is refused, as AWS refuses it. There is no unsigned mode.
 """
 
 from __future__ import annotations
 
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from .protocol import GlueApiError
@@ -28,7 +27,7 @@ def _refused(message: str) -> GlueApiError:
 
 
 def check_signature(
-    token: str | None,
+    secrets: Sequence[str],
     *,
     method: str,
     url: str,
@@ -36,9 +35,10 @@ def check_signature(
     body: bytes,
     now: datetime | None = None,
 ) -> None:
-    """Raise AccessDeniedException unless the request is signed with ``token``."""
-    if not token:
-        return
+    """Raise AccessDeniedException unless the request is signed with one of ``secrets``."""
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        raise _refused("this endpoint has no token to check signatures against")
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
@@ -60,10 +60,13 @@ def check_signature(
         raise _refused("the request's SignedHeaders name headers it does not carry, or leave out host")
     request = AWSRequest(method=method, url=url, data=body, headers={h: lowered[h] for h in signed})
     request.context["timestamp"] = stamp
-    signer = SigV4Auth(Credentials(found["key"], token), found["service"], found["region"])
-    canonical = signer.canonical_request(request)
-    expected = signer.signature(signer.string_to_sign(request, canonical), request)
-    if not hmac.compare_digest(expected, found["sig"]):
+    matched = False
+    for secret in secrets:
+        signer = SigV4Auth(Credentials(found["key"], secret), found["service"], found["region"])
+        canonical = signer.canonical_request(request)
+        expected = signer.signature(signer.string_to_sign(request, canonical), request)
+        matched |= hmac.compare_digest(expected, found["sig"])
+    if not matched:
         raise _refused(
             "the request signature does not match: sign with the endpoint's token as the secret key"
         )

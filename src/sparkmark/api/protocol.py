@@ -83,9 +83,15 @@ def parse_request(op, body: bytes) -> dict[str, Any]:
     from botocore.parsers import JSONParser
     from botocore.validate import ParamValidator
 
+    from ..access import MAX_JSON_DEPTH, json_depth_ok
+
+    if not json_depth_ok(body):
+        raise GlueApiError(
+            "SerializationException", f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels"
+        )
     try:
         document = json.loads(body or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         raise GlueApiError("SerializationException", "the request body is not JSON") from None
     if not isinstance(document, dict):
         raise GlueApiError("SerializationException", "the request body is not a JSON object")

@@ -1,9 +1,16 @@
-"""The endpoint: a Starlette app served by uvicorn, on 127.0.0.1 unless told otherwise.
+"""The endpoint: a Starlette app behind sparkmark's request guard, on 127.0.0.1 unless
+told otherwise.
 
 ``sparkmark api`` runs it in the foreground, with a scheduler thread that starts
 what the API queues (job runs, crawls, workflow runs, scheduled triggers) whenever no
 other scheduler leads. ``sparkmark run`` starts one on demand, in a thread of the
 run's own process, when none is running, and points ``AWS_ENDPOINT_URL_GLUE`` at it.
+
+Every request is signed (SigV4) with the endpoint's token as the secret access key:
+the configured ``SPARKMARK_API_TOKEN``, or the home's own token
+(``$SPARKMARK_HOME/token``), which every sparkmark process of the same home reads.
+Host and Origin are checked, and the body's size and pace are limited, before the
+signature is looked at (:mod:`sparkmark.access`).
 
 A running endpoint writes ``$SPARKMARK_HOME/api.json`` (its URL and process id, never
 its token), so other sparkmark processes on the machine find it.
@@ -18,12 +25,11 @@ import logging
 import os
 import socket
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .. import binding
-from ..errors import ConfigError
+from .. import serving
+from ..access import FailureLimiter, RequestGuard, client_address, resolve_token, token_path
 from ..settings import Settings
 from . import auth, protocol
 from .service import Service
@@ -33,21 +39,42 @@ log = logging.getLogger("sparkmark.api")
 # Operations register themselves on import.
 from . import catalog, crawlers, jobs, quality, workflows  # noqa: E402, F401
 
+HOW_TO_TOKEN = "set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)"
 
-def create_app(service: Service, token: str | None = None):
+
+def _refusal(status: int, code: str, message: str):
+    body = protocol.render_error(protocol.GlueApiError(code, message, status))
+    return body, [(b"content-type", protocol.CONTENT_TYPE.encode()), (b"x-amzn-errortype", code.encode())]
+
+
+def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[str] = ()):
+    """The endpoint's application; requests signed with ``listen.token`` (or one of the
+    ``also_accept`` secret keys) are served."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    secrets = [listen.token, *also_accept]
+    limiter = FailureLimiter()
+
     async def glue(request: Request) -> Response:
         body = await request.body()
         headers = {"Content-Type": protocol.CONTENT_TYPE}
         name = "?"
+        client = client_address(request.scope)
         try:
-            auth.check_signature(
-                token, method=request.method, url=str(request.url), headers=request.headers, body=body
-            )
+            if limiter.blocked(client):
+                raise protocol.GlueApiError(
+                    "ThrottlingException", "too many requests with a wrong signature: wait a minute", 429
+                )
+            try:
+                auth.check_signature(
+                    secrets, method=request.method, url=str(request.url), headers=request.headers, body=body
+                )
+            except protocol.GlueApiError:
+                limiter.failed(client)
+                raise
             name = protocol.operation_name(request.headers.get("x-amz-target"))
             op = protocol.operation(name)
             params = protocol.parse_request(op, body)
@@ -70,74 +97,37 @@ def create_app(service: Service, token: str | None = None):
     async def health(_request: Request) -> Response:
         return JSONResponse({"service": "sparkmark-glue-api", "status": "ok"})
 
-    return Starlette(routes=[Route("/", glue, methods=["POST"]), Route("/health", health, methods=["GET"])])
-
-
-def check_binding(host: str, token: str | None) -> None:
-    binding.check_binding(
-        host,
-        token,
-        service="Glue API endpoint",
-        how="set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)",
+    app = Starlette(routes=[Route("/", glue, methods=["POST"]), Route("/health", health, methods=["GET"])])
+    return RequestGuard(
+        app, hosts=listen.hosts, limits=listen.limits, refuse=_refusal, name="Glue API endpoint"
     )
 
 
-@dataclass
-class Running:
-    url: str
-    server: Any
-    thread: threading.Thread | None
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        if self.thread is not None:
-            self.thread.join(timeout=10)
+def listen_of(settings: Settings, host: str, port: int) -> serving.Listen:
+    """Where the endpoint listens and the token it checks, from the settings."""
+    listen = serving.Listen.of(settings, host, port, resolve_token(settings.api_token_value, settings.home))
+    listen.check("Glue API endpoint", HOW_TO_TOKEN)
+    return listen
 
 
 def endpoint_file(settings: Settings) -> Path:
     return settings.home / "api.json"
 
 
-def _server(service: Service, host: str, port: int, token: str | None):
-    import uvicorn
-
-    config = uvicorn.Config(
-        create_app(service, token),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-    )
-    return uvicorn.Server(config)
-
-
-def _bound_port(server) -> int:
-    for s in server.servers:
-        for sock in s.sockets:
-            return int(sock.getsockname()[1])
-    raise RuntimeError("the endpoint has no socket")
-
-
-def start_in_thread(settings: Settings, host: str = "127.0.0.1", port: int = 0) -> Running:
+def start_in_thread(
+    settings: Settings, host: str = "127.0.0.1", port: int = 0, also_accept: Sequence[str] = ()
+) -> serving.Running:
     """Serve in a daemon thread of this process (for ``sparkmark run`` and tests)."""
-    check_binding(host, settings.api_token_value)
-    server = _server(Service(settings), host, port, settings.api_token_value)
-    thread = threading.Thread(target=server.run, name="sparkmark-glue-api", daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise ConfigError(f"the Glue API endpoint could not start on {host}:{port}")
-        threading.Event().wait(0.02)
-    return Running(f"http://{host}:{_bound_port(server)}", server, thread)
+    listen = listen_of(settings, host, port)
+    return serving.start_in_thread(
+        create_app(Service(settings), listen, also_accept), listen, "Glue API endpoint"
+    )
 
 
 def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -> None:
     """Serve in the foreground until interrupted, recording the endpoint for others."""
-    token = settings.api_token_value
-    check_binding(host, token)
+    listen = listen_of(settings, host, port)
     service = Service(settings)
-    server = _server(service, host, port, token)
     stop = threading.Event()
     if scheduler:
         from ..workflow.scheduler import lead_in_background
@@ -145,21 +135,20 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         lead_in_background(service.state, service.settings, service.source, stop)
     record = endpoint_file(settings)
 
-    async def main() -> None:
-        task = asyncio.create_task(server.serve())
-        while not server.started and not task.done():
-            await asyncio.sleep(0.02)
-        if server.started:
-            shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-            url = f"http://{shown}:{_bound_port(server)}"
-            record.parent.mkdir(parents=True, exist_ok=True)
-            record.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
-            log.info("Glue API endpoint on %s (AWS_ENDPOINT_URL_GLUE=%s)", url, url)
-            print(f"Glue API endpoint: {url}", flush=True)
-        await task
+    def started(url: str) -> None:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
+        log.info("Glue API endpoint on %s (AWS_ENDPOINT_URL_GLUE=%s)", url, url)
+        print(f"Glue API endpoint: {url}", flush=True)
+        if not settings.api_token_value:
+            print(
+                f"Clients sign with the token in {token_path(settings.home)} as their secret access "
+                "key (any access key id); `sparkmark aws-profile` writes an AWS profile that does",
+                flush=True,
+            )
 
     try:
-        asyncio.run(main())
+        serving.serve_forever(create_app(service, listen), listen, started)
     finally:
         stop.set()
         with contextlib.suppress(OSError):
@@ -177,7 +166,7 @@ def running_endpoint(settings: Settings) -> str | None:
     host_port = url.split("//", 1)[-1]
     host, _, port = host_port.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=1):
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=1):
             return url
     except (OSError, ValueError):
         return None

@@ -22,13 +22,15 @@ def api_command(
         "--scheduler/--no-scheduler",
         help="Also start what the API queues, when no other scheduler leads",
     ),
+    certfile: str = typer.Option(None, "--certfile", help="Serve HTTPS with this certificate (PEM)"),
+    keyfile: str = typer.Option(None, "--keyfile", help="The certificate's private key (PEM)"),
 ) -> None:
     """Serve the Glue API (AWS JSON 1.1) from sparkmark's catalog, jobs, crawlers and
     workflows. Point clients at it with AWS_ENDPOINT_URL_GLUE=http://HOST:PORT or
     `aws glue --endpoint-url http://HOST:PORT …`."""
     from ..api.server import serve
 
-    settings = Settings.from_env()
+    settings = Settings.from_env().with_tls(certfile, keyfile)
     with contextlib.suppress(KeyboardInterrupt):
         serve(
             settings,

@@ -35,6 +35,7 @@ SUBCOMMANDS = {
     "scheduler": ("workflows", "scheduler_command", "command, one-line errors"),
     "api": ("api", "api_command", "command"),
     "console": ("console", "console_command", "command"),
+    "aws-profile": ("profile", "profile_command", "command"),
 }
 
 _app = typer.Typer(

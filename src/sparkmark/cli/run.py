@@ -157,28 +157,38 @@ def _restore_env() -> None:
 
 
 def _glue_endpoint():
-    """Point boto3's Glue client at sparkmark's endpoint: one already running on this
-    machine, or one started in this process for the run. Returns what to stop after."""
+    """Point boto3's Glue client at sparkmark's endpoint and have it sign with the
+    endpoint's token. Without AWS credentials of its own, the script uses an endpoint
+    already running on this machine for the same home (or one started here) and signs
+    with the home's token; with credentials of its own (which it may need for S3), it
+    gets an endpoint in this process that also accepts a signature made with them.
+    Returns what to stop after."""
+    from ..access import resolve_token
     from ..api.server import running_endpoint, start_in_thread
     from ..settings import Settings
 
     if os.environ.get("AWS_ENDPOINT_URL_GLUE"):
         return None  # the user chose an endpoint (perhaps AWS's own)
-    settings = Settings.from_env()
-    started = None
-    url = running_endpoint(settings)
-    if url is None:
-        started = start_in_thread(settings)
-        url = started.url
-    _set_env("AWS_ENDPOINT_URL_GLUE", url)
+    # This process's own endpoint is on loopback for this process only: plain HTTP.
+    settings = Settings.from_env().model_copy(update={"tls_certfile": None, "tls_keyfile": None})
     import botocore.session  # not boto3: this runs while boto3 is being imported
 
     session = botocore.session.get_session()
+    own = session.get_credentials()
+    started = None
+    if own is None:
+        url = running_endpoint(settings)
+        if url is None or not url.startswith("http://"):
+            started = start_in_thread(settings)
+            url = started.url
+        _set_env("AWS_ACCESS_KEY_ID", "sparkmark")
+        _set_env("AWS_SECRET_ACCESS_KEY", resolve_token(settings.api_token_value, settings.home))
+    else:
+        started = start_in_thread(settings, also_accept=[own.get_frozen_credentials().secret_key])
+        url = started.url
+    _set_env("AWS_ENDPOINT_URL_GLUE", url)
     if session.get_config_variable("region") is None:
         _set_env("AWS_DEFAULT_REGION", settings.aws_region or "us-east-1")
-    if session.get_credentials() is None:  # the endpoint needs a signature, not an AWS account
-        _set_env("AWS_ACCESS_KEY_ID", "sparkmark")
-        _set_env("AWS_SECRET_ACCESS_KEY", settings.api_token_value or "sparkmark-unsigned-endpoint")
     log.info("boto3's Glue client talks to sparkmark at %s", url)
     return started
 

@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
@@ -19,10 +20,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..access import RequestGuard
 from ..engine.masking import mask_text
 from ..errors import SparkmarkError
+from ..serving import Listen
 from . import pages, studio
-from .security import CSRF_COOKIE, CSRF_FIELD, SAFE_METHODS, Guard
+from .security import CSRF_FIELD, SAFE_METHODS, Guard
 
 log = logging.getLogger("sparkmark.console")
 HERE = Path(__file__).parent
@@ -72,14 +75,21 @@ def _environment() -> Environment:
 
 
 class _Checks(BaseHTTPMiddleware):
-    """The token on every request (when one is set), and a CSRF cookie for forms."""
+    """The token on every request, and a CSRF cookie for forms."""
 
     async def dispatch(self, request: Request, call_next) -> Response:
         guard: Guard = request.app.state.guard
         path = request.url.path
-        if not guard.admitted(request) and not path.startswith(OPEN_PATHS):
+        if not path.startswith(OPEN_PATHS) and not guard.admitted(request):
+            if guard.blocked(request):
+                return HTMLResponse(
+                    request.app.state.error_html(
+                        429, "too many wrong tokens from this address: wait a minute"
+                    ),
+                    status_code=429,
+                )
             if request.method in SAFE_METHODS and "text/html" in request.headers.get("accept", ""):
-                return RedirectResponse("/login", status_code=303)
+                return RedirectResponse("/login?" + urlencode({"next": path}), status_code=303)
             return HTMLResponse(
                 request.app.state.error_html(401, "this console needs its token: sign in at /login"),
                 status_code=401,
@@ -90,16 +100,16 @@ class _Checks(BaseHTTPMiddleware):
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - began) * 1000:.1f}"
         made = getattr(request.state, "new_csrf", None)
         if made:
-            response.set_cookie(CSRF_COOKIE, made, httponly=True, samesite="strict")
+            guard.set_csrf(response, made)
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
 
 
-def create_app(service, token: str | None = None) -> Starlette:
+def create_app(service, listen: Listen) -> RequestGuard:
     """The console over ``service`` (the state store, definitions and stores of one
-    project); with ``token``, every request must carry it."""
+    project); every request carries ``listen.token``, and passes the request guard."""
     env = _environment()
 
     def render(request: Request, template: str, status_code: int = 200, **data: Any) -> HTMLResponse:
@@ -185,7 +195,11 @@ def create_app(service, token: str | None = None) -> Starlette:
         },
     )
     app.state.service = service
-    app.state.guard = Guard(token)
+    app.state.guard = Guard(listen.token, listen.hosts, secure=listen.tls)
     app.state.render = render
     app.state.error_html = error_html
-    return app
+
+    def refuse(status: int, _code: str, message: str):
+        return error_html(status, message).encode("utf-8"), [(b"content-type", b"text/html; charset=utf-8")]
+
+    return RequestGuard(app, hosts=listen.hosts, limits=listen.limits, refuse=refuse, name="console")

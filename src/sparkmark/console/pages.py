@@ -24,7 +24,7 @@ from ..errors import ArgumentError, NotFound, SparkmarkError
 from ..workflow import report
 from ..workflow.definition import TriggerType
 from .graph import layout
-from .security import CSRF_FIELD, Guard
+from .security import CSRF_FIELD, guard_of
 
 RUNS_PAGE = 50
 VERSIONS_PAGE = 25
@@ -128,7 +128,7 @@ def _redirect(url: str) -> RedirectResponse:
 async def _checked_form(request: Request) -> dict[str, str]:
     form = await request.form()
     values = {k: str(v) for k, v in form.items()}
-    if not Guard.csrf_ok(request, values.get(CSRF_FIELD)):
+    if not guard_of(request).csrf_ok(request, values.get(CSRF_FIELD)):
         raise PageError(403, "the form's CSRF token is missing or wrong: reload the page and try again")
     return values
 
@@ -656,20 +656,34 @@ def crawler_page(request: Request) -> Response:
 # ------------------------------------------------------------------ sign-in
 
 
+def _signed_in_to(request: Request, given: str) -> Response | None:
+    """The redirect that signs the browser in, or None when ``given`` is not the token."""
+    guard = guard_of(request)
+    if guard.blocked(request):
+        raise PageError(429, "too many wrong tokens from this address: wait a minute and try again")
+    if not guard.token_matches(request, given):
+        return None
+    target = request.query_params.get("next", "/")
+    if not target.startswith("/") or target.startswith("//"):  # only a page of this console
+        target = "/"
+    return guard.sign_in(_redirect(target))
+
+
 def login_page(request: Request) -> Response:
+    """The sign-in form; with ``?token=…`` (the URL the console prints), signs in at once."""
+    given = request.query_params.get("token")
+    if given:
+        return _signed_in_to(request, given) or request.app.state.render(
+            request, "login.html", status_code=401, failed=True
+        )
     return request.app.state.render(request, "login.html", failed=False)
 
 
 async def login_do(request: Request) -> Response:
-    guard: Guard = request.app.state.guard
     form = await _checked_form(request)
-    if not guard.token_matches(form.get("token", "")):
-        return request.app.state.render(request, "login.html", status_code=401, failed=True)
-    from .security import SESSION_COOKIE
-
-    response = _redirect("/")
-    response.set_cookie(SESSION_COOKIE, guard.session_value(), httponly=True, samesite="strict")
-    return response
+    return _signed_in_to(request, form.get("token", "")) or request.app.state.render(
+        request, "login.html", status_code=401, failed=True
+    )
 
 
 def health(_request: Request) -> Response:

@@ -1,13 +1,20 @@
 """Who may use the console, and which requests may change state.
 
-- **Token.** With a token configured (required beyond loopback), every request must
-  carry it: as ``Authorization: Bearer <token>``, or as the session cookie that the
-  sign-in form sets. The cookie holds an HMAC of the token, never the token itself,
-  and is ``HttpOnly`` and ``SameSite=Strict``.
-- **CSRF.** Requests that change state (reset, rewind, start, stop) are POSTs that
-  must carry a form field equal to the ``sm_csrf`` cookie (the double-submit pattern:
-  another site can make a browser send the cookie, but cannot read it to put it in the
-  form), and whose ``Origin``, when the browser sends one, is the console's own.
+- **Token.** The console always has one: the configured ``SPARKMARK_CONSOLE_TOKEN``
+  (or ``--token-file``), else the home's own (:func:`sparkmark.access.local_token`).
+  Every request carries it, as ``Authorization: Bearer <token>`` or as the session
+  cookie that signing in sets: through the form at ``/login``, or by opening the
+  sign-in URL the console prints (``/login?token=…``, as Jupyter's). The cookie holds
+  an HMAC of the token, never the token itself, and is ``HttpOnly``,
+  ``SameSite=Strict``, and ``Secure`` when the console speaks HTTPS. Wrong tokens
+  are rate-limited per client address.
+- **Host and Origin** are checked against the allow-list before anything else
+  (:class:`sparkmark.access.RequestGuard`).
+- **CSRF.** Requests that change state (reset, rewind, start, stop, Studio save, run
+  and preview) must carry a value equal to the ``sm_csrf`` cookie (the double-submit
+  pattern: another site can make a browser send the cookie, but cannot read it), and
+  an ``Origin``, when the browser sends one, that the allow-list names; never the
+  request's own ``Host``, which a rebound page controls.
 
 Starlette has no CSRF or token middleware of its own; these are a few lines over
 :mod:`hmac` and :mod:`secrets`, which is why no extra package is taken for them.
@@ -18,9 +25,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from urllib.parse import urlsplit
 
 from starlette.requests import Request
+from starlette.responses import Response
+
+from ..access import FailureLimiter, HostPolicy, client_address
 
 CSRF_COOKIE = "sm_csrf"
 CSRF_FIELD = "csrf"
@@ -29,32 +38,52 @@ SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 class Guard:
-    def __init__(self, token: str | None):
+    def __init__(self, token: str, hosts: HostPolicy, *, secure: bool = False):
+        if not token:
+            raise ValueError("the console needs a token")
         self.token = token
+        self.hosts = hosts
+        self.secure = secure
+        self.limiter = FailureLimiter()
         self._key = secrets.token_bytes(32)  # signs the session cookie for this process's life
 
     # ----------------------------------------------------------------- the token
 
     @property
     def required(self) -> bool:
-        return bool(self.token)
+        return True
 
     def session_value(self) -> str:
-        assert self.token
         return hmac.new(self._key, self.token.encode(), hashlib.sha256).hexdigest()
 
-    def token_matches(self, given: str) -> bool:
-        return bool(self.token) and hmac.compare_digest(given.encode(), (self.token or "").encode())
+    def token_matches(self, request: Request, given: str) -> bool:
+        """Whether ``given`` is the token; a wrong one counts against the client."""
+        if hmac.compare_digest(given.encode(), self.token.encode()):
+            return True
+        self.limiter.failed(client_address(request.scope))
+        return False
+
+    def blocked(self, request: Request) -> bool:
+        return self.limiter.blocked(client_address(request.scope))
 
     def admitted(self, request: Request) -> bool:
         """Whether the request carries the token (header) or a session made with it."""
-        if not self.required:
+        cookie = request.cookies.get(SESSION_COOKIE, "")
+        if cookie and hmac.compare_digest(cookie.encode(), self.session_value().encode()):
             return True
         header = request.headers.get("authorization", "")
-        if header.lower().startswith("bearer ") and self.token_matches(header[7:].strip()):
-            return True
-        cookie = request.cookies.get(SESSION_COOKIE, "")
-        return bool(cookie) and hmac.compare_digest(cookie.encode(), self.session_value().encode())
+        if header.lower().startswith("bearer ") and not self.blocked(request):
+            return self.token_matches(request, header[7:].strip())
+        return False
+
+    def sign_in(self, response: Response) -> Response:
+        response.set_cookie(
+            SESSION_COOKIE, self.session_value(), httponly=True, samesite="strict", secure=self.secure
+        )
+        return response
+
+    def set_csrf(self, response: Response, value: str) -> None:
+        response.set_cookie(CSRF_COOKIE, value, httponly=True, samesite="strict", secure=self.secure)
 
     # ------------------------------------------------------------------ CSRF
 
@@ -70,17 +99,15 @@ class Guard:
             request.state.new_csrf = made
         return made
 
-    @staticmethod
-    def same_origin(request: Request) -> bool:
-        origin = request.headers.get("origin")
-        if not origin or origin == "null":
-            return origin is None
-        host = request.headers.get("host", "")
-        return urlsplit(origin).netloc == host
-
-    @staticmethod
-    def csrf_ok(request: Request, form_value: str | None) -> bool:
+    def csrf_ok(self, request: Request, form_value: str | None) -> bool:
         cookie = request.cookies.get(CSRF_COOKIE, "")
         if not cookie or not form_value:
             return False
-        return hmac.compare_digest(cookie.encode(), form_value.encode()) and Guard.same_origin(request)
+        return hmac.compare_digest(cookie.encode(), form_value.encode()) and self.hosts.origin_ok(
+            request.headers.get("origin")
+        )
+
+
+def guard_of(request: Request) -> Guard:
+    guard: Guard = request.app.state.guard
+    return guard

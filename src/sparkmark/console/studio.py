@@ -25,7 +25,7 @@ from ..studio.codegen import SUPPORTED, TARGETS, generate
 from ..studio.graph import SOURCES, JobGraph, graph_from_job, parse_document
 from ..studio.model import node_fields
 from .pages import PageError, job_name_of
-from .security import Guard
+from .security import guard_of
 
 _NODE = re.compile(r"node (\S+) \(")
 
@@ -39,7 +39,7 @@ def _problems(exc: GraphError) -> list[dict[str, Any]]:
 
 
 def _guarded(request: Request) -> None:
-    if not Guard.csrf_ok(request, request.headers.get("x-csrf-token")):
+    if not guard_of(request).csrf_ok(request, request.headers.get("x-csrf-token")):
         raise PageError(403, "the request's CSRF token is missing or wrong: reload the page")
 
 
@@ -74,7 +74,7 @@ def studio_page(request: Request, problems: list[str] | None = None, status: int
 
 async def studio_new(request: Request) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
-    if not Guard.csrf_ok(request, form.get("csrf")):
+    if not guard_of(request).csrf_ok(request, form.get("csrf")):
         raise PageError(403, "the form's CSRF token is missing or wrong: reload the page and try again")
     try:
         name = check_name("job name", form.get("name", "").strip())
@@ -88,7 +88,7 @@ async def studio_new(request: Request) -> Response:
 
 async def studio_import(request: Request) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
-    if not Guard.csrf_ok(request, form.get("csrf")):
+    if not guard_of(request).csrf_ok(request, form.get("csrf")):
         raise PageError(403, "the form's CSRF token is missing or wrong: reload the page and try again")
     service = request.app.state.service
     try:

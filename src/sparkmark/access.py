@@ -1,0 +1,335 @@
+"""Who may reach sparkmark's servers (the Glue API endpoint and the console), and how
+much of a request they may send before anything else looks at it.
+
+Both servers run code on request (a job, a Studio preview), so neither is ever open:
+
+- **A token always.** When none is configured, one is generated on first use and
+  kept owner-only in ``$SPARKMARK_HOME/token``; every sparkmark process using the
+  same home reads it from there (``sparkmark run``'s endpoint, the scheduler's jobs),
+  so nobody types it and it never appears in a command line or a log line. Beyond
+  loopback a token must be at least :data:`MIN_REMOTE_TOKEN` characters.
+- **Host and Origin allow-list.** A request's ``Host`` must name this machine
+  (``localhost``, ``127.0.0.1``, ``[::1]``), the address the server binds, or a name
+  the configuration allows; an ``Origin`` must name one of the same hosts. A web page
+  that rebinds its own name to 127.0.0.1 sends its own name in both, and is refused
+  before the token is even looked at.
+- **Limits read before the body.** A body larger than the cap is refused with 413
+  from its ``Content-Length`` (or as soon as a chunked body passes the cap); a body
+  that does not arrive within the timeout is answered 408 and its connection closed;
+  a client that goes away is one log line.
+- **Wrong tokens are rate-limited** per client address.
+
+These are pure ASGI and a few lines over :mod:`secrets` and :mod:`hmac`; Starlette
+has no token, Host-and-Origin or body-limit middleware that reads nothing first
+(its ``TrustedHostMiddleware`` compares Host only, and answers after routing
+middleware has run), which is why no package is taken for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+
+log = logging.getLogger("sparkmark.access")
+
+TOKEN_FILE = "token"
+MIN_REMOTE_TOKEN = 32
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+
+
+# ------------------------------------------------------------------ the token
+
+
+def token_path(home: Path) -> Path:
+    return home / TOKEN_FILE
+
+
+def local_token(home: Path) -> str:
+    """The token of this home: read from its file, or generated and written there
+    owner-only (0600 in a 0700 folder) when there is none yet."""
+    path = token_path(home)
+    try:
+        found = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        found = ""
+    except OSError as exc:
+        raise ConfigError(f"cannot read the server token {path}: {exc.strerror}") from None
+    if found:
+        return found
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    made = secrets.token_urlsafe(32)  # 43 characters
+    # O_EXCL: two processes starting at once agree on the one that wrote first.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip() or made
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(made + "\n")
+    return made
+
+
+def resolve_token(configured: str | None, home: Path) -> str:
+    """The token a server checks: the configured one, else this home's own."""
+    return configured if configured else local_token(home)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, token: str, *, service: str, how: str) -> None:
+    """Beyond loopback a token must be long enough not to be guessed; ``how`` says how
+    to give one."""
+    if not is_loopback(host) and len(token) < MIN_REMOTE_TOKEN:
+        raise ConfigError(
+            f"the {service} binds to {host}, beyond this machine, and its token has {len(token)} "
+            f"characters: {how} of at least {MIN_REMOTE_TOKEN} characters, or bind to 127.0.0.1"
+        )
+
+
+# ------------------------------------------------------------------ Host and Origin
+
+
+def _host_name(value: str) -> str:
+    """``name``, ``name:port``, ``[v6]`` or ``[v6]:port`` → the name, lower case."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    if value.count(":") > 1:  # a bare IPv6 address
+        return value
+    return value.rsplit(":", 1)[0] if ":" in value else value
+
+
+class HostPolicy:
+    """The names a request's Host and Origin may carry."""
+
+    def __init__(self, bind: str, extra: Iterable[str] = ()):
+        names = set(LOCAL_HOSTS)
+        if bind not in WILDCARD_BINDS:
+            names.add(_host_name(bind))
+        extra = [e.strip().lower() for e in extra if e.strip()]
+        self.any = "*" in extra
+        names.update(_host_name(e) for e in extra if e != "*")
+        self.names = frozenset(names)
+
+    def host_ok(self, host: str | None) -> bool:
+        if self.any:
+            return True
+        return bool(host) and _host_name(host or "") in self.names
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """No Origin (not a browser's cross-site request) is fine; ``null`` never is."""
+        if origin is None:
+            return True
+        if origin == "null":
+            return False
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        return self.any or parts.hostname.lower() in self.names
+
+
+# ------------------------------------------------------------------ wrong tokens
+
+
+class FailureLimiter:
+    """At most ``limit`` wrong tokens per client address in ``window`` seconds; past
+    that the address is refused (429) until the window has gone by."""
+
+    def __init__(self, limit: int = 10, window: float = 60.0, clock: Callable[[], float] = time.monotonic):
+        self.limit = limit
+        self.window = window
+        self._clock = clock
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, client: str, now: float) -> list[float]:
+        kept = [t for t in self._failures.get(client, []) if now - t < self.window]
+        if kept:
+            self._failures[client] = kept
+        else:
+            self._failures.pop(client, None)
+        return kept
+
+    def blocked(self, client: str) -> bool:
+        with self._lock:
+            return len(self._recent(client, self._clock())) >= self.limit
+
+    def failed(self, client: str) -> None:
+        with self._lock:
+            now = self._clock()
+            self._recent(client, now)
+            self._failures.setdefault(client, []).append(now)
+            if len(self._failures) > 10_000:  # many addresses: forget the oldest
+                oldest = min(self._failures, key=lambda c: self._failures[c][-1])
+                self._failures.pop(oldest, None)
+
+
+def client_address(scope: MutableMapping[str, Any]) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "?"
+
+
+# ------------------------------------------------------------------ the guard
+
+Refusal = Callable[[int, str, str], tuple[bytes, list[tuple[bytes, bytes]]]]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
+
+
+class Limits:
+    """What one request may send."""
+
+    def __init__(self, max_body: int = 10 * 1024 * 1024, body_seconds: float = 30.0):
+        self.max_body = max_body
+        self.body_seconds = body_seconds
+
+
+class RequestGuard:
+    """ASGI middleware in front of a server: Host and Origin first, then the body read
+    whole under its cap and timeout, then the application, which gets the body replayed.
+
+    ``refuse(status, code, message)`` renders a refusal in the server's own shape (the
+    API's Glue error JSON, the console's page)."""
+
+    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, limits: Limits, refuse: Refusal, name: str):
+        self.app = app
+        self.hosts = hosts
+        self.limits = limits
+        self.refuse = refuse
+        self.name = name
+
+    async def _send_refusal(self, send, status: int, code: str, message: str) -> None:
+        body, headers = self.refuse(status, code, message)
+        headers = [*headers, (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if not self.hosts.host_ok(headers.get("host")):
+            log.warning(
+                "%s: refused a request from %s for Host %r (not an allowed name of this server)",
+                self.name,
+                client_address(scope),
+                (headers.get("host") or "")[:100],
+            )
+            await self._send_refusal(
+                send, 403, "AccessDeniedException", "this server does not answer to that Host name"
+            )
+            return
+        if not self.hosts.origin_ok(headers.get("origin")):
+            log.warning(
+                "%s: refused a request from %s with Origin %r",
+                self.name,
+                client_address(scope),
+                (headers.get("origin") or "")[:100],
+            )
+            await self._send_refusal(
+                send, 403, "AccessDeniedException", "requests from that Origin are refused"
+            )
+            return
+        declared = headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await self._send_refusal(
+                    send, 400, "SerializationException", "the Content-Length is not a number"
+                )
+                return
+            if int(declared) > self.limits.max_body:
+                await self._send_refusal(send, 413, "RequestEntityTooLarge", self._too_large())
+                return
+        body = await self._read_body(scope, receive, send)
+        if body is None:
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: only a disconnect can come
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self) -> str:
+        return f"the request body is larger than this server takes ({self.limits.max_body} bytes)"
+
+    async def _read_body(self, scope, receive, send) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        deadline = time.monotonic() + self.limits.body_seconds
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=max(left, 0.001))
+            except TimeoutError:
+                log.info(
+                    "%s: %s sent its request body too slowly (over %.0f s); answered 408",
+                    self.name,
+                    client_address(scope),
+                    self.limits.body_seconds,
+                )
+                await self._send_refusal(
+                    send, 408, "RequestTimeout", "the request body did not arrive in time"
+                )
+                return None
+            if message["type"] == "http.disconnect":
+                log.info("%s: %s went away before its request was read", self.name, client_address(scope))
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limits.max_body:
+                await self._send_refusal(send, 413, "RequestEntityTooLarge", self._too_large())
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+# ------------------------------------------------------------------ JSON depth
+
+MAX_JSON_DEPTH = 64
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def json_depth_ok(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether no array or object in ``body`` nests deeper than ``limit``, found before a
+    recursive parser is given the body: strings are removed, then the brackets left
+    are counted (both in linear time)."""
+    depth = 0
+    for found in _BRACKET.finditer(_STRING.sub(b"", body)):
+        if found.group() in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return False
+        else:
+            depth -= 1
+    return True
