@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sparkmark.api import auth, protocol
 from sparkmark.catalog.expression import ExpressionError, select_partitions
 from sparkmark.catalog.models import Column, Partition
+from sparkmark.catalog.name_pattern import NamePattern
 
 KEYS = (Column("year", "int"), Column("region", "string"))
 
@@ -59,6 +60,85 @@ def test_an_empty_expression_selects_everything_in_order():
 def test_bad_or_reaching_expressions_are_refused(expression):
     with pytest.raises(ExpressionError):
         select_partitions(KEYS, parts(("1", "a")), expression)
+
+
+def test_a_self_join_of_the_partitions_is_refused_at_once():
+    """The probe: four self-joins over 101 partitions took 25 s of CPU. Glue's syntax
+    has no sub-query, so any second SELECT is refused before anything runs."""
+    many = parts(*[(str(y), "eu") for y in range(101)])
+    for expression in (
+        "EXISTS (SELECT 1 FROM partitions a, partitions b, partitions c, partitions d)",
+        "year IN (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n)",
+    ):
+        with pytest.raises(ExpressionError, match="sub-query"):
+            select_partitions(KEYS, many, expression)
+
+
+def test_an_expression_past_its_budget_is_one_error():
+    many = parts(*[(str(y), f"r{y}") for y in range(2000)])
+    heavy = " OR ".join(["lower(upper(trim(region))) = 'zz'"] * 20)
+    assert select_partitions(KEYS, many, heavy) == []  # within the default budget
+    with pytest.raises(ExpressionError, match="more work than one request may take"):
+        select_partitions(KEYS, many, heavy, budget=50_000)
+
+
+# Glue's GetTables Expression, as the Hive metastore reads it and clients send it
+# (awswrangler's catalog.get_tables sends name_contains as *X*, a prefix as X*, a
+# suffix as *X): `*` any run, `.` any one character, `|` alternatives, whole names.
+@pytest.mark.parametrize(
+    ("pattern", "name", "matches"),
+    [
+        ("sal*", "sales", True),
+        ("*ale*", "sales", True),
+        ("*ale*", "ale", True),
+        ("*les", "sales", True),
+        ("sal*", "resales", False),
+        ("sales", "sales", True),
+        ("sales", "sales_2026", False),  # the whole name, not a part of it
+        ("SALES", "sales", True),  # case is ignored, as Hive ignores it
+        ("orders|sal*", "sales", True),
+        ("orders | sal*", "orders", True),
+        ("orders|sal*", "returns", False),
+        ("ord.*", "orders", True),  # a regular-expression habit still works
+        ("s.les", "sales", True),
+        ("s.les", "sles", False),
+        ("*", "anything", True),
+        ("", "", True),
+        ("", "orders", False),
+        ("(a|a)+", "a", False),  # parentheses and + are characters, not a regex
+        ("a+", "a+", True),
+    ],
+)
+def test_table_name_patterns_mean_what_glue_documents(pattern, name, matches):
+    assert NamePattern(pattern).matches(name) is matches
+
+
+def test_table_name_patterns_take_time_linear_in_the_name():
+    """(a|a)+ against a 27-character name froze the endpoint for 20 s; a pattern of
+    many runs against a long name is where a backtracking matcher explodes."""
+    # Exponential work would not end within the test run; linear work is microseconds.
+    assert not NamePattern("(a|a)+").matches("a" * 26 + "b")
+    assert not NamePattern("*a" * 1000 + "b").matches("a" * 255)
+    assert NamePattern("*a" * 1000).matches("a" * 1000)
+
+
+@given(st.text("ab*.|", max_size=12), st.text("ab", max_size=12))
+def test_table_name_patterns_agree_with_a_reference_translation(pattern, name):
+    import re
+
+    def reference(alternative: str) -> str:
+        out, i = [], 0
+        while i < len(alternative):
+            if alternative[i] == "*" or alternative[i : i + 2] == ".*":
+                i += 1 if alternative[i] == "*" else 2
+                out.append(".*")
+            else:
+                out.append("." if alternative[i] == "." else re.escape(alternative[i]))
+                i += 1
+        return "".join(out)
+
+    expected = any(re.fullmatch(reference(a.strip()), name) for a in pattern.split("|"))
+    assert NamePattern(pattern).matches(name) is expected
 
 
 def signed(secret: str, when: datetime, body: bytes = b"{}") -> tuple[dict[str, str], bytes]:

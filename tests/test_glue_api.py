@@ -124,6 +124,11 @@ def test_databases_and_tables_keep_glue_names_and_shapes(glue, tmp_path):
     assert [t["Name"] for t in glue.get_tables(DatabaseName="raw-data")["TableList"]] == ["orders"]
     assert glue.get_tables(DatabaseName="raw-data", Expression="ord.*")["TableList"]
     assert not glue.get_tables(DatabaseName="raw-data", Expression="x.*")["TableList"]
+    for pattern in ("ord*", "*rde*", "returns|ord*", "ORDERS"):  # Glue's `*` and `|`
+        assert [
+            t["Name"] for t in glue.get_tables(DatabaseName="raw-data", Expression=pattern)["TableList"]
+        ] == ["orders"], pattern
+    assert not glue.get_tables(DatabaseName="raw-data", Expression="(a|a)+")["TableList"]
     assert [d["Name"] for d in glue.get_databases()["DatabaseList"]] == ["raw-data"]
 
     with pytest.raises(glue.exceptions.EntityNotFoundException, match="Table nope not found"):

@@ -163,11 +163,10 @@ def test_the_endpoint_limits_bodies_before_reading_them(project, sparkmark_home)
     )
     try:
         where = urlsplit(url)
-        # Announced as 400 MB, never sent: refused from the header alone, at once.
-        began = time.monotonic()
+        # Announced as 400 MB, never sent: refused from the header alone (a server that
+        # waited for the body would leave this request to time out).
         status, _headers, data = raw(url, "POST", "/", b"", {"Content-Length": str(400 * 1024 * 1024)})
         assert (status, json.loads(data)["__type"]) == (413, "RequestEntityTooLarge")
-        assert time.monotonic() - began < 10
         # Chunked, with no length: cut off once past the cap.
         with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
             sock.sendall(
@@ -182,10 +181,8 @@ def test_the_endpoint_limits_bodies_before_reading_them(project, sparkmark_home)
             sock.sendall(
                 f"POST / HTTP/1.1\r\nHost: {where.netloc}\r\nContent-Length: 1000\r\n\r\nab".encode()
             )
-            began = time.monotonic()
-            first = sock.recv(4096)
+            first = sock.recv(4096)  # within the socket's 30 s, after the server's 1 s
             assert b" 408 " in first.split(b"\r\n", 1)[0]
-            assert time.monotonic() - began < 20
             while sock.recv(4096):  # the server closes it
                 pass
         # A client that goes away mid-body: one line in the log, no traceback.

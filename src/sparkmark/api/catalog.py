@@ -296,16 +296,13 @@ def get_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 
 @handler("GetTables")
 def get_tables(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    import re
+    from ..catalog.name_pattern import NamePattern
 
     db = _database(svc, p["DatabaseName"])
     tables = svc.catalog.tables(db)
-    if p.get("Expression"):  # Glue: a regular expression over table names
-        try:
-            pattern = re.compile(p["Expression"])
-        except re.error as exc:
-            raise invalid(f"Expression is not a regular expression: {exc}") from None
-        tables = [t for t in tables if pattern.fullmatch(t.name)]
+    if p.get("Expression"):  # Glue's name pattern: `*` any run, `|` alternatives
+        pattern = NamePattern(p["Expression"])
+        tables = [t for t in tables if pattern.matches(t.name)]
     chunk, token = page([table_doc(t) for t in tables], p)
     return {"TableList": chunk, "NextToken": token}
 

@@ -9,6 +9,11 @@ row per partition, with each key column typed from the key's type; an authorizer
 it read that one table and nothing else, so an expression cannot reach a file or any
 other database. SQLite is used rather than a hand-written parser because its
 operators are SQL's and it ships with Python.
+
+An expression is one condition: Glue's syntax has no sub-queries, so a second SELECT
+(the way to join the partitions with themselves) is refused, and the evaluation has a
+budget of SQLite virtual-machine steps (:data:`STEP_BUDGET`, about a second of work):
+past it the expression is refused with one error rather than holding the endpoint.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from .models import Column, Partition
 _NUMERIC = ("tinyint", "smallint", "int", "integer", "bigint", "long")
 _REAL = ("float", "double", "decimal", "real")
 _ALLOWED_FUNCTIONS = {"like", "lower", "upper", "substr", "length", "trim", "cast"}
+STEP_BUDGET = 20_000_000
+_STEPS_PER_CHECK = 10_000
 
 
 class ExpressionError(SparkmarkError):
@@ -41,8 +48,10 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def select_partitions(keys: Sequence[Column], parts: Sequence[Partition], expression: str) -> list[Partition]:
-    """The partitions whose values satisfy ``expression``."""
+def select_partitions(
+    keys: Sequence[Column], parts: Sequence[Partition], expression: str, *, budget: int = STEP_BUDGET
+) -> list[Partition]:
+    """The partitions whose values satisfy ``expression``, within ``budget`` steps."""
     if not expression or not expression.strip():
         return list(parts)
     if ";" in expression:
@@ -57,19 +66,41 @@ def select_partitions(keys: Sequence[Column], parts: Sequence[Partition], expres
             [(i, *p.values[: len(keys)]) for i, p in enumerate(parts)],
         )
 
+        selects = 0
+
         def authorize(action, arg1, arg2, _db, _trigger):
+            nonlocal selects
             if action == sqlite3.SQLITE_SELECT:
-                return sqlite3.SQLITE_OK
+                selects += 1
+                return sqlite3.SQLITE_OK if selects == 1 else sqlite3.SQLITE_DENY
             if action == sqlite3.SQLITE_READ and arg1 == "partitions":
                 return sqlite3.SQLITE_OK
             if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _ALLOWED_FUNCTIONS:
                 return sqlite3.SQLITE_OK
             return sqlite3.SQLITE_DENY
 
+        steps = 0
+
+        def progress() -> int:
+            nonlocal steps
+            steps += _STEPS_PER_CHECK
+            return 1 if steps > budget else 0  # non-zero interrupts the statement
+
         db.set_authorizer(authorize)
+        db.set_progress_handler(progress, _STEPS_PER_CHECK)
         try:
             rows = db.execute(f"SELECT __position FROM partitions WHERE {expression}").fetchall()
         except sqlite3.Error as exc:
+            if steps > budget:
+                raise ExpressionError(
+                    f"the partition expression {expression[:200]!r} needs more work than one request may "
+                    f"take ({budget} steps over {len(parts)} partitions): simplify it"
+                ) from None
+            if selects > 1:
+                raise ExpressionError(
+                    f"invalid partition expression {expression[:200]!r}: a sub-query is not a condition "
+                    "on the partition keys"
+                ) from None
             raise ExpressionError(f"invalid partition expression {expression!r}: {exc}") from None
     finally:
         db.close()
