@@ -430,6 +430,46 @@ def test_start_job_run_runs_the_script_and_reports_it(glue, tmp_path):
     assert glue.get_job_run(JobName="plain", RunId=queued)["JobRun"]["JobRunState"] == "STOPPED"
 
 
+SECRETS_SCRIPT = """
+import json, sys
+from awsglue.utils import getResolvedOptions
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "out", "db_password", "password", "jdbc_url"])
+with open(args["out"], "w") as f:
+    json.dump(args, f)
+"""
+
+
+def test_run_arguments_reach_the_script_as_given_secrets_included(glue, tmp_path, sparkmark_home):
+    """Glue: the arguments of StartJobRun replace the job's DefaultArguments for that run
+    (the Glue developer guide's job parameters page). Secret-named ones too: masking is
+    for what is shown and stored, never for what the script receives."""
+    script = tmp_path / "secrets.py"
+    script.write_text(SECRETS_SCRIPT)
+    out = tmp_path / "out.json"
+    glue.create_job(
+        Name="secretive",
+        Role="r",
+        Command={"Name": "glueetl", "ScriptLocation": str(script)},
+        DefaultArguments={"--db_password": "the-default-pw", "--jdbc_url": "postgresql://u:defaultpw@h/db"},
+    )
+    given = {
+        "--out": str(out),
+        "--db_password": "the-runs-own-pw",  # overrides a default
+        "--password": "only-in-this-run",  # no default at all
+        "--jdbc_url": "postgresql://etl:url-held-pw@db.internal/sales",  # a password inside a URL
+    }
+    run_id = glue.start_job_run(JobName="secretive", Arguments=given)["JobRunId"]
+    drive(lambda: glue.get_job_run(JobName="secretive", RunId=run_id)["JobRun"]["JobRunState"] == "SUCCEEDED")
+    received = json.loads(out.read_text())
+    assert {k: received[k.removeprefix("--")] for k in given} == given
+    shown = glue.get_job_run(JobName="secretive", RunId=run_id)["JobRun"]["Arguments"]
+    assert shown["--db_password"] == shown["--password"] == "****"
+    assert "url-held-pw" not in shown["--jdbc_url"]
+    stored = b"".join(p.read_bytes() for p in sparkmark_home.glob("state.db*"))
+    for secret in ("the-runs-own-pw", "only-in-this-run", "url-held-pw"):
+        assert secret.encode() not in stored  # sealed, never in clear
+
+
 GLUE_CATALOG_SCRIPT = """
 import sys
 import boto3

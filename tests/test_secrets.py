@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from sparkmark.engine.store import StateStore
 
 from .conftest import write_json
@@ -196,3 +198,27 @@ def test_a_store_in_a_shared_folder_leaves_the_folder_alone(tmp_path):
     store.close()
     assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
     assert stat.S_IMODE((shared / "state.db").stat().st_mode) == 0o600
+
+
+def test_sealed_arguments_open_only_under_their_key(tmp_path):
+    from cryptography.fernet import Fernet
+
+    from sparkmark.engine.sealing import Sealer
+    from sparkmark.errors import ConfigError
+    from sparkmark.settings import Settings
+
+    home = Settings.from_env({"SPARKMARK_HOME": str(tmp_path / "home")})
+    sealer = Sealer.from_settings(home)
+    sealed = sealer.seal({"--db_password": "hunter2"})
+    assert "hunter2" not in sealed
+    assert Sealer.from_settings(home).open(sealed) == {"--db_password": "hunter2"}  # the home's key, kept
+    assert oct((tmp_path / "home" / "secrets.key").stat().st_mode & 0o777) == "0o600"
+    shared = Settings.from_env(
+        {"SPARKMARK_HOME": str(tmp_path / "other"), "SPARKMARK_SECRETS_KEY": Fernet.generate_key().decode()}
+    )
+    with pytest.raises(ConfigError, match="sealed under another key.*SPARKMARK_SECRETS_KEY"):
+        Sealer.from_settings(shared).open(sealed)
+    with pytest.raises(ConfigError, match="not a key sparkmark can use"):
+        Sealer.from_settings(
+            Settings.from_env({"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_SECRETS_KEY": "short"})
+        )

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import os
 import re
 import secrets
 import threading
@@ -58,27 +57,11 @@ def token_path(home: Path) -> Path:
 
 
 def local_token(home: Path) -> str:
-    """The token of this home: read from its file, or generated and written there
-    owner-only (0600 in a 0700 folder) when there is none yet."""
-    path = token_path(home)
-    try:
-        found = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        found = ""
-    except OSError as exc:
-        raise ConfigError(f"cannot read the server token {path}: {exc.strerror}") from None
-    if found:
-        return found
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    made = secrets.token_urlsafe(32)  # 43 characters
-    # O_EXCL: two processes starting at once agree on the one that wrote first.
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text(encoding="utf-8").strip() or made
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(made + "\n")
-    return made
+    """The token of this home: read from its file, or made and written there owner-only
+    (0600 in a 0700 folder) when there is none yet."""
+    from .engine.store import private_secret
+
+    return private_secret(token_path(home), lambda: secrets.token_urlsafe(32))  # 43 characters
 
 
 def resolve_token(configured: str | None, home: Path) -> str:

@@ -32,6 +32,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_CONSOLE_TOKEN`` | console_token | unset: the home's own token; every console request carries it (a sign-in cookie) |
 | ``SPARKMARK_ALLOWED_HOSTS`` | allowed_hosts | unset: localhost, 127.0.0.1, [::1] and the bound address; a comma list adds names the servers answer to in ``Host`` and ``Origin`` (``*``: any, behind a proxy that checks them) |
 | ``SPARKMARK_TLS_CERTFILE`` / ``SPARKMARK_TLS_KEYFILE`` | tls_certfile / tls_keyfile | unset; both set: the servers speak HTTPS and the console's cookies are ``Secure`` |
+| ``SPARKMARK_SECRETS_KEY`` | secrets_key | unset: ``$SPARKMARK_HOME/secrets.key`` (made on first use); the key that seals a queued run's secret arguments in the state store (share it between schedulers of one store) |
 | ``SPARKMARK_MAX_REQUEST_BYTES`` | max_request_bytes | 10485760: a larger request body is refused (413) before it is read |
 | ``SPARKMARK_REQUEST_BODY_SECONDS`` | request_body_seconds | 30: a body that takes longer to arrive is refused (408) |
 
@@ -117,6 +118,7 @@ class Settings(BaseModel):
     console_port: int = Field(8080, ge=0, le=65535)
     console_token: SecretStr | None = None
     allowed_hosts: str | None = None
+    secrets_key: SecretStr | None = None
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     max_request_bytes: int = Field(10 * 1024 * 1024, gt=0)

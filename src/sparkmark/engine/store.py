@@ -17,7 +17,7 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, insert, select, update
@@ -36,7 +36,7 @@ from .schema import utcnow
 
 log = logging.getLogger("sparkmark.state")
 
-__all__ = ["StateStore", "private_dir"]
+__all__ = ["StateStore", "private_dir", "private_secret"]
 
 
 def private_dir(path: Path) -> None:
@@ -60,6 +60,30 @@ def private_file(path: Path) -> None:
     with contextlib.suppress(OSError):
         if path.stat().st_mode & 0o077:
             path.chmod(0o600)
+
+
+def private_secret(path: Path, make: Callable[[], str]) -> str:
+    """The secret kept in ``path`` (a token, a key): read, or made with ``make()`` and
+    written owner-only (0600 in a 0700 folder) when there is none. Two processes making
+    it at once agree on the one written first."""
+    try:
+        found = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        found = ""
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    if found:
+        private_file(path)
+        return found
+    private_dir(path.parent)
+    made = make()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip() or made
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(made + "\n")
+    return made
 
 
 def _prepare_sqlite_file(path: Path) -> None:

@@ -28,13 +28,15 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 from ..crawler.store import CrawlerStore
-from ..engine.masking import MASK
+from ..engine.masking import MASK, mask_arguments
 from ..engine.models import RunState
 from ..engine.owner import this_process
 from ..engine.schema import utcnow
+from ..engine.sealing import Sealer
 from ..engine.store import StateStore
 from ..errors import ConfigError, NotFound, RunFinished, SparkmarkError
 from ..settings import Settings
@@ -201,16 +203,28 @@ class Scheduler:
         """Queue one run of a declared job, outside any workflow."""
         definition = self.project.job(job)
         now = self.clock()
+        given = definition.arguments(arguments)
         with self.store.begin() as conn:
             return self.store.add_action(
                 conn,
                 kind="JOB",
                 name=definition.Name,
                 now=now,
-                arguments=definition.arguments(arguments),
+                arguments=given,
                 timeout_minutes=timeout_minutes or definition.Timeout,
                 supervisor=supervisor,
+                sealed=self._sealed(given),
             )
+
+    @cached_property
+    def sealer(self) -> Sealer:
+        return Sealer.from_settings(self.settings)
+
+    def _sealed(self, arguments: dict[str, str]) -> str | None:
+        """The values the store will show masked, sealed so the run still receives them."""
+        masked = mask_arguments(arguments)
+        secret = {k: v for k, v in arguments.items() if masked.get(k) != v}
+        return self.sealer.seal(secret) if secret else None
 
     def _queue_actions(
         self,
@@ -236,6 +250,7 @@ class Scheduler:
                         workflow_run_id=workflow_run_id,
                         trigger=trigger.Name,
                         supervisor=supervisor,
+                        sealed=self._sealed(job.arguments(action.Arguments)),
                     )
                 )
             else:
@@ -598,9 +613,12 @@ class Scheduler:
         return LaunchSpec(action.action_id, "JOB", job.Name, action.attempt, argv, env, log_path)
 
     def _arguments(self, action: ActionRecord) -> dict[str, str]:
-        """The run's arguments. Values masked in the state store come back from the
-        definitions they were declared in; a masked value with no definition is left out."""
+        """The run's arguments as they were given. Values masked in the state store come
+        back from their sealed copy; a run queued before sealing existed gets them from
+        the definitions they were declared in, or goes without."""
         job = self.project.job(action.name)
+        sealed = self.store.sealed_arguments(action)
+        opened = self.sealer.open(sealed) if sealed else {}
         declared = dict(job.DefaultArguments)
         if action.trigger and action.trigger in self.project.triggers:
             for a in self.project.triggers[action.trigger].Actions:
@@ -608,11 +626,13 @@ class Scheduler:
                     declared.update(a.Arguments)
         out = {}
         for key, value in action.arguments.items():
-            if MASK in value:
+            if key in opened:
+                out[key] = opened[key]
+            elif MASK in value:
                 if key in declared:
                     out[key] = declared[key]
-                continue
-            out[key] = value
+            else:
+                out[key] = value
         out["--JOB_NAME"] = job.Name
         return out
 

@@ -43,6 +43,7 @@ from ..engine.store import StateStore
 from ..errors import NotFound, SparkmarkError
 
 SCHEMA_KEY = "workflow_schema_version"
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 triggers = Table(
@@ -102,6 +103,15 @@ actions = Table(
     Column("log_path", Text),
     Index("sm_wf_actions_by_run", "workflow_run_id"),
     Index("sm_wf_actions_by_state", "state"),
+)
+# A run's secret-named argument values, sealed (engine/sealing.py) under a key the
+# store never holds; one row for all attempts of a run. `actions.arguments` keeps them
+# masked. Added in version 2.
+sealed_arguments = Table(
+    "sm_wf_sealed_arguments",
+    metadata,
+    Column("first_id", String(96), primary_key=True),
+    Column("sealed", Text, nullable=False),
 )
 events = Table(
     "sm_wf_events",
@@ -233,7 +243,7 @@ def new_action_id(kind: str) -> str:
 class WorkflowStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.ensure_tables(SCHEMA_KEY, metadata, SCHEMA_VERSION)
 
     def begin(self):
         """A transaction on the scheduler's tables (the scheduler's decisions are each one)."""
@@ -394,7 +404,10 @@ class WorkflowStore:
         supervisor: str | None = None,
         attempt: int = 0,
         first_id: str | None = None,
+        sealed: str | None = None,
     ) -> str:
+        """Queue an action; ``arguments`` are stored masked, and ``sealed`` (the secret
+        values, sealed by the caller) beside them for the run to receive."""
         first = first_id or new_action_id(kind)
         action_id = first if attempt == 0 else f"{first}_attempt_{attempt}"
         conn.execute(
@@ -414,7 +427,16 @@ class WorkflowStore:
                 queued_at=now,
             )
         )
+        if sealed is not None and attempt == 0:
+            conn.execute(insert(sealed_arguments).values(first_id=first, sealed=sealed))
         return action_id
+
+    def sealed_arguments(self, action: ActionRecord) -> str | None:
+        """The sealed secret arguments of ``action``'s run, if it has any."""
+        with self.connect() as conn:
+            return conn.execute(
+                select(sealed_arguments.c.sealed).where(sealed_arguments.c.first_id == action.first_id)
+            ).scalar()
 
     @staticmethod
     def _action(row) -> ActionRecord:
