@@ -1104,3 +1104,99 @@ def test_workflow_run_strict_fails_on_a_failed_job(tmp_path):
         timeout=120,
     )
     assert strict.returncode == 1 and "COMPLETED" in strict.stdout
+
+
+# --------------------------------------------------------------------------- concurrent runs
+
+CONCURRENT_SCRIPT = """
+import json, time
+from sparkmark import Job
+job = Job.from_args()
+def note(event):
+    with open(job.args["log"], "a", encoding="utf-8") as f:
+        f.write(json.dumps({"run": job.run_id, "event": event, "at": time.time()}) + "\\n")
+note("start")
+time.sleep(float(job.args.get("hold", "1")))  # long enough for runs to overlap
+note("end")
+job.commit()
+"""
+
+
+def most_at_once(log: Path) -> int:
+    events = sorted(
+        (e["at"], 1 if e["event"] == "start" else -1)
+        for e in map(json.loads, log.read_text(encoding="utf-8").splitlines())
+    )
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_max_concurrent_runs_as_glue_defines_it_with_two_schedulers(
+    tmp_path, request, monkeypatch, backend, caplog
+):
+    """Glue's ExecutionProperty.MaxConcurrentRuns: up to N runs of a job at once. Twenty
+    runs with bookmarks disabled, started by two schedulers at once, run at most five at
+    a time and none fails on the lease (each ran to SUCCEEDED). Runs beyond five wait,
+    queued. Runs with job-bookmark-enable move the bookmark one at a time, and say so."""
+    if backend == "postgresql":
+        monkeypatch.setenv("SPARKMARK_STATE_URL", pg_url(request.getfixturevalue("pg_schemas")()))
+    path = write_project(
+        tmp_path,
+        """
+        [jobs.wide]
+        Script = "concurrent.py"
+        MaxConcurrentRuns = 5
+        """,
+        {"concurrent.py": CONCURRENT_SCRIPT},
+    )
+    project = load_project(path)
+    log = tmp_path / "events.jsonl"
+    one = Scheduler(project, StateStore.from_settings(), owner="scheduler-one", leading=False)
+    two = Scheduler(project, StateStore.from_settings(), owner="scheduler-two", leading=False)
+    disabled = {"--job-bookmark-option": "job-bookmark-disable", "--log": str(log)}
+    ids = [s.start_job_run("wide", disabled, supervisor=s.owner) for s in (one, two) for _ in range(10)]
+
+    def drive(schedulers, done) -> None:
+        import threading
+
+        threads = [
+            threading.Thread(target=s.run, kwargs={"until": done, "max_seconds": 240, "poll_seconds": 0.05})
+            for s in schedulers
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    store = StateStore.from_settings()
+
+    def ended(run_ids) -> bool:
+        return all(a.final and a.state.value not in ("WAITING", "RUNNING") for a in map(action_of, run_ids))
+
+    def action_of(run_id):
+        return next(
+            a
+            for a in WorkflowStore(store).actions_of(kind="JOB", name="wide", limit=100)
+            if a.action_id == run_id
+        )
+
+    drive((one, two), lambda: ended(ids))
+    states = {store.get_run(i).state.value for i in ids}
+    assert states == {"SUCCEEDED"}, [(i, store.get_run(i).error) for i in ids if store.get_run(i).error]
+    assert 2 <= most_at_once(log) <= 5  # they ran side by side, and never more than five
+
+    log.unlink()
+    enabled = {"--job-bookmark-option": "job-bookmark-enable", "--log": str(log), "--hold": "0.3"}
+    serial = [s.start_job_run("wide", enabled, supervisor=s.owner) for s in (one, two, one)]
+    with caplog.at_level("INFO", logger="sparkmark.scheduler"):
+        drive((one, two), lambda: ended(serial))
+    assert {store.get_run(i).state.value for i in serial} == {"SUCCEEDED"}
+    assert most_at_once(log) == 1
+    committed = sorted(store.history("wide"), key=lambda v: v.version)
+    assert [v.run_id for v in committed] == sorted(serial, key=lambda i: store.get_run(i).started_at)
+    # three bookmark versions, one per run, each built on the one before
+    assert "move its bookmark one at a time" in caplog.text

@@ -58,8 +58,9 @@ class ConcurrentRunsExceeded(SparkmarkError):
     def __init__(self, job_name: str, holder_run_id: str, expires_at: str):
         super().__init__(
             f"job {job_name!r} is already running as {holder_run_id} (lease held until "
-            f"{expires_at}); only one run of a job may run at a time. Wait for it to finish, "
-            "or, if that run crashed, retry after its lease expires"
+            f"{expires_at}); only one run that moves the job's bookmark (job-bookmark-enable) "
+            "may run at a time. Wait for it to finish, or, if that run crashed, retry after its "
+            "lease expires"
         )
         self.job_name = job_name
         self.holder_run_id = holder_run_id

@@ -1,5 +1,12 @@
-"""Runs and leases in the state store: a run starts by taking its job's lease, renews it
-while it works, and ends by releasing it."""
+"""Runs and leases in the state store: a run starts by taking a lease, renews it while it
+works, and ends by releasing it.
+
+A run that moves the bookmark (``job-bookmark-enable``) takes the job's own lease: one
+such run at a time, since its commit must be based on the version it started from. A
+run that leaves the bookmark alone (``-disable``, ``-pause``) takes a lease of its
+own, so several may run at once (the scheduler keeps them within the job's
+MaxConcurrentRuns); each is renewed and taken over when its process dies, like the
+job's."""
 
 from __future__ import annotations
 
@@ -40,16 +47,26 @@ class RunStore:
         owner: str,
         lease_seconds: float,
     ) -> RunRecord:
-        """Take the job's lease and record a RUNNING run, atomically.
+        """Take a lease and record a RUNNING run, atomically: the job's lease when the
+        run moves the bookmark, a lease of the run's own otherwise.
 
-        Raises ConcurrentRunsExceeded when another run holds an unexpired lease.
-        A lease that expired is taken over, and the run that held it is marked FAILED.
+        Raises ConcurrentRunsExceeded when another run holds the job's unexpired lease.
+        A lease that expired, or whose process died, is taken over, and the run that
+        held it is marked FAILED.
         """
         now = utcnow()
         expires = now + timedelta(seconds=lease_seconds)
         try:
             with self.engine.begin() as conn:
-                self._take_lease(conn, job_name, run_id, owner, now, expires)
+                self._expire_shared(conn, job_name, now)
+                if option is BookmarkOption.ENABLE:
+                    self._take_lease(conn, job_name, run_id, owner, now, expires)
+                else:
+                    conn.execute(
+                        insert(t.shared_leases).values(
+                            run_id=run_id, job_name=job_name, owner=owner, acquired_at=now, expires_at=expires
+                        )
+                    )
                 latest = rows.latest_version_number(conn, job_name)
                 previous = conn.execute(
                     select(t.runs.c.run_id)
@@ -131,17 +148,54 @@ class RunStore:
             )
         )
 
-    def heartbeat(self, job_name: str, run_id: str, lease_seconds: float) -> bool:
-        """Extend this run's lease. False when the lease is no longer this run's."""
-        with self.engine.begin() as conn:
-            return (
-                conn.execute(
-                    update(t.leases)
-                    .where(t.leases.c.job_name == job_name, t.leases.c.run_id == run_id)
-                    .values(expires_at=utcnow() + timedelta(seconds=lease_seconds))
-                ).rowcount
-                == 1
+    def _expire_shared(self, conn, job_name: str, now) -> None:
+        """Release the run leases of ``job_name`` whose runs are gone (lease expired, or
+        process dead), marking those runs FAILED."""
+        for row in conn.execute(select(t.shared_leases).where(t.shared_leases.c.job_name == job_name)).all():
+            if row.expires_at > now and not is_dead(row.owner):
+                continue
+            why = (
+                f"its process {row.owner} is gone"
+                if row.expires_at > now
+                else f"it stopped renewing its lease, which expired at {row.expires_at.isoformat()}"
             )
+            log.warning("job %s: run %s is marked FAILED: %s", job_name, row.run_id, why)
+            conn.execute(t.shared_leases.delete().where(t.shared_leases.c.run_id == row.run_id))
+            conn.execute(
+                update(t.runs)
+                .where(t.runs.c.run_id == row.run_id, t.runs.c.state == RunState.RUNNING.value)
+                .values(state=RunState.FAILED.value, ended_at=now, error=f"the run ended unseen: {why}")
+            )
+
+    def heartbeat(self, job_name: str, run_id: str, lease_seconds: float) -> bool:
+        """Extend this run's lease (the job's, or its own). False when the run no longer
+        holds a lease."""
+        expires = utcnow() + timedelta(seconds=lease_seconds)
+        with self.engine.begin() as conn:
+            renewed = conn.execute(
+                update(t.leases)
+                .where(t.leases.c.job_name == job_name, t.leases.c.run_id == run_id)
+                .values(expires_at=expires)
+            ).rowcount
+            if not renewed:
+                renewed = conn.execute(
+                    update(t.shared_leases)
+                    .where(t.shared_leases.c.run_id == run_id)
+                    .values(expires_at=expires)
+                ).rowcount
+            return renewed == 1
+
+    def run_lease(self, job_name: str, run_id: str) -> Lease | None:
+        """The lease ``run_id`` holds, the job's or its own; None when it holds none."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(t.leases).where(t.leases.c.job_name == job_name, t.leases.c.run_id == run_id)
+            ).first()
+            if row is None:
+                row = conn.execute(select(t.shared_leases).where(t.shared_leases.c.run_id == run_id)).first()
+        if row is None:
+            return None
+        return Lease(row.job_name, row.run_id, row.owner, row.acquired_at, row.expires_at)
 
     def get_lease(self, job_name: str) -> Lease | None:
         with self.engine.connect() as conn:
@@ -182,6 +236,7 @@ class RunStore:
             conn.execute(
                 t.leases.delete().where(t.leases.c.job_name == run.job_name, t.leases.c.run_id == run_id)
             )
+            conn.execute(t.shared_leases.delete().where(t.shared_leases.c.run_id == run_id))
         return self.get_run(run_id)
 
     @staticmethod

@@ -94,6 +94,20 @@ leases = Table(
     Column("expires_at", UTCDateTime, nullable=False),
 )
 
+# Runs that do not move the bookmark (job-bookmark-disable or -pause) may run side by
+# side, up to the job's MaxConcurrentRuns: each holds a lease of its own here, renewed
+# like the job's, so a run whose process died is still found out. (Version 9.)
+shared_leases = Table(
+    "sm_shared_leases",
+    metadata,
+    Column("run_id", String(80), primary_key=True),
+    Column("job_name", String(255), nullable=False),
+    Column("owner", String(255), nullable=False),
+    Column("acquired_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Index("ix_sm_shared_leases_job", "job_name"),
+)
+
 bookmark_versions = Table(
     "sm_bookmark_versions",
     metadata,
@@ -263,6 +277,11 @@ def _v8(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE sm_dir_entries ADD COLUMN files_digest VARCHAR(32)")
 
 
+def _v9(conn: Connection) -> None:
+    """Leases of runs that leave the bookmark alone, so several may run at once."""
+    metadata.create_all(conn, tables=[shared_leases])
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _v1,
     2: _v2,
@@ -272,6 +291,7 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     6: _v6,
     7: _v7,
     8: _v8,
+    9: _v9,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -264,6 +264,13 @@ class StateStore(RunStore, BookmarkStore, OutputStore, BatchStore):
         """A transaction on the store's database, for a service's own tables."""
         return self.engine.begin()
 
+    def serialize(self, conn, key: str) -> None:
+        """Make the rest of ``conn``'s transaction run alone among those that serialize
+        on ``key``: an advisory lock on PostgreSQL; on SQLite every write transaction
+        already runs alone (BEGIN IMMEDIATE)."""
+        if self.dialect == "postgresql":
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%(key)s))", {"key": key})
+
     def connect(self):
         """A connection to the store's database, for a service's own tables."""
         return self.engine.connect()

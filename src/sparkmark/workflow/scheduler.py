@@ -49,6 +49,7 @@ from .store import (
     WorkflowRunRecord,
     WorkflowRunStatus,
     WorkflowStore,
+    moves_bookmark,
     new_workflow_run_id,
 )
 
@@ -93,6 +94,7 @@ class Scheduler:
         self.settings = settings or Settings.from_env()
         self.is_leader = False
         self.host = socket.gethostname()
+        self._told_serial: set[str] = set()  # runs whose wait for the bookmark was logged
         self._synced = False
 
     # ------------------------------------------------------------------ the pass
@@ -417,8 +419,8 @@ class Scheduler:
                 return None  # not started yet, or it died before recording its run
             if run.state is not RunState.RUNNING:
                 return False
-            lease = self.state.get_lease(action.name)
-            alive = lease is not None and lease.run_id == action.action_id and lease.expires_at > utcnow()
+            lease = self.state.run_lease(action.name, action.action_id)
+            alive = lease is not None and lease.expires_at > utcnow()
             return None if alive else False
         record = self.crawlers.crawl(action.action_id)
         return False if record and record.state != "RUNNING" else None
@@ -543,23 +545,24 @@ class Scheduler:
             except ConfigError as exc:
                 self.store.finish_action(action, ActionState.ERROR, now, error=str(exc))
                 continue
-            if action.kind == "JOB":
-                limit = self.project.jobs[action.name].MaxConcurrentRuns
-                if self.store.running_count("JOB", action.name) >= limit:
-                    continue  # waits for a running one to end
+            if action.kind == "JOB" and not self._reserve(action, spec, now):
+                continue  # waits for a running one to end
             try:
                 pid = self.launcher.start(spec)
             except OSError as exc:
                 self.store.finish_action(action, ActionState.ERROR, now, error=f"could not start: {exc}")
                 continue
-            self.store.mark_started(
-                action.action_id,
-                host=self.host,
-                pid=pid,
-                supervisor=self.owner,
-                log_path=str(spec.log_path),
-                now=now,
-            )
+            if action.kind == "JOB":
+                self.store.set_pid(action.action_id, pid)
+            else:
+                self.store.mark_started(
+                    action.action_id,
+                    host=self.host,
+                    pid=pid,
+                    supervisor=self.owner,
+                    log_path=str(spec.log_path),
+                    now=now,
+                )
             log.info(
                 "%s %s: run %s started (attempt %d, pid %d, log %s)",
                 action.kind.lower(),
@@ -569,6 +572,36 @@ class Scheduler:
                 pid,
                 spec.log_path,
             )
+
+    def _reserve(self, action: ActionRecord, spec: LaunchSpec, now: datetime) -> bool:
+        """Whether a job run may start now: up to the job's MaxConcurrentRuns run at once
+        (runs beyond it wait, queued, as with Glue's job run queuing), and runs that
+        move the bookmark one at a time, since each commit builds on the one before."""
+        limit = self.project.jobs[action.name].MaxConcurrentRuns
+        exclusive = moves_bookmark(action.arguments)
+        if exclusive:
+            lease = self.state.get_lease(action.name)
+            if lease is not None and lease.expires_at > now:  # a run started by hand
+                return False
+        reserved = self.store.reserve_start(
+            action,
+            limit=limit,
+            exclusive=exclusive,
+            host=self.host,
+            supervisor=self.owner,
+            log_path=str(spec.log_path),
+            now=now,
+        )
+        if not reserved and exclusive and limit > 1 and action.action_id not in self._told_serial:
+            self._told_serial.add(action.action_id)
+            log.info(
+                "job %s: run %s waits for the running one: with job-bookmark-enable, runs of a job "
+                "move its bookmark one at a time (MaxConcurrentRuns %d applies to runs without it)",
+                action.name,
+                action.action_id,
+                limit,
+            )
+        return reserved
 
     def _stop_unstarted(self, action: ActionRecord, now: datetime) -> None:
         self.store.finish_action(

@@ -232,6 +232,12 @@ class EventRecord:
     at: datetime
 
 
+def moves_bookmark(arguments: dict[str, str]) -> bool:
+    """Whether a job run with these arguments commits bookmark versions (Glue's default
+    option is job-bookmark-disable)."""
+    return arguments.get("--job-bookmark-option") == "job-bookmark-enable"
+
+
 def new_workflow_run_id() -> str:
     return "wr_" + secrets.token_hex(32)
 
@@ -501,17 +507,54 @@ class WorkflowStore:
         records = [self._action(r) for r in rows]
         return records[-limit:] if limit else records
 
-    def running_count(self, kind: str, name: str) -> int:
-        with self.connect() as conn:
-            return conn.execute(
-                select(func.count())
-                .select_from(actions)
-                .where(
-                    actions.c.kind == kind,
-                    actions.c.name == name,
+    def reserve_start(
+        self,
+        action: ActionRecord,
+        *,
+        limit: int,
+        exclusive: bool,
+        host: str,
+        supervisor: str,
+        log_path: str,
+        now: datetime,
+    ) -> bool:
+        """Mark a waiting job run RUNNING, before its process starts, when that keeps the
+        job within ``limit`` running runs and, for a run that moves the bookmark
+        (``exclusive``), when no other such run is running. Schedulers that share the
+        store decide one at a time, so together they never start more than ``limit``."""
+        with self.begin() as conn:
+            self.state.serialize(conn, f"sparkmark-start:{action.kind}:{action.name}")
+            running = conn.execute(
+                select(actions.c.arguments).where(
+                    actions.c.kind == action.kind,
+                    actions.c.name == action.name,
                     actions.c.state == ActionState.RUNNING.value,
                 )
-            ).scalar_one()
+            ).all()
+            if len(running) >= limit:
+                return False
+            if exclusive and any(moves_bookmark(json.loads(r.arguments)) for r in running):
+                return False
+            return (
+                conn.execute(
+                    update(actions)
+                    .where(
+                        actions.c.action_id == action.action_id, actions.c.state == ActionState.WAITING.value
+                    )
+                    .values(
+                        state=ActionState.RUNNING.value,
+                        host=host,
+                        supervisor=supervisor,
+                        log_path=log_path,
+                        started_at=now,
+                    )
+                ).rowcount
+                == 1
+            )
+
+    def set_pid(self, action_id: str, pid: int) -> None:
+        with self.begin() as conn:
+            conn.execute(update(actions).where(actions.c.action_id == action_id).values(pid=pid))
 
     def mark_started(
         self, action_id: str, *, host: str, pid: int, supervisor: str, log_path: str, now: datetime
