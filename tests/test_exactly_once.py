@@ -308,3 +308,62 @@ def test_outputs_cli_lists_and_recovers(tmp_path, spark, sparkmark_home):
     listed = cli.invoke(app, ["outputs", "list", "cli_outputs", "--unfinished", "--json"])
     assert json.loads(listed.output) == []
     store.close()
+
+
+def test_staged_output_that_is_gone_before_the_commit_commits_nothing(runner, spark, tmp_path):
+    """The probe: the output was deleted after staging and the run still moved the
+    bookmark, then said "Nothing is lost". Now the commit checks the staged write first:
+    the run fails, the bookmark stays, and the next run reads and writes the same rows."""
+    import shutil
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    write_json(src / "a.json", [1, 2, 3])
+    job = runner.start()
+    job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
+    before = runner.store.latest_version(runner.name)
+    shutil.rmtree(out)  # the output folder (a bucket) deleted while the run worked
+    with pytest.raises(SinkError, match="gone before its commit.*Nothing was committed") as gone:
+        job.commit()
+    assert "Nothing is lost" not in str(gone.value)
+    assert str(out) in str(gone.value)  # it names what is missing
+    assert runner.store.latest_version(runner.name) == before
+    assert runner.store.get_run(job.run_id).state is RunState.FAILED
+    job = runner.start()
+    job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
+    job.commit()
+    assert plain_ids(spark, out) == [1, 2, 3]  # read again and written once
+
+
+def test_a_jdbc_staging_table_that_is_gone_before_the_commit_commits_nothing(runner, tmp_path, pg_table):
+    src = tmp_path / "in"
+    write_json(src / "a.json", [4, 5], v="x")
+    job = runner.start()
+    job.write_jdbc(job.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table, ctx="db")
+    [record] = job.job_run.outputs
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE {record.plan['stage']}")
+    with pytest.raises(SinkError, match=f"staging table {record.plan['stage']} no longer exists"):
+        job.commit()
+    assert runner.store.get_run(job.run_id).state is RunState.FAILED
+    job = runner.start()  # the bookmark did not move: the rows come again
+    job.write_jdbc(job.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table, ctx="db")
+    job.commit()
+    assert pg_rows(f"SELECT id FROM {pg_table} ORDER BY id") == [(4,), (5,)]
+
+
+def test_a_write_lost_after_the_commit_says_so(runner, tmp_path):
+    """Past the commit a missing staged file cannot be read again without a rewind: the
+    error says the rows are lost and how to get them back, never that nothing is lost."""
+    import shutil
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    write_json(src / "a.json", [1])
+    job = runner.start()
+    job.write_files(job.read_files(str(src), ctx="src"), str(out), ctx="out")
+    [record] = job.job_run.outputs
+    job.job_run._check_staged = lambda: None  # the files vanish between the check and the publish
+    shutil.rmtree(out / CONTROL / "staging" / record.key)
+    with pytest.raises(publish.PublishError) as lost:
+        job.commit()
+    assert "lost" in str(lost.value) and "sparkmark bookmark rewind" in str(lost.value)
+    assert "Nothing is lost" not in str(lost.value)

@@ -19,6 +19,7 @@ from sparkmark.engine import storage
 from sparkmark.engine.listing import FileLister
 from sparkmark.engine.models import OutputState
 from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
+from sparkmark.errors import SinkError
 from sparkmark.settings import Settings
 from sparkmark.spark import submit_args
 
@@ -530,3 +531,27 @@ def test_a_script_on_s3_runs_and_its_boto3_calls_reach_the_configured_endpoints(
 
     store = StateStore(f"sqlite:///{home / 'state.db'}")
     assert CatalogStore(store).database("from_script").name == "from_script"
+
+
+def test_an_output_bucket_deleted_after_staging_commits_nothing(runner, s3env, spark):
+    """The probe's case on S3: the output bucket was deleted after the run staged its
+    write. The run now commits nothing and says so; the next run writes the rows once."""
+    bucket, client = s3env
+    out_bucket = f"o-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=out_bucket)
+    src, out = f"s3://{bucket}/in", f"s3://{out_bucket}/out"
+    put_json(client, bucket, "in/a.json", [1, 2])
+    job = runner.start()
+    job.write_files(job.read_files(src, ctx="src"), out, ctx="out")
+    before = runner.store.latest_version(runner.name)
+    for key in keys(client, out_bucket, ""):
+        client.delete_object(Bucket=out_bucket, Key=key)
+    client.delete_bucket(Bucket=out_bucket)
+    with pytest.raises(SinkError, match="gone before its commit.*Nothing was committed"):
+        job.commit()
+    assert runner.store.latest_version(runner.name) == before
+    client.create_bucket(Bucket=out_bucket)
+    job = runner.start()
+    job.write_files(job.read_files(src, ctx="src"), out, ctx="out")
+    job.commit()
+    assert parquet_ids(client, out_bucket, "out/") == [1, 2]

@@ -86,6 +86,11 @@ class SinkError(SparkmarkError):
     """A write's target, mode or options are invalid, or the write cannot be staged."""
 
 
+class OutputLost(SinkError):
+    """Staged output is gone: before the commit the run commits nothing; after it, those
+    rows are lost from the output and the bookmark must be rewound to read them again."""
+
+
 class TransformError(SparkmarkError):
     """A transform (Glue's DynamicFrame transforms, mappings, choices) cannot apply."""
 

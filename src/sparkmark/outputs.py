@@ -54,6 +54,25 @@ def publish_output(
     return result
 
 
+def gone(
+    record: OutputRecord,
+    known: Mapping[str, jdbc_keys.Database] | None = None,
+    connections: Connections | None = None,
+) -> str | None:
+    """What of a staged write is no longer there, in a few words; None when all of it is."""
+    if record.kind is OutputKind.FILES:
+        missing = publish.missing_staged(publish.FileOutputPlan.from_json(record.plan))
+        if not missing:
+            return None
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        return f"its staged file {missing[0]}{more} no longer exists"
+    plan = record.plan
+    stage = plan.get("stage") or jdbc_sink.stage_name_for(record.key)
+    if jdbc_sink.stage_exists(_database(record, known or {}, connections), {**plan, "stage": stage}):
+        return None
+    return f"its staging table {stage} no longer exists"
+
+
 def discard_output(
     store: StateStore,
     record: OutputRecord,

@@ -30,7 +30,7 @@ from fsspec.core import url_to_fs
 from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from ..errors import SparkmarkError
+from ..errors import OutputLost, SparkmarkError
 from .faults import crash_point
 from .names import is_hidden
 
@@ -191,7 +191,7 @@ def publish(plan: FileOutputPlan) -> int:
             moved += 1
             crash_point("publishing")
         elif not fs.exists(target):
-            raise PublishError(
+            raise OutputLost(
                 f"staged file {source} of committed write {plan.key} is missing and was never "
                 f"published to {plan.root}; its rows are lost from the output. Rewind the job's "
                 "bookmark to before that run (`sparkmark bookmark rewind`) and re-run it"
@@ -213,6 +213,19 @@ def publish(plan: FileOutputPlan) -> int:
     _remove(fs, staging, recursive=True)
     log.info("published write %s: %d files into %s", plan.key, len(plan.files), plan.root)
     return moved
+
+
+def missing_staged(plan: FileOutputPlan) -> list[str]:
+    """The staged files of a write (not yet published) that are no longer there, found
+    with one listing of its staging folder."""
+    fs, path = _fs(plan.root)
+    staging = f"{path}/{CONTROL}/staging/{plan.key}"
+    fs.invalidate_cache(path)  # an object store's listing may be cached from the staging
+    try:
+        present = set(_visible_files(fs, staging))
+    except (FileNotFoundError, PermissionError):
+        present = set()
+    return [fs.unstrip_protocol(f"{staging}/{src}") for src, _ in plan.files if src not in present]
 
 
 def discard(root: str, key: str) -> None:

@@ -32,7 +32,7 @@ from ..engine.manifest import private_parent
 from ..engine.models import CtxCommit, OutputRecord, OutputState
 from ..engine.names import check_name
 from ..engine.storage import spark_base_path
-from ..errors import SinkError, SourceError, SparkmarkError
+from ..errors import OutputLost, SinkError, SourceError, SparkmarkError
 from ..sources.streams import CORRUPT_COLUMN, HIDDEN, ORIGIN_COLUMN
 from . import stopping
 
@@ -382,6 +382,13 @@ class MicroBatches:
             df.unpersist()
         scope = attempts[-1]
         crash_point("batch_staged")
+        for output in scope.outputs:  # the batch's offsets never move past output that is gone
+            missing = run_outputs.gone(output, self.run.databases, self.run.connections)
+            if missing:
+                raise OutputLost(
+                    f"batch {batch_id}'s write to {output.target}: {missing} before the batch's commit. "
+                    "Nothing was committed, so the batch is read again"
+                )
         metrics = {
             "numRecords": records,
             "records_quarantined": quarantined,
@@ -480,6 +487,10 @@ class MicroBatches:
                         self.run.store, committed, self.run.databases, self.run.connections
                     )
                 )
+            except OutputLost as exc:
+                raise OutputLost(
+                    f"batch {batch_id} committed, but its write to {record.target} is lost: {exc}"
+                ) from None
             except Exception as exc:  # noqa: BLE001 - one line naming the write; the next run publishes it
                 raise SinkError(
                     f"batch {batch_id} committed, but publishing its write to {record.target} failed: "

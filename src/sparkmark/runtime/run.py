@@ -37,7 +37,7 @@ from ..engine.owner import this_process
 from ..engine.preview import script_identity
 from ..engine.publish import PublishError
 from ..engine.store import StateStore
-from ..errors import ArgumentError, RunFinished, SinkError, StateStoreError
+from ..errors import ArgumentError, OutputLost, RunFinished, SinkError, StateStoreError
 from . import stopping
 from .failures import describe_error
 
@@ -308,9 +308,29 @@ class JobRun:
 
     # ------------------------------------------------------------ ending
 
+    def _check_staged(self) -> None:
+        """Every write this run staged must still be there before the bookmark moves past
+        the input it came from; otherwise the run commits nothing."""
+        problems = []
+        for record in self.outputs:
+            try:
+                found = run_outputs.gone(record, self._databases, self.connections)
+            except Exception as exc:  # noqa: BLE001 - a target we cannot look at is not known to be whole
+                found = f"it could not be checked ({exc})"
+            if found:
+                problems.append(f"the write {record.ctx} -> {record.target}: {found}")
+        if problems:
+            raise OutputLost(
+                f"run {self.run_id} of job {self.name!r} staged output that is gone before its commit: "
+                + "; ".join(problems)
+                + ". Nothing was committed: the bookmark stays where it was, so the next run reads "
+                "the same input again"
+            )
+
     def _publish(self) -> None:
         """Publish this run's committed writes; a failure leaves them for the next run."""
         problems = []
+        lost = False
         for record in self.outputs:
             try:
                 self._sinks.append(
@@ -318,11 +338,18 @@ class JobRun:
                 )
             except Exception as exc:  # noqa: BLE001 - each write's problem is reported; the others still publish
                 problems.append(f"{record.ctx} -> {record.target}: {exc}")
+                lost = lost or isinstance(exc, OutputLost)
         if problems:
+            ending = (
+                " Rows of this run are lost from its output (see above): rewind the bookmark to "
+                f"before run {self.run_id} (`sparkmark bookmark rewind {self.name}`) and re-run it"
+                if lost
+                else " Nothing is lost: the next run of the job, "
+                f"or `sparkmark outputs recover {self.name}`, finishes publishing it"
+            )
             raise PublishError(
                 f"run {self.run_id} of job {self.name!r} committed, but publishing its output "
-                "failed: " + "; ".join(problems) + ". Nothing is lost: the next run of the job, "
-                f"or `sparkmark outputs recover {self.name}`, finishes publishing it"
+                "failed: " + "; ".join(problems) + "." + ending
             )
 
     def _discard(self, why: str) -> None:
@@ -377,6 +404,7 @@ class JobRun:
     def _commit(self) -> RunRecord:
         crash_point("staged")
         try:
+            self._check_staged()
             self._store_commit()
         except Exception as exc:
             self.fail(exc)

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from ..engine import jdbc as kr
 from ..engine.faults import crash_point
-from ..errors import SinkError
+from ..errors import OutputLost, SinkError
 from ..spark import driver_class
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
@@ -208,7 +208,7 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
                 drop_stage(database, plan, engine=engine)
                 return {"table": table, "mode": mode, "rows_written": int(done), "already_applied": True}
         if not sa.inspect(engine).has_table(plan["stage"], schema=schema):
-            raise SinkError(
+            raise OutputLost(
                 f"the staging table {plan['stage']} of the write to {table!r} is gone, and the "
                 "write was not applied; its rows cannot be recovered. Rewind the job's bookmark "
                 "to before that run (`sparkmark bookmark rewind`) and re-run it"
@@ -239,6 +239,16 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
         raise SinkError(
             f"writing {table!r} failed and the target was left as it was: {str(exc.orig).strip()}"
         ) from None
+    finally:
+        engine.dispose()
+
+
+def stage_exists(database: kr.Database, plan: dict[str, Any]) -> bool:
+    """Whether a write's staging table is still there."""
+    schema, _, _, _ = _names(plan["table"], plan["stage"])
+    engine = database.engine()
+    try:
+        return bool(sa.inspect(engine).has_table(plan["stage"], schema=schema))
     finally:
         engine.dispose()
 

@@ -29,7 +29,6 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    func,
     insert,
     select,
     update,
