@@ -254,3 +254,39 @@ def test_one_hundred_thousand_tiny_files(runner, tmp_path):
     rows, job = runner.run(src, schema="id INT", maxFilesInBand=100_000)
     assert rows == [100_000]
     assert job.run.state is RunState.SUCCEEDED
+
+
+def test_a_band_of_nothing_but_empty_files_does_not_wedge_the_job(runner, tmp_path, spark, caplog):
+    """The probe: the files a run took of a bookmarked Parquet source (boundedFiles) were only
+    empty files, so every run read a frame without columns, failed to write it, and
+    never moved on, logging a line per file. Now the empty files are recorded as read,
+    the write of nothing writes nothing, one line says how many, and the next run
+    reads the file after them."""
+    src, out = tmp_path / "pq", tmp_path / "out"
+    src.mkdir()
+    for i in range(20):
+        empty = src / f"empty-{i:02d}.parquet"
+        empty.write_bytes(b"")
+        os.utime(empty, (1_700_000_000 + i, 1_700_000_000 + i))
+    spark.range(3).coalesce(1).write.parquet(str(tmp_path / "real"))
+    real = next((tmp_path / "real").glob("part-*.parquet"))
+    os.replace(real, src / "zz-real.parquet")
+
+    def run() -> tuple[list[int], object]:
+        job = runner.start()
+        df = job.read_files(str(src), format="parquet", ctx="src", boundedFiles="20")
+        got = sorted(r[0] for r in df.collect()) if df.columns else []
+        job.write_files(df, str(out), ctx="out")
+        job.commit()
+        return got, job
+
+    with caplog.at_level("WARNING", logger="sparkmark"):
+        rows, job = run()
+    assert rows == []
+    assert committed(runner) == {f"empty-{i:02d}.parquet" for i in range(20)}
+    assert runner.store.get_run(job.run_id).state is RunState.SUCCEEDED
+    said = [r.getMessage() for r in caplog.records if "empty file" in r.getMessage()]
+    assert len(said) == 1 and "20 empty file(s)" in said[0] and "and 17 more" in said[0]
+    rows, _job = run()
+    assert rows == [0, 1, 2]  # the job moved on to the file after the band
+    assert sorted(r[0] for r in spark.read.parquet(str(out)).collect()) == [0, 1, 2]

@@ -3,6 +3,7 @@ output, and the engine's publish protocol makes it visible after the commit."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ from ..errors import SinkError
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame
 
+log = logging.getLogger("sparkmark.sinks")
+
 FORMATS = ("parquet", "orc", "json", "csv", "text", "xml")
 
 
@@ -26,6 +29,16 @@ def check(fmt: str, mode: str, partition_by: Sequence[str]) -> None:
         raise SinkError(f"write mode must be one of {', '.join(publish.MODES)}, got {mode!r}")
     if mode == "overwrite_partitions" and not partition_by:
         raise SinkError("mode overwrite_partitions needs partition_by=[...]")
+
+
+def _nothing_to_write(df: DataFrame, root: str) -> bool:
+    """A frame without columns (a read of nothing but empty files, before any schema was
+    known) has nothing to write; Parquet and ORC would refuse it, and a job that failed
+    here could never move past those files. The output is left as it is."""
+    if df.schema.fields:
+        return False
+    log.info("write to %s: the frame has no columns (its input had no rows); nothing is written", root)
+    return True
 
 
 def _writer(df: DataFrame, fmt: str, partition_by: Sequence[str], options: Mapping[str, Any]):
@@ -57,7 +70,10 @@ def stage(
     staging = publish.staging_url(root, key)
     fs, staging_path = url_to_fs(staging)
     crash_when("writing", lambda: any("/part-" in p for p in fs.find(staging_path)))
-    _writer(df, fmt, partition_by, options).mode("overwrite").save(spark_base_path(staging))
+    if _nothing_to_write(df, root):
+        mode = "append"  # no files to publish, and none of the output's to replace
+    else:
+        _writer(df, fmt, partition_by, options).mode("overwrite").save(spark_base_path(staging))
     plan = publish.plan_output(root, key, mode=mode, fmt=fmt, store=store)
     publish.mark_pending(plan)
     return plan
@@ -67,6 +83,8 @@ def write_now(
     df: DataFrame, root: str, *, fmt: str, mode: str, partition_by: Sequence[str], options: Mapping[str, Any]
 ) -> None:
     """A plain Spark write, visible at once (a sink without a ctx, as on Glue)."""
+    if _nothing_to_write(df, root):
+        return
     require_s3a(df.sparkSession, root)
     writer = _writer(df, fmt, partition_by, options)
     if mode == "overwrite_partitions":

@@ -274,13 +274,16 @@ class FileSource:
         # recorded as read like any other: the bookmark passes it.
         empty = [f for f in to_read if f.size == 0]
         if empty:
-            for f in empty:
-                log.warning(
-                    "job %s ctx %s: file %s is empty (0 bytes): it has no rows",
-                    context.job_name,
-                    self.ctx,
-                    f.url,
-                )
+            shown = ", ".join(f.url for f in empty[:3]) + (
+                f" and {len(empty) - 3} more" if len(empty) > 3 else ""
+            )
+            log.warning(
+                "job %s ctx %s: %d empty file(s) (0 bytes) have no rows and are recorded as read: %s",
+                context.job_name,
+                self.ctx,
+                len(empty),
+                shown,
+            )
             if self.fmt in ("parquet", "orc", "avro"):
                 to_read = [f for f in to_read if f.size > 0]
         stored_schema = context.previous.get("schema")
