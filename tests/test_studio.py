@@ -440,3 +440,26 @@ def test_a_kinesis_visual_job_reads_each_record_once(spark, s3_server, tmp_path,
         then=range(8, 13),
     )
     assert '"streamARN": "arn:aws:kinesis:' in script and '"endpointUrl": ' in script
+
+
+def test_a_preview_shows_only_the_graphs_own_sources(spark, tmp_path, monkeypatch, sparkmark_home):
+    """The probe: a SparkSQL node's preview returned a file the console could read
+    (SELECT … FROM text.`/path`). A preview's SQL sees its inputs' views, never files."""
+    from sparkmark.glue import shim
+    from sparkmark.studio.preview import preview
+
+    shim.install(Settings.from_env())
+    fixture = json.loads((CORPUS / "sql_custom_collection.json").read_text(encoding="utf-8"))
+    write_files(tmp_path, fixture["files"])
+    secret = tmp_path / "not-for-previews.txt"
+    secret.write_text("the-console-users-secret\n", encoding="utf-8")
+    document = json.loads(json.dumps(fixture["job"]).replace("{root}", str(tmp_path)))
+    graph = parse_document(document)[0]
+    assert preview(graph, "node-2")["rows"] == [["a", 6], ["b", 4]]  # the view of its input
+
+    nodes = document["Job"]["CodeGenConfigurationNodes"]
+    nodes["node-2"]["SparkSQL"]["SqlQuery"] = f"SELECT value AS sku, 1 AS total FROM text.`{secret}`"
+    with pytest.raises(GraphError) as refused:
+        preview(parse_document(document)[0], "node-2")
+    assert "the-console-users-secret" not in str(refused.value.problems)
+    assert spark.conf.get("spark.sql.runSQLOnFiles") == "true"  # the session is as it was
