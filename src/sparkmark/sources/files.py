@@ -337,7 +337,11 @@ class FileSource:
     ) -> DataFrame:
         """Set malformed records aside, with their file, under the run's TempDir; the
         rest goes on. The records count as processed: the bookmark passes them."""
-        df = df.persist()  # Spark refuses to filter raw JSON/CSV on the corrupt column alone
+        # Spark refuses to filter raw JSON/CSV on the corrupt column alone, so the records are
+        # read once and kept. As rows (a local checkpoint), not in Spark's columnar cache:
+        # that cache sets aside a buffer per column before it holds a row, which for a
+        # CSV of 10,000 columns is more than a default driver's heap.
+        df = df.localCheckpoint(eager=True)
         bad = df.filter(F.col(column).isNotNull())
         count = bad.count()
         metrics["records_quarantined"] = count
