@@ -223,3 +223,47 @@ def test_connections_cut_before_the_commit_are_replaced_and_the_commit_lands(tmp
     [run] = store.list_runs("cut")
     assert run.state is RunState.SUCCEEDED and store.latest_version("cut").version == 1
     store.close()
+
+
+JVM_DIES = """
+import os, signal, sys
+from sparkmark import Job
+job = Job.from_args()
+df = job.read_files(job.args["input"], format="json", ctx="src")
+assert df.count() == 2
+proc = df.sparkSession.sparkContext._gateway.proc
+if job.args["how"] == "killed":
+    os.kill(proc.pid, signal.SIGKILL)  # as the kernel's OOM killer does
+else:
+    # Spark's handler for a fatal OutOfMemoryError ends the JVM with status 52
+    # (SparkExitCode.OOM); halt() ends it the same way, at once.
+    df.sparkSession.sparkContext._jvm.java.lang.Runtime.getRuntime().halt(52)
+proc.wait()
+df.count()
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("killed", "the Spark JVM was killed by SIGKILL"),
+        ("oom", "ran out of memory (java.lang.OutOfMemoryError)"),
+    ],
+)
+def test_a_spark_jvm_that_dies_says_why_and_names_the_file(tmp_path, sparkmark_home, how, says):
+    """A JVM that died (out of memory, or killed) was reported as ConnectionRefusedError.
+    Now the error says why, from the JVM's exit status, and which file the run read."""
+    data = tmp_path / "in"
+    write_json(data / "only.json", [1, 2])
+    script = tmp_path / "dies.py"
+    script.write_text(JVM_DIES)
+    done = sparkmark(
+        "run", str(script), "--JOB_NAME", f"dies_{how}", "--job-bookmark-option", "job-bookmark-enable",
+        "--input", str(data), "--how", how,
+    )  # fmt: skip
+    assert done.returncode == 1
+    [line] = error_lines(done.stderr)
+    assert says in line and "only.json" in line and "commits nothing" in line
+    run = StateStore.from_settings().list_runs(f"dies_{how}")[0]
+    assert run.state is RunState.FAILED and says in (run.error or "") and "only.json" in (run.error or "")
+    assert StateStore.from_settings().latest_version(f"dies_{how}") is None  # nothing committed

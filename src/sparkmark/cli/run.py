@@ -288,7 +288,8 @@ def run_script(
         )
         failed = failed or run.state is not RunState.SUCCEEDED
     if error is not None and not isinstance(error, SystemExit):
-        _say_error(error, script, describe_error, over_connect=over_connect)
+        reading = mine[-1].reading() if mine else None
+        _say_error(error, script, lambda e: describe_error(e, reading), over_connect=over_connect)
     if isinstance(error, stopping.RunStopped):
         return error.exit_code
     if isinstance(error, KeyboardInterrupt):

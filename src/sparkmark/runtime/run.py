@@ -39,7 +39,7 @@ from ..engine.publish import PublishError
 from ..engine.store import StateStore
 from ..errors import ArgumentError, OutputLost, RunFinished, SinkError, StateStoreError
 from . import stopping
-from .failures import describe_error
+from .failures import describe_error, reading_of
 
 log = logging.getLogger("sparkmark.run")
 
@@ -183,6 +183,10 @@ class JobRun:
         if self._stream_metrics is not None:
             metrics["streaming"] = dict(self._stream_metrics)
         return metrics
+
+    def reading(self) -> str | None:
+        """What this run has read, for an error that names no file of its own."""
+        return reading_of(self._sources)
 
     def require_running(self) -> None:
         if self.finished:
@@ -488,7 +492,7 @@ class JobRun:
         if self.finished:
             return self.record
         self._end()
-        message = error if isinstance(error, str) else describe_error(error)
+        message = error if isinstance(error, str) else describe_error(error, self.reading())
         try:
             self.record = self.store.finish_run(self.run_id, state, error=message, metrics=self.metrics)
         except RunFinished:
