@@ -309,3 +309,26 @@ def test_a_csv_of_ten_thousand_columns_is_read_and_written(runner, tmp_path, spa
     assert len(written.columns) == 10_000 and written.count() == 5
     assert committed(runner) == {"wide.csv"}
     assert runner.store.get_run(job.run_id).metrics["sources"]["src"]["records_quarantined"] == 0
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_a_warning_and_read_once_renamed(
+    runner, tmp_path, caplog
+):
+    """The probe: a file whose name is not UTF-8 stopped the job with UnicodeEncodeError,
+    naming no file, on every run. Spark cannot open such a file either: it is skipped
+    with one WARN line naming it, never recorded as read, and read once renamed."""
+    src = tmp_path / "in"
+    write_json(src / "ok.json", [2])
+    latin1 = os.fsencode(str(src)) + b"/caf\xe9.json"
+    with open(latin1, "w", encoding="utf-8") as f:
+        f.write('{"id": 1}\n')
+    with caplog.at_level("WARNING", logger="sparkmark.listing"):
+        rows, job = runner.run(src)
+    assert rows == [2]
+    assert committed(runner) == {"ok.json"}  # the bookmark does not pass it
+    [said] = [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()]
+    assert "caf\\xe9.json" in said
+    assert runner.store.get_run(job.run_id).metrics["sources"]["src"]["files_bad_names"] == 1
+    os.rename(latin1, src / "café.json")
+    rows, _job = runner.run(src)
+    assert rows == [1]

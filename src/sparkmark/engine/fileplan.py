@@ -60,6 +60,7 @@ class FilePlan:
             "files_excluded": lst.excluded,
             "files_hidden": lst.hidden,
             "files_unpublished": lst.unpublished,
+            "files_bad_names": len(lst.bad_names),
             "files_late": inc.late,
             "files_deferred": inc.deferred_by_band + inc.deferred_by_bound,
             "partitions_listed": lst.dirs_listed,
