@@ -597,3 +597,24 @@ def test_future_modification_time_is_read_once(runner, tmp_path):
     write_json(data / "future.json", [1], mtime=time.time() + 86_400)
     assert runner.run(data)[0] == [1]
     assert runner.run(data)[0] == []
+
+
+def test_a_file_replaced_between_listing_and_reading_is_never_recorded_as_read(runner, tmp_path):
+    """The bookmark records each file as it was listed; Spark reads what is there when it
+    reads. A file replaced in between (same size) was recorded as the version never read,
+    and the one read came again next run: its rows twice. Now the run commits nothing
+    and the next run reads the new version once."""
+    src = tmp_path / "in"
+    write_json(src / "a.json", [1, 2])
+    job = runner.start()
+    df = job.read_files(str(src), ctx="src")  # listed and planned: Spark has not read yet
+    listed = (src / "a.json").stat()
+    write_json(src / "a.json", [3, 4])  # replaced: same size, new rows, a later mtime
+    os.utime(src / "a.json", ns=(listed.st_atime_ns, listed.st_mtime_ns + 5_000_000))
+    assert (src / "a.json").stat().st_size == listed.st_size
+    assert ids(df) == [3, 4]  # Spark read the new version
+    with pytest.raises(SourceError, match="replaced or rewritten after they were listed.*a.json"):
+        job.commit()
+    assert runner.store.latest_version(runner.name) is None  # nothing committed
+    assert runner.run(src)[0] == [3, 4]  # read once
+    assert runner.run(src)[0] == []  # and not again

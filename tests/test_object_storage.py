@@ -19,7 +19,7 @@ from sparkmark.engine import storage
 from sparkmark.engine.listing import FileLister
 from sparkmark.engine.models import OutputState
 from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
-from sparkmark.errors import SinkError
+from sparkmark.errors import SinkError, SourceError
 from sparkmark.settings import Settings
 from sparkmark.spark import submit_args
 
@@ -555,3 +555,22 @@ def test_an_output_bucket_deleted_after_staging_commits_nothing(runner, s3env, s
     job.write_files(job.read_files(src, ctx="src"), out, ctx="out")
     job.commit()
     assert parquet_ids(client, out_bucket, "out/") == [1, 2]
+
+
+def test_an_object_replaced_between_listing_and_reading_is_never_recorded_as_read(runner, s3env):
+    """The probe on S3: an object replaced by one of the same size within the same second
+    was read as its new version and recorded as the old one (its ETag), so the next run
+    read the new version again: rows twice, and the old version's never. Now the run
+    commits nothing and the next run reads the new version once."""
+    bucket, client = s3env
+    src = f"s3://{bucket}/replaced"
+    put_json(client, bucket, "replaced/a.json", [1, 2])
+    job = runner.start()
+    df = job.read_files(src, ctx="src")
+    put_json(client, bucket, "replaced/a.json", [3, 4])  # same size, another ETag
+    assert ids(df) == [3, 4]
+    with pytest.raises(SourceError, match="replaced or rewritten after they were listed"):
+        job.commit()
+    assert runner.store.latest_version(runner.name) is None
+    assert runner.run(src)[0] == [3, 4]
+    assert runner.run(src)[0] == []

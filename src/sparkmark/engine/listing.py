@@ -285,3 +285,37 @@ class FileLister:
             # Removed between the parent's listing and ours: nothing in it to read.
             log.warning("directory %s disappeared while it was being listed", path)
             return []
+
+
+def changed_since_listed(
+    files: builtins.list[tuple[str, int, int, str | None]], *, growth_ok: bool = False
+) -> builtins.list[str]:
+    """Of ``files`` (url, mtime in ms, size, ETag as listed), those whose folder now lists
+    them otherwise: replaced or rewritten since they were listed. One listing per folder.
+    A file that is gone is not counted (Spark read it, or said it could not); with
+    ``growth_ok``, neither is one that only grew (append-only files read by byte range)."""
+    by_dir: dict[str, builtins.list[tuple[str, int, int, str | None]]] = {}
+    for entry in files:
+        by_dir.setdefault(entry[0].rsplit("/", 1)[0], []).append(entry)
+    changed = []
+    for dir_url, entries in by_dir.items():
+        fs, dir_path = url_to_fs(dir_url)
+        fs.invalidate_cache(dir_path)
+        try:
+            if isinstance(fs, LocalFileSystem):
+                found = {e[0]: e for e in _local_entries(dir_path)}
+            else:
+                found = {e[0]: e for e in (_entry(i) for i in fs.ls(dir_path, detail=True))}
+        except FileNotFoundError:
+            continue
+        for url, mtime, size, tag in entries:
+            now = found.get(url.rsplit("/", 1)[-1])
+            if now is None:
+                continue
+            _name, _is_dir, now_mtime, now_size, now_tag = now
+            if (now_mtime or 0, now_size, now_tag) == (mtime, size, tag):
+                continue
+            if growth_ok and now_size > size and now_tag is None and tag is None:
+                continue
+            changed.append(url)
+    return changed

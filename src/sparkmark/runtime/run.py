@@ -37,7 +37,7 @@ from ..engine.owner import this_process
 from ..engine.preview import script_identity
 from ..engine.publish import PublishError
 from ..engine.store import StateStore
-from ..errors import ArgumentError, OutputLost, RunFinished, SinkError, StateStoreError
+from ..errors import ArgumentError, OutputLost, RunFinished, SinkError, SourceError, StateStoreError
 from . import stopping
 from .failures import describe_error, reading_of
 
@@ -312,6 +312,29 @@ class JobRun:
 
     # ------------------------------------------------------------ ending
 
+    def _check_inputs(self) -> None:
+        """The bookmark records each file as it was listed; Spark read what was there when
+        it read. A file replaced or rewritten in between would be recorded as a version
+        that was never read (and the one read, read again next run), so when a file no
+        longer lists as it did, the run commits nothing and the next run lists it anew."""
+        from ..engine.listing import changed_since_listed
+
+        for commit in self._pending.values():
+            if commit.state.get("type") != "files" or not commit.files:
+                continue
+            growth_ok = commit.state.get("options", {}).get("modifiedFiles") == "new-bytes"
+            changed = changed_since_listed(
+                [(f.path, f.mtime_ms, f.size, f.etag) for f in commit.files], growth_ok=growth_ok
+            )
+            if changed:
+                shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+                raise SourceError(
+                    f"source {commit.ctx}: {len(changed)} file(s) were replaced or rewritten after they "
+                    f"were listed, while the run read them ({shown}); the bookmark would record a "
+                    "version that was not the one read. Nothing was committed: the next run lists "
+                    "them again and reads each once"
+                )
+
     def _check_staged(self) -> None:
         """Every write this run staged must still be there before the bookmark moves past
         the input it came from; otherwise the run commits nothing."""
@@ -408,6 +431,7 @@ class JobRun:
     def _commit(self) -> RunRecord:
         crash_point("staged")
         try:
+            self._check_inputs()
             self._check_staged()
             self._store_commit()
         except Exception as exc:
