@@ -213,28 +213,26 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if not self.hosts.host_ok(headers.get("host")):
-            log.warning(
-                "%s: refused a request from %s for Host %r (not an allowed name of this server)",
-                self.name,
-                client_address(scope),
-                (headers.get("host") or "")[:100],
-            )
-            await self._send_refusal(
-                send, 403, "AccessDeniedException", "this server does not answer to that Host name"
-            )
-            return
-        if not self.hosts.origin_ok(headers.get("origin")):
-            log.warning(
-                "%s: refused a request from %s with Origin %r",
-                self.name,
-                client_address(scope),
-                (headers.get("origin") or "")[:100],
-            )
-            await self._send_refusal(
-                send, 403, "AccessDeniedException", "requests from that Origin are refused"
-            )
-            return
+        for header, allowed, refusal in (
+            (
+                "host",
+                self.hosts.host_ok,
+                "this server does not answer to that Host name; if it is a name of this machine, "
+                "add it to SPARKMARK_ALLOWED_HOSTS",
+            ),
+            ("origin", self.hosts.origin_ok, "requests from that Origin are refused"),
+        ):
+            value = headers.get(header)
+            if not allowed(value):
+                log.warning(
+                    "%s: refused a request from %s with %s %r",
+                    self.name,
+                    client_address(scope),
+                    header.title(),
+                    (value or "")[:100],
+                )
+                await self._send_refusal(send, 403, "AccessDeniedException", refusal)
+                return
         declared = headers.get("content-length")
         if declared is not None:
             if not declared.isdigit():

@@ -28,7 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 from ..errors import SourceError
 from .faults import crash_point
 from .globs import ExclusionMatcher
-from .names import is_hidden
+from .names import is_hidden, some_of
 from .publish import CONTROL, KEY_IN_NAME, pending_keys
 
 log = logging.getLogger("sparkmark.listing")
@@ -179,9 +179,7 @@ class FileLister:
                 self._list_root(path, listing, pool)
         listing.seconds = time.perf_counter() - started
         if listing.bad_names:
-            shown = ", ".join(listing.bad_names[:5]) + (
-                f" and {len(listing.bad_names) - 5} more" if len(listing.bad_names) > 5 else ""
-            )
+            shown = some_of(listing.bad_names, 5)
             log.warning(
                 "%d entries are skipped because their names are not UTF-8, which Spark cannot open: %s. "
                 "They are not recorded as read: rename them (in UTF-8) and the next run reads them",

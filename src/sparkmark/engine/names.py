@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..errors import ArgumentError
 
@@ -42,3 +43,9 @@ def check_run_id(value: str) -> str:
 def is_hidden(name: str) -> bool:
     """Names Spark and Hadoop treat as not data: ``_SUCCESS``, ``.crc``, ``_temporary``."""
     return name.startswith(("_", "."))
+
+
+def some_of(names: Sequence[str], shown: int = 3) -> str:
+    """Names for a one-line message: the first ``shown``, then how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

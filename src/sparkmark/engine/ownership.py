@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from ..errors import SparkmarkError
+from .names import some_of
 from .store import StateStore
 
 log = logging.getLogger("sparkmark.state")
@@ -68,7 +69,7 @@ def check_output(
         )
     else:
         whose = f"state store {owner}, not this one ({store.store_id})"
-    shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+    shown = some_of(unknown)
     raise ForeignOutput(
         f"output {target} holds {len(unknown)} write(s) of runs the state store at "
         f"{store.display_url} has no record of ({shown}), published by {whose}. Writing on "

@@ -32,7 +32,7 @@ from ..engine.models import (
     RunState,
     new_run_id,
 )
-from ..engine.names import check_name, check_run_id
+from ..engine.names import check_name, check_run_id, some_of
 from ..engine.owner import this_process
 from ..engine.preview import script_identity
 from ..engine.publish import PublishError
@@ -327,7 +327,7 @@ class JobRun:
                 [(f.path, f.mtime_ms, f.size, f.etag) for f in commit.files], growth_ok=growth_ok
             )
             if changed:
-                shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+                shown = some_of(changed)
                 raise SourceError(
                     f"source {commit.ctx}: {len(changed)} file(s) were replaced or rewritten after they "
                     f"were listed, while the run read them ({shown}); the bookmark would record a "

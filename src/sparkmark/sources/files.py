@@ -18,6 +18,7 @@ from ..engine.faults import crash_when
 from ..engine.increment import FileSourceOptions
 from ..engine.listing import ListedFile
 from ..engine.manifest import manifest_path, private_parent, quarantine_path, write_manifest
+from ..engine.names import some_of
 from ..engine.storage import require_s3a, spark_base_path, spark_path
 from ..errors import ArgumentError, SourceError
 from .base import ReadContext, SourceOutcome
@@ -220,9 +221,7 @@ class FileSource:
                 then,
             )
         if self.options.modified_files == "fail":
-            shown = ", ".join(sorted(earlier)[:3]) + (
-                f" and {len(earlier) - 3} more" if len(earlier) > 3 else ""
-            )
+            shown = some_of(sorted(earlier))
             raise SourceError(
                 f"source {self.ctx}: {len(earlier)} file(s) changed since they were read ({shown}) and "
                 "modifiedFiles=fail; nothing was read. Replace them with new files, or choose "
@@ -274,9 +273,7 @@ class FileSource:
         # recorded as read like any other: the bookmark passes it.
         empty = [f for f in to_read if f.size == 0]
         if empty:
-            shown = ", ".join(f.url for f in empty[:3]) + (
-                f" and {len(empty) - 3} more" if len(empty) > 3 else ""
-            )
+            shown = some_of([f.url for f in empty])
             log.warning(
                 "job %s ctx %s: %d empty file(s) (0 bytes) have no rows and are recorded as read: %s",
                 context.job_name,

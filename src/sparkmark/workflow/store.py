@@ -559,21 +559,21 @@ class WorkflowStore:
         self, action_id: str, *, host: str, pid: int, supervisor: str, log_path: str, now: datetime
     ) -> bool:
         with self.begin() as conn:
-            return (
-                conn.execute(
-                    update(actions)
-                    .where(actions.c.action_id == action_id, actions.c.state == ActionState.WAITING.value)
-                    .values(
-                        state=ActionState.RUNNING.value,
-                        host=host,
-                        pid=pid,
-                        supervisor=supervisor,
-                        log_path=log_path,
-                        started_at=now,
-                    )
-                ).rowcount
-                == 1
+            return self._mark_running(
+                conn, action_id, host=host, pid=pid, supervisor=supervisor, log_path=log_path, started_at=now
             )
+
+    @staticmethod
+    def _mark_running(conn, action_id: str, **values: Any) -> bool:
+        """WAITING → RUNNING, only from WAITING: two schedulers never both start it."""
+        return (
+            conn.execute(
+                update(actions)
+                .where(actions.c.action_id == action_id, actions.c.state == ActionState.WAITING.value)
+                .values(state=ActionState.RUNNING.value, **values)
+            ).rowcount
+            == 1
+        )
 
     def claim(self, action_id: str, supervisor: str) -> None:
         with self.begin() as conn:
