@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install services jars browser console-assets console console-screenshots cluster kafka s3 demo test lint soak bench bench-quick clean
+.PHONY: install services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-fast lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -79,6 +79,11 @@ demo: install
 
 test: install services jars browser
 	$(PY) -m pytest -q
+
+# The inner loop: every test that needs no JVM, database server, broker or browser
+# (tests/conftest.py marks them), in well under two minutes.
+test-fast: install
+	$(PY) -m pytest -q -m fast -p no:cacheprovider
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml.
 lint: install

@@ -20,6 +20,23 @@ from sparkmark.spark import hive_confs, session_jars
 
 PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
+# Fixtures that bring a JVM, a database server, a broker, a server process or a browser:
+# a test that uses none of them (and is not marked slow) is part of `make test-fast`.
+HEAVY_FIXTURES = frozenset(
+    {
+        "spark", "kafka_broker", "s3_server", "browser", "pg_schemas", "store", "runner", "any_runner",
+        "closable_database", "pg_table", "endpoint", "glue", "console", "project", "s3env",
+    }
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") or item.get_closest_marker("cluster"):
+            continue
+        if HEAVY_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.fast)
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):

@@ -295,7 +295,7 @@ def test_visual_jobs_round_trip_through_the_glue_api(sparkmark_home, tmp_path, m
     from botocore.config import Config
 
     from sparkmark.api.server import start_in_thread
-    from sparkmark.api.service import Service
+    from sparkmark.app import App
     from sparkmark.studio.jobs import load_visual_job, save_visual_job, visual_jobs
 
     monkeypatch.setenv("SPARKMARK_CONFIG", str(tmp_path / "sparkmark.toml"))
@@ -318,11 +318,20 @@ def test_visual_jobs_round_trip_through_the_glue_api(sparkmark_home, tmp_path, m
             Role="arn:aws:iam::000000000000:role/glue",
             Command={"Name": "glueetl", "ScriptLocation": str(tmp_path / "whatever.py")},
             CodeGenConfigurationNodes=nodes,
+            MaxRetries=3,
+            Timeout=45,
         )
-        service = Service(Settings.from_env())
+        service = App(Settings.from_env())
         assert "from_glue" in visual_jobs(service)
         graph = load_visual_job(service, "from_glue")
         assert graph is not None and set(graph.nodes) == set(nodes)
+        # A Studio save keeps what CreateJob set beside the graph (one mapping of Glue's
+        # fields for every door).
+        save_visual_job(service, "from_glue", nodes, create=False)
+        saved = glue.get_job(JobName="from_glue")["Job"]
+        assert (saved["MaxRetries"], saved["Timeout"]) == (3, 45)
+        assert saved["Command"]["ScriptLocation"].endswith("from_glue.py")
+        assert service.project.job("from_glue").MaxRetries == 3  # and runs retry as set
 
         save_visual_job(service, "from_sparkmark", nodes, create=True)
         got = glue.get_job(JobName="from_sparkmark")["Job"]

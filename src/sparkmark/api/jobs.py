@@ -15,49 +15,19 @@ import socket
 from datetime import datetime
 from typing import Any
 
+from ..app.jobs import ACTED_ON
 from ..engine.models import RunRecord, RunState
 from ..engine.schema import utcnow
 from ..errors import NotFound, RunFinished, UnknownRun
-from ..workflow.definition import JobDefinition, _validate
+from ..workflow.definition import JobDefinition
 from ..workflow.report import bookmark_entry
 from ..workflow.store import ActionRecord, ActionState
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import Service, handler, page
 
-# Fields the job definition acts on; the others are kept and shown as given.
-_ACTED_ON = {
-    "Name",
-    "Command",
-    "DefaultArguments",
-    "Description",
-    "MaxRetries",
-    "Timeout",
-    "ExecutionProperty",
-}
-
-
-def _definition(name: str, glue: dict[str, Any]) -> dict[str, Any]:
-    command = glue.get("Command") or {}
-    script = command.get("ScriptLocation")
-    if not script:
-        raise invalid("Command.ScriptLocation is required: it is the script sparkmark runs")
-    if command.get("Name") not in (None, "glueetl", "pythonshell", "gluestreaming"):
-        raise invalid(f"Command.Name {command.get('Name')!r} is not a Glue job command")
-    doc: dict[str, Any] = {"Script": script, "Description": glue.get("Description") or ""}
-    if glue.get("DefaultArguments") is not None:
-        doc["DefaultArguments"] = glue["DefaultArguments"]
-    if glue.get("MaxRetries") is not None:
-        doc["MaxRetries"] = glue["MaxRetries"]
-    if glue.get("Timeout") is not None:
-        doc["Timeout"] = glue["Timeout"]
-    concurrent = (glue.get("ExecutionProperty") or {}).get("MaxConcurrentRuns")
-    if concurrent is not None:
-        doc["MaxConcurrentRuns"] = concurrent
-    return doc
-
 
 def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None, modified: datetime | None):
-    kept = {k: v for k, v in glue.items() if k not in _ACTED_ON}
+    kept = {k: v for k, v in glue.items() if k not in ACTED_ON}
     command = dict(glue.get("Command") or {})
     command.setdefault("Name", "glueetl")
     command["ScriptLocation"] = job.Script
@@ -94,10 +64,7 @@ def create_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
     if name in svc.project.jobs:
         raise exists(f"job {name!r} already exists")
-    definition = _definition(name, p)
-    _validate(JobDefinition, "jobs", name, definition)  # refuse what a run could not use
-    glue = {k: v for k, v in p.items() if k not in ("Name", "Tags")}
-    svc.registry.put("job", name, definition, glue, create=True)
+    svc.put_job(name, {k: v for k, v in p.items() if k not in ("Name", "Tags")}, create=True)
     return {"Name": name}
 
 
@@ -106,10 +73,7 @@ def update_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     """Fields the update gives replace the job's; the others keep their values."""
     name = p["JobName"]
     entry = svc.stored("job", name, f"Job {name} not found")
-    glue = {**entry.glue, **p["JobUpdate"]}
-    definition = _definition(name, glue)
-    _validate(JobDefinition, "jobs", name, definition)
-    svc.registry.put("job", name, definition, glue, create=False)
+    svc.put_job(name, {**entry.glue, **p["JobUpdate"]}, create=False)
     return {"JobName": name}
 
 

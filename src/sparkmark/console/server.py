@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 from .. import serving
 from ..access import resolve_token
+from ..app import App
 from ..settings import Settings
 
 HOW_TO_TOKEN = "give it a token (SPARKMARK_CONSOLE_TOKEN or --token-file)"
@@ -25,7 +25,7 @@ class Running:
     url: str
     served: serving.Running
     stop_scheduler: threading.Event
-    service: Any  # the api.service.Service the console serves
+    service: App  # the application the console serves
 
     @property
     def store(self) -> str:
@@ -56,14 +56,13 @@ def start(
 ) -> Running:
     """Serve in a daemon thread of this process; :meth:`Running.stop` ends it. Without
     ``token`` the console checks the configured one, else the home's own."""
-    from ..api.service import Service
     from .app import create_app
 
     listen = serving.Listen.of(
         settings, host, port, token or resolve_token(settings.console_token_value, settings.home)
     )
     listen.check("console", HOW_TO_TOKEN)
-    service = Service(settings)
+    service = App(settings)
     stop = threading.Event()
     served = serving.start_in_thread(create_app(service, listen), listen, "console")
     if scheduler:

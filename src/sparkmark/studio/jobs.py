@@ -7,12 +7,15 @@ at it; running one queues a run of that job for the scheduler that leads."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.names import check_name
-from ..errors import ArgumentError, GraphError
+from ..errors import ArgumentError, GraphError, SparkmarkError
 from .codegen import generate
 from .graph import JobGraph, graph_from_job
+
+if TYPE_CHECKING:
+    from ..app import App
 
 NODES = "CodeGenConfigurationNodes"
 
@@ -21,21 +24,21 @@ def script_path(home: Path, name: str) -> Path:
     return home / "studio" / f"{name}.py"
 
 
-def visual_jobs(service) -> dict[str, dict[str, Any]]:
+def visual_jobs(service: App) -> dict[str, dict[str, Any]]:
     """Every registry job that holds a graph: its Glue fields, by name."""
     return {
         n: e.glue for n, e in service.registry.entries("job").items() if isinstance(e.glue.get(NODES), dict)
     }
 
 
-def load_visual_job(service, name: str) -> JobGraph | None:
+def load_visual_job(service: App, name: str) -> JobGraph | None:
     entry = service.registry.get("job", name)
     if entry is None or not isinstance(entry.glue.get(NODES), dict):
         return None
     return graph_from_job({**entry.glue, "Name": name}, name)
 
 
-def save_visual_job(service, name: str, nodes: dict[str, Any], *, create: bool) -> Path:
+def save_visual_job(service: App, name: str, nodes: dict[str, Any], *, create: bool) -> Path:
     """Check and generate the graph, write its script, and store the job; raises
     :class:`GraphError` with every problem, and stores nothing then."""
     try:
@@ -58,15 +61,13 @@ def save_visual_job(service, name: str, nodes: dict[str, Any], *, create: bool) 
         }
     )
     glue.setdefault("DefaultArguments", {"--job-bookmark-option": "job-bookmark-enable"})
-    definition = {
-        "Script": str(target),
-        "Description": glue.get("Description") or "",
-        "DefaultArguments": glue["DefaultArguments"],
-    }
-    service.registry.put("job", name, definition, glue, create=create and entry is None)
+    try:  # the job's other fields (MaxRetries, Timeout, …) stay as CreateJob set them
+        service.put_job(name, glue, create=create and entry is None)
+    except SparkmarkError as exc:
+        raise GraphError([str(exc)]) from None
     return target
 
 
-def start_visual_job(service, name: str) -> str:
+def start_visual_job(service: App, name: str) -> str:
     """Queue a run; the scheduler that leads starts it. Returns the run id."""
     return service.scheduler().start_job_run(name, {}, supervisor=None)

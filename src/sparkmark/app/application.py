@@ -1,0 +1,95 @@
+"""``App``: the state store, the definitions of ``sparkmark.toml`` and of the registry,
+the services' stores, and a scheduler to queue runs with, for one project."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from ..engine.store import StateStore
+from ..errors import ArgumentError, NotFound
+from ..settings import Settings
+
+
+class App:
+    def __init__(self, settings: Settings, state: StateStore | None = None):
+        from ..workflow.registry import ProjectSource
+
+        self.settings = settings
+        self.state = state or StateStore.from_settings(settings)
+        self.source = ProjectSource(settings.config, self.state)
+
+    @cached_property
+    def catalog(self):
+        from ..catalog.store import CatalogStore
+
+        return CatalogStore(self.state)
+
+    @cached_property
+    def crawlers(self):
+        from ..crawler.store import CrawlerStore
+
+        return CrawlerStore(self.state)
+
+    @cached_property
+    def workflows(self):
+        from ..workflow.store import WorkflowStore
+
+        return WorkflowStore(self.state)
+
+    @cached_property
+    def registry(self):
+        from ..workflow.registry import Registry
+
+        return Registry(self.state)
+
+    @cached_property
+    def quality(self):
+        from ..quality.store import QualityStore
+
+        return QualityStore(self.state)
+
+    @property
+    def project(self):
+        return self.source.current()
+
+    def scheduler(self):
+        """A scheduler over the current definitions, to queue runs with. The runs are
+        started by whichever scheduler leads (a server's own, when none other runs)."""
+        from ..workflow.scheduler import Scheduler
+
+        return Scheduler(self.project, self.state, settings=self.settings, leading=False)
+
+    def file_names(self, kind: str) -> set[str]:
+        """The jobs, triggers, workflows or crawlers ``sparkmark.toml`` declares (the
+        doors that change definitions leave those to the file)."""
+        from ..workflow.definition import read_project_file
+
+        path = self.settings.config
+        if not path.exists():
+            return set()
+        jobs, triggers, workflows, crawlers = read_project_file(path)
+        return set({"job": jobs, "trigger": triggers, "workflow": workflows, "crawler": crawlers}[kind])
+
+    def stored(self, kind: str, name: str, missing: str):
+        """The registry entry of a job or trigger a door may change: refused when the
+        file declares it, :class:`NotFound` (``missing``) when there is none."""
+        self.refuse_file_owned(kind, name)
+        entry = self.registry.get(kind, name)
+        if entry is None:
+            raise NotFound(missing)
+        return entry
+
+    def refuse_file_owned(self, kind: str, name: str) -> None:
+        if name in self.file_names(kind):
+            raise ArgumentError(
+                f"{kind} {name!r} is declared in {self.settings.config}; change it there, not through the API"
+            )
+
+    def put_job(self, name: str, glue: dict[str, Any], *, create: bool) -> None:
+        """Store a job given in Glue's fields (CreateJob, UpdateJob, a Studio save): its
+        definition is derived and validated as a run would need it, and the fields are
+        kept as given."""
+        from .jobs import job_definition
+
+        self.registry.put("job", name, job_definition(name, glue), glue, create=create)
