@@ -356,6 +356,7 @@ def test_jdbc_target_crawl_and_catalog_read(spark, tmp_path, db, monkeypatch):
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
 
 
+@pytest.mark.slow
 def test_postgresql_backed_metastore(tmp_path, db):
     """A separate process whose metastore lives in PostgreSQL: a crawl registers tables
     there, and a job in another process reads them through Spark SQL."""

@@ -192,6 +192,7 @@ def test_malformed_run_arguments_get_a_one_line_error(script):
     assert sm("run", str(script) + ".missing").exit_code == 1
 
 
+@pytest.mark.slow
 def test_real_process_exit_codes(tmp_path):
     """The installed console script: a run that raises exits 1 and is recorded FAILED."""
     script = tmp_path / "boom.py"

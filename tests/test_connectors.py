@@ -238,6 +238,7 @@ def test_avro_round_trip(spark, tmp_path):
     assert sorted(tuple(r) for r in spark.read.format("avro").load(out).collect()) == [(1, "a"), (2, "b")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "read, name",
     [

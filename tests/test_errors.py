@@ -115,6 +115,7 @@ def test_store_lost_in_the_commit_says_nothing_was_committed(tmp_path, closable_
     store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "says"),
     [
@@ -134,6 +135,7 @@ def test_config_file_problems_are_one_line(tmp_path, content, says):
     )
 
 
+@pytest.mark.slow
 def test_name_too_long_in_bytes_is_refused_before_the_run(tmp_path, sparkmark_home):
     name = "注文" * 50  # 100 characters, 300 bytes
     script = tmp_path / "job.py"
@@ -147,6 +149,7 @@ def test_name_too_long_in_bytes_is_refused_before_the_run(tmp_path, sparkmark_ho
     store.close()
 
 
+@pytest.mark.slow
 def test_a_script_error_is_one_line_with_its_place_and_debug_adds_the_traceback(tmp_path, sparkmark_home):
     script = tmp_path / "job.py"
     script.write_text("from sparkmark import Job\njob = Job.from_args()\nraise ValueError('bad row')\n")
@@ -243,6 +246,7 @@ df.count()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("how", "says"),
     [

@@ -681,6 +681,7 @@ def test_data_quality_results_listed_and_read(glue, spark):
 # ------------------------------------------------------------------ signatures
 
 
+@pytest.mark.slow
 def test_a_token_is_checked_against_the_request_signature(config, sparkmark_home, monkeypatch):
     monkeypatch.setenv("SPARKMARK_API_TOKEN", "s3cret-token")
     running = start_in_thread(Settings.from_env())
@@ -695,6 +696,7 @@ def test_a_token_is_checked_against_the_request_signature(config, sparkmark_home
         running.stop()
 
 
+@pytest.mark.slow
 def test_binding_beyond_loopback_needs_a_long_token(config, sparkmark_home, monkeypatch):
     from sparkmark.api.server import listen_of
 
@@ -806,6 +808,7 @@ def test_devutils_manages_jobs_through_the_endpoint(glue, tmp_path):
     assert job["DefaultArguments"] == {"--job-bookmark-option": "job-bookmark-enable"}
 
 
+@pytest.mark.slow
 def test_sparkmark_api_serves_records_itself_and_starts_what_it_queues(config, sparkmark_home, tmp_path):
     """`sparkmark api` in its own process: it announces its URL, records it for other
     sparkmark processes, and its scheduler starts a run queued through it."""

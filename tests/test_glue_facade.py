@@ -457,6 +457,7 @@ def test_rdd_data_frame_sources_sinks_logger_and_purge(glue, tmp_path, caplog):
     assert not old.exists() and new.exists()
 
 
+@pytest.mark.slow
 def test_install_shim_pth_works_in_a_fresh_interpreter(tmp_path, monkeypatch):
     import subprocess
     import sys

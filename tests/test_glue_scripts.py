@@ -38,6 +38,7 @@ def output_rows(path: Path) -> list[tuple]:
     return sorted((r["order_id"], r["name"], r["amount"], r["quantity"], str(r["dt"])) for r in data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,arg_names",
     [

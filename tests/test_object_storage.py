@@ -370,6 +370,7 @@ def test_glue_script_on_s3_twice(s3env, tmp_path):
     assert SECRET not in first.stderr + first.stdout + second.stderr + second.stdout
 
 
+@pytest.mark.slow
 def test_glue_script_with_s3_paths_on_a_local_folder(tmp_path, monkeypatch):
     """SPARKMARK_S3_LOCAL_ROOT: the same script and s3:// arguments, no S3 at all."""
     import pyarrow as pa

@@ -72,6 +72,7 @@ def state_dump(path) -> str:
         conn.close()
 
 
+@pytest.mark.slow
 def test_no_secret_leaves_a_workflow_run(tmp_path, sparkmark_home):
     forms = [text for text, _ in CORPUS]
     (tmp_path / "forms.json").write_text(json.dumps(forms), encoding="utf-8")
@@ -139,6 +140,7 @@ def test_no_secret_leaves_a_workflow_run(tmp_path, sparkmark_home):
     assert "****" in places["runs show --json (arguments, metrics, error)"]
 
 
+@pytest.mark.slow
 def test_private_files_whatever_the_umask_and_home(tmp_path, sparkmark_home):
     sparkmark_home.mkdir(mode=0o755)
     os.chmod(sparkmark_home, 0o755)  # an existing, world-readable home

@@ -120,6 +120,7 @@ def test_second_signal_exits_at_once_even_while_a_commit_holds_the_first(tmp_pat
     assert done.stdout == "held\n"
 
 
+@pytest.mark.slow
 def test_a_held_signal_stops_once_the_commit_is_over(tmp_path):
     probe = textwrap.dedent(
         """

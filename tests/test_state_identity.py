@@ -52,6 +52,7 @@ def run_cli(*args: str, home) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_emptied_state_file_is_refused_and_a_new_store_cannot_publish_twice(tmp_path, sparkmark_home):
     """The defect: a state.db truncated to 0 bytes was taken as a new store; the second run
     read all 50 rows again and the output held 100."""

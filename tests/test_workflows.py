@@ -227,6 +227,7 @@ def test_invalid_definitions_are_refused_with_a_clear_error(tmp_path, extra, mes
     assert message in str(caught.value)
 
 
+@pytest.mark.slow
 def test_cli_reports_an_invalid_file_in_one_line(tmp_path):
     path = write_project(tmp_path, BASE + '[jobs.c]\nScript = "ok.py"\nRetries = 3\n')
     done = subprocess.run(
@@ -352,6 +353,7 @@ Actions = [{ JobName = "never" }]
 """
 
 
+@pytest.mark.slow
 def test_and_and_any_predicates_in_a_workflow_run(tmp_path):
     sched = scheduler_for(write_project(tmp_path, PREDICATES, {"ok.py": OK_SCRIPT}))
     run_id = sched.start_workflow_run("wf", supervisor=sched.owner)
@@ -379,6 +381,7 @@ def test_and_and_any_predicates_in_a_workflow_run(tmp_path):
     assert never["JobDetails"]["JobRuns"] == []
 
 
+@pytest.mark.slow
 def test_failed_and_timeout_branches(tmp_path):
     clock = Clock(at(2026, 11, 23, 9, 0))
     path = write_project(
@@ -452,6 +455,7 @@ def test_failed_and_timeout_branches(tmp_path):
     assert "this job always fails" in flaky.error
 
 
+@pytest.mark.slow
 def test_retries_are_attempts_of_the_same_run(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -498,6 +502,7 @@ def test_retries_are_attempts_of_the_same_run(tmp_path):
     assert (latest.run_id, latest.attempt) == (f"{first}_attempt_2", 2)
 
 
+@pytest.mark.slow
 def test_run_properties_pass_between_jobs(tmp_path):
     # The consumer calls the real boto3, which `sparkmark run` points at a Glue API
     # endpoint it starts for the run (none is running here).
@@ -592,6 +597,7 @@ Actions = [{ JobName = "b" }]
 """
 
 
+@pytest.mark.slow
 def test_schedules_fire_once_per_window_across_restarts(tmp_path):
     path = write_project(tmp_path, SCHEDULED, {"ok.py": OK_SCRIPT})
     clock = Clock(at(2026, 11, 23, 1, 50))
@@ -635,6 +641,7 @@ def test_schedules_fire_once_per_window_across_restarts(tmp_path):
     drive(third, lambda: not third.store.active_actions())
 
 
+@pytest.mark.slow
 def test_stopping_a_workflow_run_stops_its_jobs(tmp_path):
     path = write_project(
         tmp_path,
@@ -673,6 +680,7 @@ def test_stopping_a_workflow_run_stops_its_jobs(tmp_path):
     assert StateStore.from_settings().get_run(run.actions[0].action_id).state.value == "STOPPED"
 
 
+@pytest.mark.slow
 def test_job_run_command_runs_a_declared_job(tmp_path):
     path = write_project(
         tmp_path,
@@ -778,6 +786,7 @@ job.commit()
 """
 
 
+@pytest.mark.slow
 def test_scheduler_restart_mid_workflow(tmp_path):
     gate = tmp_path / "gate"
     path = write_project(tmp_path, GATED.format(gate=gate), {"ok.py": OK_SCRIPT, "gated.py": GATED_SCRIPT})
@@ -815,6 +824,7 @@ def test_scheduler_restart_mid_workflow(tmp_path):
     assert len(state.list_runs("first")) == 1 and len(state.list_runs("second")) == 1
 
 
+@pytest.mark.slow
 def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
     # Hourly at the minute that just passed: one window is due now, the next in an hour.
     minute = (datetime.now(UTC) - timedelta(minutes=1)).minute
@@ -859,6 +869,7 @@ def test_two_schedulers_one_leads_and_nothing_runs_twice(tmp_path):
     assert ["started by trigger" in log for log in logs].count(True) == 1
 
 
+@pytest.mark.slow
 def test_standalone_conditional_triggers_fire_on_job_ends(tmp_path, request, monkeypatch):
     # On PostgreSQL this time: the scheduler and the job processes share that state store.
 
@@ -908,6 +919,7 @@ def test_standalone_conditional_triggers_fire_on_job_ends(tmp_path, request, mon
     assert [f["fire_key"].startswith("event-") for f in sched.store.firings("after_both")] == [True]
 
 
+@pytest.mark.slow
 def test_a_crawler_in_a_workflow(tmp_path):
     data = tmp_path / "lake" / "orders"
     (data / "dt=2026-11-01").mkdir(parents=True)
@@ -955,6 +967,7 @@ def test_a_crawler_in_a_workflow(tmp_path):
     assert crawler_node["CrawlerDetails"]["Crawls"][0]["State"] == "SUCCEEDED"
 
 
+@pytest.mark.slow
 def test_cli_workflow_run_get_run_runs_and_triggers(tmp_path):
     path = write_project(
         tmp_path,
@@ -1008,6 +1021,7 @@ Actions = [{ JobName = "a" }]
     assert refused.returncode == 1 and "is ON_DEMAND" in refused.stderr
 
 
+@pytest.mark.slow
 def test_declared_spark_settings_reach_the_job_session(tmp_path):
     out = tmp_path / "conf.json"
     path = write_project(
@@ -1039,6 +1053,7 @@ def test_declared_spark_settings_reach_the_job_session(tmp_path):
     assert json.loads(out.read_text()) == {"master": "local[1]", "partitions": "3", "custom": "yes"}
 
 
+@pytest.mark.slow
 def test_runs_of_a_scheduler_on_another_host_are_adopted_when_its_beat_stops(tmp_path):
     gate = tmp_path / "gate"
     path = write_project(tmp_path, GATED.format(gate=gate), {"ok.py": OK_SCRIPT, "gated.py": GATED_SCRIPT})
@@ -1076,6 +1091,7 @@ def test_runs_of_a_scheduler_on_another_host_are_adopted_when_its_beat_stops(tmp
     assert StateStore.from_settings().get_run(running).state.value == "SUCCEEDED"
 
 
+@pytest.mark.slow
 def test_workflow_run_strict_fails_on_a_failed_job(tmp_path):
     path = write_project(
         tmp_path,
@@ -1134,6 +1150,7 @@ def most_at_once(log: Path) -> int:
     return peak
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_max_concurrent_runs_as_glue_defines_it_with_two_schedulers(
     tmp_path, request, monkeypatch, backend, caplog
