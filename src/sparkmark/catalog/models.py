@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,12 +25,6 @@ class Table:
     @property
     def qualified(self) -> str:
         return f"{self.database}.{self.name}"
-
-    def schema_doc(self) -> dict[str, Any]:
-        return {
-            "columns": [[c.name, c.type] for c in self.columns],
-            "partition_keys": [[c.name, c.type] for c in self.partition_keys],
-        }
 
 
 @dataclass(frozen=True)

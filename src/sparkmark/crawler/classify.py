@@ -38,22 +38,3 @@ def classify(url: str) -> str | None:
     if b"," in head or b"\t" in head:
         return "csv"
     return None
-
-
-def csv_has_header(first: list[str], second: list[str] | None) -> bool:
-    """Glue's heuristic: a header row is all text, and some later column is not."""
-
-    def numeric(v: str) -> bool:
-        try:
-            float(v)
-            return True
-        except ValueError:
-            return False
-
-    if any(numeric(v) or not v.strip() for v in first):
-        return False
-    if len(set(first)) != len(first):
-        return False
-    if second is None:
-        return True
-    return any(numeric(v) for v in second) or all(v.strip() for v in first)

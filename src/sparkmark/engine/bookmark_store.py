@@ -560,7 +560,7 @@ class BookmarkStore:
             # One range query a folder, each a seek in the (source, path) index.
             latest: dict[str, tuple] = {}
             for folder in folders:
-                where = self._below([folder])
+                where = self._below(folder)
                 latest.update(
                     self._latest(
                         conn, t.file_entries, "path", columns, source_id, lineage, where, by_key=True
@@ -568,19 +568,15 @@ class BookmarkStore:
                 )
         return ProcessedFiles(latest)
 
-    def _below(self, folders: list[str]):
+    def _below(self, folder: str):
+        """The paths under ``folder``, as one index range (one seek per folder: an OR of
+        several ranges made SQLite read every row of the source)."""
         path = t.file_entries.c.path
-        if not folders:
-            return false()
-        terms = []
-        for folder in folders:
-            prefix = folder.rstrip("/") + "/"
-            if self.dialect == "sqlite":  # binary order: exactly the paths under the folder
-                terms.append(and_(path >= prefix, path < prefix[:-1] + "0"))
-            else:
-                escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                terms.append(path.like(escaped + "%", escape="\\"))
-        return or_(*terms)
+        prefix = folder.rstrip("/") + "/"
+        if self.dialect == "sqlite":  # binary order: exactly the paths under the folder
+            return and_(path >= prefix, path < prefix[:-1] + "0")
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return path.like(escaped + "%", escape="\\")
 
     def processed_dirs(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, int]:
         """Each fully processed leaf folder's mtime in a version with this lineage."""

@@ -144,11 +144,6 @@ def mask_text(text: str) -> str:
     return text
 
 
-def mask_value(value: str) -> str:
-    """Kept for callers that mask one value: the same as ``mask_text``."""
-    return mask_text(value)
-
-
 def mask_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """Arguments safe to store: secret-named values hidden, secrets inside values hidden."""
     masked: dict[str, Any] = {}
