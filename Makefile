@@ -74,7 +74,7 @@ demo: install
 	$(SM) run demo/catalog_job.py --JOB_NAME demo_catalog --predicate "dt >= '2026-11-03'"
 	@echo "== a workflow: crawl, then transform, then check quality; then its run graph"
 	$(SM) workflow run demo_nightly --config demo/sparkmark.toml --strict
-	@echo "== all of it in the web console: run this, then open http://127.0.0.1:8080"
+	@echo "== all of it in the web console: run this, then open the sign-in URL it prints"
 	@echo "   make console      (that is: SPARKMARK_CONFIG=demo/sparkmark.toml $(SM) console)"
 
 test: install services jars browser
