@@ -11,6 +11,7 @@ from ..engine.listing import FileLister
 from ..engine.preview import preview_job, preview_rewind
 from ..engine.store import StateStore
 from ..errors import SparkmarkError
+from ..sources.registry import FILES, JDBC, kind_of_state
 from ..workflow.report import bookmark_entry as entry
 from .output import console, err_console, one_line_errors, print_json, table, when, when_ms
 
@@ -42,7 +43,8 @@ def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for ctx, state in sorted(states.items()):
         last = state.get("last_run") or {}
-        if state.get("type") in ("kafka", "kinesis"):
+        kind = kind_of_state(state)
+        if kind.streaming:
             source = state.get("source") or "-"
             progress = (
                 f"batch {state.get('last_batch')}: "
@@ -50,7 +52,7 @@ def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:
                 + (f", lag {state['lag']}" if state.get("lag") is not None else "")
             )
             latest = f"{last.get('records', 0)} records in {last.get('batches', 0)} batches"
-        elif state.get("type") == "jdbc":
+        elif kind is JDBC:
             where = state.get("table") or f"query {state.get('query_sha256')}"
             source = f"{state.get('database')} {where}"
             progress = (
@@ -303,7 +305,7 @@ def compact(
         current = store.latest_version(job)
         present: dict[str, set[str]] = {}
         for ctx, state in (current.ctx_states if current else {}).items():
-            if state.get("type") == "files" and state.get("paths"):
+            if kind_of_state(state) is FILES and state.get("paths"):
                 listing = FileLister(recurse=True).list(list(state["paths"]))
                 present[ctx] = {f.url for f in listing.files}
 

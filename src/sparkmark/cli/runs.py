@@ -8,6 +8,7 @@ import typer
 
 from ..engine.models import RunRecord
 from ..engine.store import StateStore
+from ..sources.registry import kind_of_metrics
 from .output import console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="List and inspect job runs.", no_args_is_help=True)
@@ -122,7 +123,7 @@ def show(
     ]
     console.print(table(f"Run {run.run_id}", ["Field", "Value"], rows))
     all_sources = run.metrics.get("sources") or {}
-    sources = {c: m for c, m in all_sources.items() if m.get("type") not in ("kafka", "kinesis")}
+    sources = {c: m for c, m in all_sources.items() if not kind_of_metrics(m).streaming}
     _show_streaming(run.metrics.get("streaming"))
     if sources:
         columns = [

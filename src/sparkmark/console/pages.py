@@ -21,6 +21,7 @@ from ..engine.models import BookmarkVersion, RunRecord, RunState
 from ..engine.names import check_name, check_run_id
 from ..engine.preview import preview_job, preview_rewind
 from ..errors import ArgumentError, NotFound, SparkmarkError
+from ..sources.registry import JDBC, kind_of_metrics, kind_of_state
 from ..workflow import report
 from ..workflow.definition import TriggerType
 from .graph import layout
@@ -83,14 +84,8 @@ def source_rows(run: RunRecord) -> list[dict[str, Any]]:
     """One row per source of a run: what it read, in the unit it reads in."""
     rows = []
     for ctx, m in sorted((run.metrics.get("sources") or {}).items()):
-        kind = m.get("type") or ("jdbc" if "rows_read" in m else "files")
-        if "rows_read" in m:
-            read = f"{m['rows_read']} rows"
-        elif kind in ("kafka", "kinesis"):
-            read = f"{m.get('numRecords', m.get('records', 0))} records"
-        else:
-            read = f"{m.get('files_read', 0)} files, {m.get('bytes_read', 0)} bytes"
-        rows.append({"ctx": ctx, "type": kind, "read": read, "metrics": m})
+        kind = kind_of_metrics(m)
+        rows.append({"ctx": ctx, "type": kind.name, "read": kind.read(m), "metrics": m})
     return rows
 
 
@@ -325,8 +320,8 @@ def version_changes(versions: list[BookmarkVersion], previous: BookmarkVersion |
         changes = []
         for ctx, state in sorted(v.ctx_states.items()):
             old = (before.ctx_states.get(ctx) if before else None) or {}
-            kind = state.get("type", "files")
-            if kind == "jdbc":
+            kind = kind_of_state(state)
+            if kind is JDBC:
                 changes.append(
                     {
                         "ctx": ctx,
@@ -334,7 +329,7 @@ def version_changes(versions: list[BookmarkVersion], previous: BookmarkVersion |
                         f"{old.get('last_value', '-')} → {state.get('last_value', '-')}",
                     }
                 )
-            elif kind in ("kafka", "kinesis"):
+            elif kind.streaming:
                 changes.append({"ctx": ctx, "text": f"batch {state.get('last_batch', '-')}"})
             else:
                 added = counts.get((v.version, ctx), 0)

@@ -26,13 +26,14 @@ from ..sinks import files as file_sink
 from ..sinks import jdbc as jdbc_sink
 from ..sources.files import FileSource
 from ..sources.jdbc import JdbcRequest, JdbcSource
+from ..sources.registry import STREAM_CONNECTION_TYPES
 from . import choice, formats
 from .dynamicframe import DynamicFrame, ErrorStage
 
 log = logging.getLogger("sparkmark.glue")
 
 FILE_CONNECTIONS = ("s3", "file", "local")
-STREAM_CONNECTIONS = ("kafka", "kinesis")
+STREAM_CONNECTIONS = STREAM_CONNECTION_TYPES
 JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
 CUSTOM_JDBC = ("custom.jdbc", "marketplace.jdbc")  # Glue's JDBC connectors: any driver, by URL
 REDSHIFT_NOTE = (

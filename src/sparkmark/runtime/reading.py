@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..engine.models import BookmarkOption
 from ..sources.base import ReadContext, Source
+from ..sources.registry import FILES, JDBC, kind_of_metrics
 from ..sources.streams import StreamSource
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ def read_source(spark: SparkSession, source: Source, run: JobRun | None) -> Data
     metrics["duration_seconds"] = round(time.monotonic() - began, 4)
     key = source.ctx if source.ctx is not None else f"(no ctx) {source.describe()}"
     run.record_source(key, metrics)
-    if "files_listed" in metrics:
+    kind = kind_of_metrics(metrics)
+    if kind is FILES:
         log.info(
             "job %s ctx %s: %d files listed, %d to read (%d new, %d modified), %d already "
             "processed, %d deferred",
@@ -57,7 +59,7 @@ def read_source(spark: SparkSession, source: Source, run: JobRun | None) -> Data
             metrics["files_skipped"],
             metrics["files_deferred"],
         )
-    elif "rows_read" in metrics:
+    elif kind is JDBC:
         log.info(
             "job %s ctx %s: %s rows in range %s",
             run.name,

@@ -1,0 +1,52 @@
+"""The kinds of source, found in one place: each with the Glue connection types it
+serves, whether it is read as a stream, and how its metrics read in one phrase. A door
+that shows a source's state or metrics (the CLI, the console, the run's log) asks here
+for the kind instead of guessing it from the record's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    name: str
+    connection_types: tuple[str, ...]
+    streaming: bool
+    read: Callable[[Mapping[str, Any]], str]  # what a run read, in the kind's unit
+
+
+def _files_read(m: Mapping[str, Any]) -> str:
+    return f"{m.get('files_read', 0)} files, {m.get('bytes_read', 0)} bytes"
+
+
+def _rows_read(m: Mapping[str, Any]) -> str:
+    return f"{m.get('rows_read', 0)} rows"
+
+
+def _records_read(m: Mapping[str, Any]) -> str:
+    return f"{m.get('numRecords', m.get('records', 0))} records"
+
+
+FILES = SourceKind("files", ("s3", "file", "local"), False, _files_read)
+JDBC = SourceKind("jdbc", (), False, _rows_read)
+KAFKA = SourceKind("kafka", ("kafka",), True, _records_read)
+KINESIS = SourceKind("kinesis", ("kinesis",), True, _records_read)
+KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS)}
+STREAM_CONNECTION_TYPES = tuple(t for k in KINDS.values() if k.streaming for t in k.connection_types)
+
+
+def kind_of_state(state: Mapping[str, Any]) -> SourceKind:
+    """The kind of a committed source state (its ``type``; files before it was recorded)."""
+    return KINDS.get(str(state.get("type") or "files"), FILES)
+
+
+def kind_of_metrics(metrics: Mapping[str, Any]) -> SourceKind:
+    """The kind of a run's metrics for one source: streams and JDBC say their type; a
+    JDBC read of an older release says it by its row count."""
+    named = metrics.get("type")
+    if named in KINDS:
+        return KINDS[str(named)]
+    return JDBC if "rows_read" in metrics else FILES
