@@ -38,6 +38,7 @@ from ..engine.preview import script_identity
 from ..engine.publish import PublishError
 from ..engine.store import StateStore
 from ..errors import ArgumentError, OutputLost, RunFinished, SinkError, SourceError, StateStoreError
+from ..sources.registry import FILES, kind_of_state
 from . import stopping
 from .failures import describe_error, reading_of
 
@@ -320,7 +321,7 @@ class JobRun:
         from ..engine.listing import changed_since_listed
 
         for commit in self._pending.values():
-            if commit.state.get("type") != "files" or not commit.files:
+            if kind_of_state(commit.state) is not FILES or not commit.files:
                 continue
             growth_ok = commit.state.get("options", {}).get("modifiedFiles") == "new-bytes"
             changed = changed_since_listed(

@@ -241,18 +241,19 @@ class Scheduler:
         for action in trigger.Actions:
             if action.JobName:
                 job = self.project.job(action.JobName)
+                given = job.arguments(action.Arguments)
                 ids.append(
                     self.store.add_action(
                         conn,
                         kind="JOB",
                         name=job.Name,
                         now=now,
-                        arguments=job.arguments(action.Arguments),
+                        arguments=given,
                         timeout_minutes=action.Timeout or job.Timeout,
                         workflow_run_id=workflow_run_id,
                         trigger=trigger.Name,
                         supervisor=supervisor,
-                        sealed=self._sealed(job.arguments(action.Arguments)),
+                        sealed=self._sealed(given),
                     )
                 )
             else:
@@ -650,7 +651,9 @@ class Scheduler:
         back from their sealed copy; a run queued before sealing existed gets them from
         the definitions they were declared in, or goes without."""
         job = self.project.job(action.name)
-        sealed = self.store.sealed_arguments(action)
+        # Only a run with a masked value has a sealed copy: the others need no look-up.
+        masked = any(MASK in v for v in action.arguments.values())
+        sealed = self.store.sealed_arguments(action) if masked else None
         opened = self.sealer.open(sealed) if sealed else {}
         declared = dict(job.DefaultArguments)
         if action.trigger and action.trigger in self.project.triggers:
