@@ -22,7 +22,7 @@ from sparkmark.runtime.batches import (
 )
 from sparkmark.sources.kafka import KafkaSource, bootstrap_from_url
 from sparkmark.sources.kinesis import KinesisSource, behind, merge_shards, readable, starting_spec
-from sparkmark.sources.streams import stream_source
+from sparkmark.sources.registry import stream_source
 
 # ------------------------------------------------------------------ forEachBatch options
 

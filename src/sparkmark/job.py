@@ -20,18 +20,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from . import args as job_args
-from . import outputs as run_outputs
-from .connections import Connections
-from .engine import faults, fileplan, ownership, publish, storage
 from .engine import jdbc as jdbc_keys
-from .engine.models import BookmarkOption, OutputKind, OutputState, RunRecord, RunState
-from .engine.names import check_name
+from .engine import storage
+from .engine.models import BookmarkOption, RunRecord, RunState
 from .engine.store import StateStore
 from .errors import ArgumentError
-from .runtime import JobRun, describe_error, read_source
+from .runtime import describe_error, read_source, start_run, write_sink
 from .settings import Settings
-from .sinks import files as file_sink
-from .sinks import jdbc as jdbc_sink
+from .sinks.files import FileSink
+from .sinks.jdbc import JdbcSink
 from .sources.files import FileSource
 from .sources.jdbc import JdbcRequest, JdbcSource
 from .spark import create_session
@@ -59,48 +56,28 @@ class Job:
         attempt: int | None = None,
         run_id: str | None = None,
     ):
-        if not name or not str(name).strip():
-            raise ArgumentError("a job needs a name (--JOB_NAME)")
-        self.name = check_name("job name", str(name))
-        try:
-            self.bookmark_option = BookmarkOption(bookmark_option)
-        except ValueError:
-            raise ArgumentError(
-                f"invalid bookmark option {bookmark_option!r}; use one of "
-                + ", ".join(o.value for o in BookmarkOption)
-            ) from None
-        if (bookmark_from is None) != (bookmark_to is None):
-            raise ArgumentError("--job-bookmark-from and --job-bookmark-to go together")
-        if bookmark_from is not None and self.bookmark_option is not BookmarkOption.PAUSE:
-            raise ArgumentError("--job-bookmark-from/--job-bookmark-to need job-bookmark-pause")
         self.settings = settings or Settings.from_env()
-        self.store = store or StateStore.from_settings(self.settings)
-        self.args: dict[str, str] = dict(args or {})
-        self.args.setdefault("JOB_NAME", self.name)
-        self.temp_dir = temp_dir or self.settings.temp_dir
-        self.args.setdefault("TempDir", self.temp_dir)
-        self.lease_seconds = self.settings.lease_seconds
-        self._spark = spark
-        if spark is not None:
-            storage.prepare_spark(spark, self.settings)
-        else:
-            storage.configure(self.settings)
-        self.connections = Connections.from_settings(self.settings)
-        faults.arm(self.settings.crash_at)
-        self.job_run = JobRun(
-            self.name,
-            store=self.store,
-            option=self.bookmark_option,
-            args=self.args,
-            temp_dir=self.temp_dir,
-            lease_seconds=self.lease_seconds,
-            connections=self.connections,
-            scheduled=(self.settings.run_id, self.settings.attempt),
+        self.job_run = start_run(
+            name,
+            settings=self.settings,
+            args=args,
+            option=bookmark_option,
             bookmark_from=bookmark_from,
             bookmark_to=bookmark_to,
+            temp_dir=temp_dir,
+            spark=spark,
+            store=store,
             attempt=attempt,
             run_id=run_id,
         )
+        self.name = self.job_run.name
+        self.bookmark_option = self.job_run.option
+        self.store = self.job_run.store
+        self.args: dict[str, str] = self.job_run.args
+        self.temp_dir = self.job_run.temp_dir
+        self.lease_seconds = self.job_run.lease_seconds
+        self.connections = self.job_run.connections
+        self._spark = spark
 
     # ------------------------------------------------------------ creation
 
@@ -285,7 +262,7 @@ class Job:
         ``startingPosition``…). Process it with ``for_each_batch``: the query's checkpoint
         keeps its position, and ``ctx`` names it in the bookmark."""
         self.job_run.require_running()
-        from .sources.streams import stream_source
+        from .sources.registry import stream_source
 
         source = stream_source(
             kind, dict(options), ctx=ctx, connections=self.connections, settings=self.settings
@@ -321,23 +298,16 @@ class Job:
     def stream_batches(self, df: DataFrame, function: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         """``for_each_batch`` with Glue's option names (windowSize, checkpointLocation,
         batchMaxRetries)."""
-        from .runtime.batches import BatchOptions, MicroBatches
+        from .runtime.batches import for_each_batch
 
-        run = self.job_run
-        run.require_running()
-        if not df.isStreaming:
-            raise ArgumentError(
-                "forEachBatch needs a streaming DataFrame (from read_stream or spark.readStream)"
-            )
-        parsed = BatchOptions.parse(
+        return for_each_batch(
+            self.job_run,
+            df,
+            function,
             dict(options),
-            default_checkpoint=f"{self.temp_dir.rstrip('/')}/{self.name}/checkpoint/",
             until_caught_up=self.settings.stream_until_caught_up,
             max_batches=self.settings.stream_max_batches,
         )
-        batches = MicroBatches(run, df, function, parsed)
-        batches.start()
-        return batches.summary()
 
     # --------------------------------------------------------------- writing
 
@@ -361,66 +331,18 @@ class Job:
         records the write, so a retry never applies them twice. Without ``ctx`` they
         are merged now, as on Glue.
         """
-        run = self.job_run
-        run.require_running()
+        self.job_run.require_running()
         if not table:
             raise ArgumentError("write_jdbc needs table=")
-        ctx = run.batch_sink_ctx(ctx)
-        database = self._database(url, connection, user, password)
-        keys = list(keys) if keys else None
-        if ctx is None:
-            result = jdbc_sink.write(df, database, table, mode=mode, keys=keys)
-            run.record_sink(result)
-            return result
-        run.claim_sink(ctx)
-        ownership.check_output(
-            self.store,
-            f"{database.display} {table}",
-            jdbc_sink.applied_keys(database, table),
-            take_over=f"delete the table's rows from {jdbc_sink.APPLIED_TABLE} in that database "
-            "(its data stays; this store's bookmark then decides what is read again)",
-        )
-        # Committed writes of earlier runs to this database may have waited for its password.
-        run_outputs.recover(
-            self.store,
-            self.name,
-            running_run=self.run_id,
-            known=run.databases,
-            only_url=database.jdbc_url,
-            connections=self.connections,
-        )
-        record = self.store.stage_output(
-            self.run_id,
-            ctx=ctx,
-            kind=OutputKind.JDBC,
-            target=f"{database.display} {table}",
-            plan={
-                "jdbc_url": database.jdbc_url,
-                "user": database.user,
-                "connection": connection,
-                "table": table,
-                "mode": mode,
-            },
-        )
-        try:
-            staged = jdbc_sink.stage(
-                df, database, table, mode=mode, keys=keys, stage_name=jdbc_sink.stage_name_for(record.key)
-            )
-        except BaseException:
-            self.store.set_output(record.run_id, record.seq, OutputState.DISCARDED)
-            raise
-        plan = {**record.plan, **staged}
-        self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan)
-        run.add_output(self.store.get_output(record.run_id, record.seq))
-        log.info(
-            "job %s: %d rows for %s staged as write %s; they are merged when the %s commits",
-            self.name,
-            staged["rows_staged"],
+        sink = JdbcSink(
+            self._database(url, connection, user, password),
             table,
-            record.key,
-            "batch" if run.current_batch is not None else "run",
+            mode=mode,
+            keys=tuple(keys) if keys else None,
+            connection=connection,
+            ctx=ctx,
         )
-        return {"table": table, "mode": mode, "ctx": ctx, "rows_staged": staged["rows_staged"]}
+        return write_sink(sink, df, self.job_run)
 
     def evaluate_quality(
         self,
@@ -435,39 +357,17 @@ class Job:
         """Evaluate a DQDL ruleset on ``df`` (see ``sparkmark.quality.evaluate``) and keep
         the result with this run under ``name``; DetectAnomalies compares with the values
         earlier successful runs of the job recorded under the same name."""
-        self.job_run.require_running()
-        from .quality import evaluate
-        from .quality.store import QualityStore
+        from .quality.runs import evaluate_in_run
 
-        check_name("ruleset name", name)
-        store = QualityStore(self.store)
-        result = evaluate(
+        return evaluate_in_run(
+            self.job_run,
             df,
             ruleset,
-            reference=dict(reference or {}),
             name=name,
+            reference=reference,
             row_level=row_level,
             filtered_rows=filtered_rows,
-            history=lambda metric: store.history(self.name, name, metric),
         )
-        document = result.to_dict()
-        store.save(self.name, self.run_id, document)
-        self.job_run.record_quality(
-            name,
-            {
-                "passed": result.passed,
-                "score": document["score"],
-                "failed_rules": [o.rule for o in result.failed()],
-            },
-        )
-        log.info(
-            "job %s: data quality %s: %d of %d rules passed",
-            self.name,
-            name,
-            sum(o.passed for o in result.outcomes),
-            len(result.outcomes),
-        )
-        return result
 
     def write_files(
         self,
@@ -487,56 +387,10 @@ class Job:
         the next run finishes publishing a committed run's files. Without ``ctx`` the
         files are written in place at once, as on Glue. ``options`` go to Spark's writer.
         """
-        run = self.job_run
-        run.require_running()
-        ctx = run.batch_sink_ctx(ctx)
-        fmt = format.lower()
-        columns = [partition_by] if isinstance(partition_by, str) else list(partition_by or ())
-        file_sink.check(fmt, mode, columns)
-        root = fileplan.root_url(fileplan.as_path_list(path)[0])
-        ownership.check_output(
-            self.store,
-            root,
-            publish.write_keys(root),
-            recorded_by=lambda key: publish.recorded_store(root, key),
-        )
-        if ctx is None:
-            file_sink.write_now(df, root, fmt=fmt, mode=mode, partition_by=columns, options=options)
-            run.record_sink({"path": root, "mode": mode, "format": fmt})
-            return {"path": root, "mode": mode}
-        run.claim_sink(ctx)
-        record = self.store.stage_output(
-            self.run_id,
-            ctx=ctx,
-            kind=OutputKind.FILES,
-            target=root,
-            plan={"root": root, "key": None, "mode": mode, "format": fmt},
-        )
-        try:
-            plan = file_sink.stage(
-                df,
-                root,
-                record.key,
-                fmt=fmt,
-                mode=mode,
-                partition_by=columns,
-                options=options,
-                store=self.store.store_id,
-            )
-        except BaseException:
-            run_outputs.discard_output(self.store, record)
-            raise
-        self.store.set_output(record.run_id, record.seq, OutputState.STAGED, plan=plan.to_json())
-        run.add_output(self.store.get_output(record.run_id, record.seq))
-        log.info(
-            "job %s: %d files for %s staged as write %s; they are published when the %s commits",
-            self.name,
-            len(plan.files),
-            root,
-            record.key,
-            "batch" if run.current_batch is not None else "run",
-        )
-        return {"path": root, "mode": mode, "ctx": ctx, "files_staged": len(plan.files)}
+        self.job_run.require_running()
+        columns = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by or ())
+        sink = FileSink(path, fmt=format.lower(), mode=mode, partition_by=columns, options=options, ctx=ctx)
+        return write_sink(sink, df, self.job_run)
 
     # ------------------------------------------------------------ ending
 

@@ -19,11 +19,11 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import SparkmarkError
-from .models import Partition, Table
+from .models import Column, Partition, Table
 from .store import CatalogStore
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from ..engine.store import StateStore
 
@@ -198,6 +198,62 @@ class HiveCatalog:
                 f"PARTITION ({self._spec(table, p)})"
             )
         self.store.drop_partitions(table.database, table.name, parts)
+
+    def record_write(
+        self,
+        df: DataFrame,
+        database: str,
+        name: str,
+        path: str,
+        fmt: str,
+        partition_keys: list[str],
+        update_behavior: str,
+    ) -> None:
+        """The table of files just written under ``path`` (Glue's ``enableUpdateCatalog``):
+        created when absent; its schema replaced when it changed and ``update_behavior``
+        is UPDATE_IN_DATABASE; the partitions the frame holds registered when new."""
+        from pyspark.sql import functions
+
+        from ..engine.fileplan import root_url
+
+        location = root_url(path)
+        columns = tuple(
+            Column(f.name, f.dataType.simpleString())
+            for f in df.schema.fields
+            if f.name not in partition_keys
+        )
+        keys = tuple(Column(k, "string") for k in partition_keys)
+        classification = "parquet" if fmt == "glueparquet" else fmt
+        table = Table(database, name, location, classification, columns, keys, {"written_by": "sparkmark"})
+        try:
+            existing = self.table(database, name)
+        except SparkmarkError:
+            existing = None
+        self.ensure_database(database)
+        if existing is None:
+            self.create_table(table)
+        elif update_behavior == "UPDATE_IN_DATABASE" and (existing.columns, existing.partition_keys) != (
+            columns,
+            keys,
+        ):
+            self.replace_table(table)
+        else:
+            table = existing
+        if keys:
+            values = {
+                tuple(str(v) for v in r)
+                for r in df.select(*[functions.col(f"`{k}`") for k in partition_keys]).distinct().collect()
+            }
+            known = {p.values for p in self.store.partitions(database, name)}
+            fresh = [
+                Partition(
+                    v, location + "/" + "/".join(f"{k}={x}" for k, x in zip(partition_keys, v, strict=False))
+                )
+                for v in sorted(values)
+                if v not in known
+            ]
+            if fresh:
+                self.add_partitions(table, fresh)
 
     def table(self, database: str, name: str) -> Table:
         return self.store.table(database, name)

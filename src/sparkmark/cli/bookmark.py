@@ -11,66 +11,19 @@ from ..engine.listing import FileLister
 from ..engine.preview import preview_job, preview_rewind
 from ..engine.store import StateStore
 from ..errors import SparkmarkError
-from ..sources.registry import FILES, JDBC, kind_of_state
+from ..sources.registry import FILES, kind_of_state
+from ..sources.states import parse_state, when_ms
 from ..workflow.report import bookmark_entry as entry
-from .output import console, err_console, one_line_errors, print_json, table, when, when_ms
+from .output import console, err_console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Read and control job bookmarks.", no_args_is_help=True)
 
 
-def _offsets_text(offsets: Any) -> str:
-    """A stream's committed offsets, per topic and partition (or shard)."""
-    if not isinstance(offsets, dict):
-        return str(offsets)
-    if isinstance(offsets.get("shards"), dict):  # Kinesis: the last sequence number read per shard
-        return " ".join(
-            f"{sid}:{(entry or {}).get('after') or '-'}{' (closed, read)' if (entry or {}).get('done') else ''}"
-            for sid, entry in sorted(offsets["shards"].items())
-        )
-    parts = []
-    for topic, by_partition in sorted(offsets.items()):
-        if isinstance(by_partition, dict):
-            shown = " ".join(
-                f"{p}:{o}" for p, o in sorted(by_partition.items(), key=lambda kv: str(kv[0]).zfill(9))
-            )
-            parts.append(f"{topic} [{shown}]")
-        else:
-            parts.append(f"{topic} {by_partition}")
-    return "; ".join(parts)
-
-
 def _source_rows(states: dict[str, dict[str, Any]]) -> list[list[Any]]:
     rows = []
-    for ctx, state in sorted(states.items()):
-        last = state.get("last_run") or {}
-        kind = kind_of_state(state)
-        if kind.streaming:
-            source = state.get("source") or "-"
-            progress = (
-                f"batch {state.get('last_batch')}: "
-                + _offsets_text(state.get("offsets"))
-                + (f", lag {state['lag']}" if state.get("lag") is not None else "")
-            )
-            latest = f"{last.get('records', 0)} records in {last.get('batches', 0)} batches"
-        elif kind is JDBC:
-            where = state.get("table") or f"query {state.get('query_sha256')}"
-            source = f"{state.get('database')} {where}"
-            progress = (
-                f"keys {', '.join(state.get('keys') or [])} {state.get('keys_sort_order')}, "
-                f"last {state.get('last_value')}"
-                + (f", lag {state['lag']}" if state.get("lag") is not None else "")
-            )
-            latest = f"{last.get('rows', 0)} rows"
-        else:
-            source = ", ".join(state.get("paths") or [])
-            progress = (
-                f"{state.get('files_committed', 0)} files, high-water mtime "
-                f"{when_ms(state.get('high_water_mtime_ms'))}"
-            )
-            latest = f"{last.get('files', 0)} files, {last.get('bytes', 0)} bytes" + (
-                f", {last['deferred']} deferred" if last.get("deferred") else ""
-            )
-        rows.append([ctx, state.get("type", "-"), source, progress, latest])
+    for ctx, stored in sorted(states.items()):
+        state = parse_state(stored)
+        rows.append([ctx, stored.get("type", "-"), state.source(), state.progress(), state.latest()])
     return rows
 
 

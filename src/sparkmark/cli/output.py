@@ -47,12 +47,6 @@ def when(value: datetime | str | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
 
 
-def when_ms(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
-
-
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
     out = Table(title=title, title_justify="left", show_lines=False)
     for column in columns:

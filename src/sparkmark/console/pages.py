@@ -21,7 +21,8 @@ from ..engine.models import BookmarkVersion, RunRecord, RunState
 from ..engine.names import check_name, check_run_id
 from ..engine.preview import preview_job, preview_rewind
 from ..errors import ArgumentError, NotFound, SparkmarkError
-from ..sources.registry import JDBC, kind_of_metrics, kind_of_state
+from ..sources.registry import FILES, kind_of_metrics, kind_of_state
+from ..sources.states import parse_state
 from ..workflow import report
 from ..workflow.definition import TriggerType
 from .graph import layout
@@ -318,27 +319,11 @@ def version_changes(versions: list[BookmarkVersion], previous: BookmarkVersion |
     before = previous
     for v in ordered:
         changes = []
-        for ctx, state in sorted(v.ctx_states.items()):
-            old = (before.ctx_states.get(ctx) if before else None) or {}
-            kind = kind_of_state(state)
-            if kind is JDBC:
-                changes.append(
-                    {
-                        "ctx": ctx,
-                        "text": f"key {', '.join(state.get('keys') or [])}: "
-                        f"{old.get('last_value', '-')} → {state.get('last_value', '-')}",
-                    }
-                )
-            elif kind.streaming:
-                changes.append({"ctx": ctx, "text": f"batch {state.get('last_batch', '-')}"})
-            else:
-                added = counts.get((v.version, ctx), 0)
-                changes.append(
-                    {
-                        "ctx": ctx,
-                        "text": f"+{added} files recorded, {state.get('files_committed', 0)} in all",
-                    }
-                )
+        for ctx, stored in sorted(v.ctx_states.items()):
+            old = before.ctx_states.get(ctx) if before else None
+            state = parse_state(stored)
+            text = state.change(parse_state(old) if old else None, counts.get((v.version, ctx), 0))
+            changes.append({"ctx": ctx, "text": text})
         rows.append({"version": v, "changes": changes})
         before = v
     rows.reverse()
@@ -356,7 +341,7 @@ def bookmark_page(request: Request) -> Response:
     current = store.latest_version(job)
     ctxs = sorted(current.ctx_states) if current else []
     files_ctx = request.query_params.get("ctx") or (
-        next((c for c in ctxs if current and current.ctx_states[c].get("type", "files") == "files"), None)
+        next((c for c in ctxs if current and kind_of_state(current.ctx_states[c]) is FILES), None)
     )
     contains = request.query_params.get("q") or None
     after = request.query_params.get("after") or None

@@ -550,6 +550,48 @@ class MicroBatches:
             self.run.stage_commit(CtxCommit(ctx, state))
 
 
+def for_each_batch(
+    run: JobRun | None,
+    df: DataFrame,
+    function: Callable[[DataFrame, int], Any],
+    options: dict[str, Any],
+    *,
+    until_caught_up: bool,
+    max_batches: int | None,
+) -> dict[str, Any]:
+    """Run ``function(batch_df, batch_id)`` on each micro-batch of the streaming ``df``
+    until the query ends, with Glue's option names (windowSize, checkpointLocation,
+    batchMaxRetries, trigger). In ``run`` each batch is exactly-once; with no run the
+    batches are Spark's own, at-least-once, and nothing is kept. The checkpoint is
+    ``checkpointLocation``, or ``<TempDir>/<job>/checkpoint/`` in a run. Returns the
+    query's summary (empty with no run)."""
+    if not df.isStreaming:
+        raise SourceError(
+            "forEachBatch needs a streaming DataFrame (a kafka or kinesis source read as a stream)"
+        )
+    if run is not None:
+        run.require_running()
+    default_checkpoint = f"{run.temp_dir.rstrip('/')}/{run.name}/checkpoint/" if run is not None else None
+    parsed = BatchOptions.parse(
+        options,
+        default_checkpoint=default_checkpoint,
+        until_caught_up=until_caught_up,
+        max_batches=max_batches,
+    )
+    if run is not None:
+        batches = MicroBatches(run, df, function, parsed)
+        batches.start()
+        return batches.summary()
+    log.warning("forEachBatch without a job run: batches are at-least-once (no run keeps their writes)")
+    writer = df.writeStream.foreachBatch(function).option("checkpointLocation", parsed.checkpoint)
+    if parsed.available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=parsed.window)
+    writer.start().awaitTermination()
+    return {}
+
+
 class _ReportingFailure(Exception):
     """Spark 4.1's Kafka source fails the progress report of a batch replayed after a
     restart (its latest offsets are not known yet), after the batch is done."""

@@ -106,6 +106,7 @@ class JobRun:
         self.name = name
         self.store = store
         self.option = option
+        self.args = dict(args)  # as given, secrets included: the script's own, never recorded
         self.temp_dir = temp_dir
         self.lease_seconds = lease_seconds
         self.connections = connections
@@ -291,6 +292,18 @@ class JobRun:
     @property
     def databases(self) -> dict[str, jdbc_keys.Database]:
         return dict(self._databases)
+
+    def recover_outputs(self, only_url: str) -> None:
+        """Finish the committed writes of earlier runs to the database at ``only_url``,
+        which may have waited for the credentials this run now has."""
+        run_outputs.recover(
+            self.store,
+            self.name,
+            running_run=self.run_id,
+            known=self.databases,
+            only_url=only_url,
+            connections=self.connections,
+        )
 
     def record_sink(self, result: dict[str, Any]) -> None:
         self._sinks.append(result)

@@ -4,18 +4,24 @@ output, and the engine's publish protocol makes it visible after the commit."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fsspec.core import url_to_fs
 
-from ..engine import publish
+from ..engine import fileplan, ownership, publish
 from ..engine.faults import crash_when
+from ..engine.listing import mtime_ms
+from ..engine.models import OutputKind, OutputRecord, OutputState
 from ..engine.storage import require_s3a, spark_base_path
 from ..errors import SinkError
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame
+
+    from ..engine.store import StateStore
 
 log = logging.getLogger("sparkmark.sinks")
 
@@ -92,3 +98,81 @@ def write_now(
     else:
         writer = writer.mode(mode)
     writer.save(spark_base_path(root))
+
+
+@dataclass(frozen=True)
+class FileSink:
+    """Files under ``path`` (its root folder), in ``fmt``, for ``runtime.write_sink``:
+    modes append, overwrite and overwrite_partitions; ``options`` go to Spark's writer."""
+
+    path: str
+    fmt: str = "parquet"
+    mode: str = "append"
+    partition_by: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    ctx: str | None = None
+    kind: ClassVar[OutputKind] = OutputKind.FILES
+    unit: ClassVar[str] = "files"
+
+    @property
+    def target(self) -> str:
+        return fileplan.root_url(fileplan.as_path_list(self.path)[0])
+
+    def check(self) -> None:
+        check(self.fmt, self.mode, self.partition_by)
+
+    def join(self, run: Any, staged: bool) -> None:
+        """A folder needs nothing of the run."""
+
+    def guard(self, store: StateStore) -> None:
+        root = self.target
+        ownership.check_output(
+            store, root, publish.write_keys(root), recorded_by=lambda key: publish.recorded_store(root, key)
+        )
+
+    def write_now(self, df: DataFrame) -> dict[str, Any]:
+        root = self.target
+        write_now(
+            df, root, fmt=self.fmt, mode=self.mode, partition_by=self.partition_by, options=self.options
+        )
+        return {"path": root, "mode": self.mode, "format": self.fmt}
+
+    def plan(self) -> dict[str, Any]:
+        return {"root": self.target, "key": None, "mode": self.mode, "format": self.fmt}
+
+    def stage(self, df: DataFrame, record: OutputRecord, store: StateStore) -> tuple[dict[str, Any], int]:
+        plan = stage(
+            df,
+            self.target,
+            record.key,
+            fmt=self.fmt,
+            mode=self.mode,
+            partition_by=self.partition_by,
+            options=self.options,
+            store=store.store_id,
+        )
+        return plan.to_json(), len(plan.files)
+
+    def discard(self, store: StateStore, record: OutputRecord) -> None:
+        if store.set_output(
+            record.run_id, record.seq, OutputState.DISCARDED, expect=(OutputState.STAGING, OutputState.STAGED)
+        ):
+            publish.discard(self.target, record.key)
+
+    def result(self, staged: int, ctx: str) -> dict[str, Any]:
+        return {"path": self.target, "mode": self.mode, "ctx": ctx, "files_staged": staged}
+
+
+def purge(url: str, retention_hours: float = 168) -> int:
+    """Delete the files under ``url`` last modified more than ``retention_hours`` ago
+    (Glue's ``purge_s3_path``). Returns how many were removed."""
+    cutoff_ms = (time.time() - retention_hours * 3600) * 1000
+    fs, root = url_to_fs(url)
+    removed = 0
+    for path, info in fs.find(root, detail=True).items():
+        modified = mtime_ms(info)
+        if modified is not None and modified < cutoff_ms:
+            fs.rm(path)
+            removed += 1
+    log.info("purge %s: removed %d files older than %s hours", url, removed, retention_hours)
+    return removed

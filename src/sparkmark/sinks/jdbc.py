@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
 
 from ..engine import jdbc as kr
+from ..engine import ownership
 from ..engine.faults import crash_point
+from ..engine.models import OutputKind, OutputRecord, OutputState
 from ..errors import OutputLost, SinkError
 from ..spark import driver_class
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame
+
+    from ..engine.store import StateStore
 
 log = logging.getLogger("sparkmark.jdbc")
 
@@ -314,3 +319,72 @@ def _sqlite_stage_ddl(stage: str, df: DataFrame, q) -> str:
 
     columns = ", ".join(f"{q(f.name)} {affinity(f.dataType)}" for f in df.schema.fields)
     return f"CREATE TABLE {stage} ({columns})"
+
+
+@dataclass(frozen=True)
+class JdbcSink:
+    """A database table, for ``runtime.write_sink``: append, overwrite, or upsert by
+    ``keys`` (default: the target's primary key). ``connection`` names the connection
+    the database came from, so a later process can publish with its credentials."""
+
+    database: kr.Database
+    table: str
+    mode: str = "append"
+    keys: tuple[str, ...] | None = None
+    connection: str | None = None
+    ctx: str | None = None
+    kind: ClassVar[OutputKind] = OutputKind.JDBC
+    unit: ClassVar[str] = "rows"
+
+    @property
+    def target(self) -> str:
+        return f"{self.database.display} {self.table}"
+
+    def check(self) -> None:
+        if not self.table:
+            raise SinkError("a JDBC write needs a table")
+
+    def join(self, run: Any, staged: bool) -> None:
+        run.add_database(self.database)
+        if staged:  # committed writes of earlier runs to this database may have waited for its password
+            run.recover_outputs(only_url=self.database.jdbc_url)
+
+    def guard(self, store: StateStore) -> None:
+        ownership.check_output(
+            store,
+            self.target,
+            applied_keys(self.database, self.table),
+            take_over=f"delete the table's rows from {APPLIED_TABLE} in that database "
+            "(its data stays; this store's bookmark then decides what is read again)",
+        )
+
+    def write_now(self, df: DataFrame) -> dict[str, Any]:
+        return write(
+            df, self.database, self.table, mode=self.mode, keys=list(self.keys) if self.keys else None
+        )
+
+    def plan(self) -> dict[str, Any]:
+        return {
+            "jdbc_url": self.database.jdbc_url,
+            "user": self.database.user,
+            "connection": self.connection,
+            "table": self.table,
+            "mode": self.mode,
+        }
+
+    def stage(self, df: DataFrame, record: OutputRecord, store: StateStore) -> tuple[dict[str, Any], int]:
+        staged = stage(
+            df,
+            self.database,
+            self.table,
+            mode=self.mode,
+            keys=list(self.keys) if self.keys else None,
+            stage_name=stage_name_for(record.key),
+        )
+        return {**record.plan, **staged}, int(staged["rows_staged"])
+
+    def discard(self, store: StateStore, record: OutputRecord) -> None:
+        store.set_output(record.run_id, record.seq, OutputState.DISCARDED)  # stage() dropped its table
+
+    def result(self, staged: int, ctx: str) -> dict[str, Any]:
+        return {"table": self.table, "mode": self.mode, "ctx": ctx, "rows_staged": staged}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ..engine import jdbc as kr
 from ..engine.models import CtxCommit
@@ -354,3 +356,53 @@ class JdbcSource:
             bounds=bounds,
             run_id=context.run_id or "-",
         )
+
+
+# Glue's dataTypeMapping for JDBC connectors: the JDBC type names (java.sql.Types) for the Spark types the JDBC reader gives them.
+_JDBC_TYPE_NAMES: dict[str, tuple[str, ...]] = {
+    "boolean": ("BOOLEAN", "BIT"),
+    "tinyint": ("TINYINT",),
+    "smallint": ("SMALLINT",),
+    "int": ("INTEGER",),
+    "bigint": ("BIGINT",),
+    "float": ("REAL",),
+    "double": ("DOUBLE", "FLOAT"),
+    "string": ("VARCHAR", "CHAR", "LONGVARCHAR", "NVARCHAR", "NCHAR", "CLOB"),
+    "date": ("DATE",),
+    "timestamp": ("TIMESTAMP", "TIMESTAMP_WITH_TIMEZONE"),
+    "binary": ("BINARY", "VARBINARY", "LONGVARBINARY", "BLOB"),
+}
+_GLUE_TARGETS = {
+    "STRING": "string", "INT": "int", "INTEGER": "int", "LONG": "bigint", "BIGINT": "bigint",
+    "SHORT": "smallint", "BYTE": "tinyint", "FLOAT": "float", "DOUBLE": "double",
+    "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp", "BINARY": "binary",
+}  # fmt: skip
+
+
+def type_mapping(raw) -> dict[str, str]:
+    """Glue's ``dataTypeMapping`` (JDBC type name → Glue type), checked."""
+    if not raw:
+        return {}
+    mapping = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    checked = {}
+    for jdbc, glue in mapping.items():
+        target = _GLUE_TARGETS.get(str(glue).upper()) or (
+            str(glue).lower() if str(glue).upper().startswith("DECIMAL") else None
+        )
+        if target is None:
+            raise SourceError(f"dataTypeMapping: {glue!r} is not a Glue type ({', '.join(_GLUE_TARGETS)})")
+        checked[str(jdbc).upper()] = target
+    return checked
+
+
+def apply_type_mapping(df: DataFrame, mapping: dict[str, str]) -> DataFrame:
+    """Cast each column whose JDBC type the mapping names (a value that does not convert
+    becomes null, as any Glue cast)."""
+    cols = []
+    for f in df.schema.fields:
+        simple = "decimal" if f.dataType.simpleString().startswith("decimal") else f.dataType.simpleString()
+        names = ("DECIMAL", "NUMERIC") if simple == "decimal" else _JDBC_TYPE_NAMES.get(simple, ())
+        target = next((mapping[n] for n in names if n in mapping), None)
+        col = F.col(f"`{f.name}`")
+        cols.append(col.try_cast(target).alias(f.name) if target else col)
+    return df.select(*cols)

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SourceError
+
+if TYPE_CHECKING:
+    from .streams import StreamSource
 
 
 @dataclass(frozen=True)
@@ -50,3 +55,41 @@ def kind_of_metrics(metrics: Mapping[str, Any]) -> SourceKind:
     if named in KINDS:
         return KINDS[str(named)]
     return JDBC if "rows_read" in metrics else FILES
+
+
+def stream_source(
+    kind: str, options: dict[str, Any], *, ctx: str | None, connections: Any = None, settings: Any = None
+) -> StreamSource:
+    """The streaming source of ``kind`` for Glue-style connection options; a
+    ``connectionName`` is resolved through the job's connections. Each kind's module is
+    loaded only when a source of that kind is made."""
+    kind = (kind or "").lower()
+    if kind == KAFKA.name:
+        from .kafka import KafkaSource, bootstrap_from_url
+
+        bootstrap = ""
+        name = options.get("connectionName")
+        if name and not (options.get("bootstrap.servers") or options.get("bootstrapServers")):
+            if connections is None:
+                raise SourceError(f"connection {name!r} cannot be resolved outside a job")
+            bootstrap = bootstrap_from_url(connections.resolve(str(name)).url)
+        return KafkaSource(options=options, ctx=ctx, bootstrap=bootstrap)
+    if kind == KINESIS.name:
+        from .kinesis import KinesisSource
+
+        return KinesisSource(options=options, ctx=ctx, settings=settings)
+    raise SourceError(
+        f"streaming connection_type {kind!r} is not supported; use {' or '.join(STREAM_CONNECTION_TYPES)}"
+    )
+
+
+def stream_accepts(kind: str, name: str) -> bool:
+    """Whether the streaming source of ``kind`` takes connection option ``name`` (a
+    catalog table's parameters hold others too)."""
+    if kind == KAFKA.name:
+        from .kafka import accepts as kafka_accepts
+
+        return kafka_accepts(name)
+    from .kinesis import accepts as kinesis_accepts
+
+    return kinesis_accepts(name)

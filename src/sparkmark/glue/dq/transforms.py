@@ -11,6 +11,7 @@ from typing import Any
 
 from ...errors import ArgumentError
 from ...quality import evaluate
+from ...quality.runs import evaluate_in_run
 from ..dynamicframe import DynamicFrame, DynamicFrameCollection
 
 CONTEXT = "dataQualityEvaluationContext"
@@ -38,11 +39,11 @@ def _evaluate(
     df = _frame_df(frame)
     references = {k: _frame_df(v) for k, v in (additional_data_sources or {}).items()}
     glue_ctx = getattr(frame, "glue_ctx", None)
-    job = getattr(glue_ctx, "_job", None) if glue_ctx is not None else None
+    run = getattr(glue_ctx, "run", None) if glue_ctx is not None else None
     filtered = label.lower()
-    if job is not None and options.get("enableDataQualityResultsPublishing", True):
-        result = job.evaluate_quality(
-            df, ruleset, name=name, reference=references, row_level=row_level, filtered_rows=filtered
+    if run is not None and options.get("enableDataQualityResultsPublishing", True):
+        result = evaluate_in_run(
+            run, df, ruleset, name=name, reference=references, row_level=row_level, filtered_rows=filtered
         )
     else:
         result = evaluate(

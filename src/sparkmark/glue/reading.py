@@ -1,0 +1,451 @@
+"""Glue's readers (``create_dynamic_frame``, ``create_data_frame``, ``getSource``)
+translated onto sparkmark's sources: a ``connection_type`` and its options become a
+file, JDBC or stream source, read through ``runtime.read_source`` in the context's run
+(or in full, with none)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from ..engine import jdbc as jdbc_keys
+from ..engine.options import OPTION_NAMES, parse_bool
+from ..errors import SourceError
+from ..runtime import read_source
+from ..sources.files import FileSource
+from ..sources.jdbc import JdbcRequest, JdbcSource, apply_type_mapping, type_mapping
+from ..sources.registry import STREAM_CONNECTION_TYPES, stream_accepts, stream_source
+from . import choice, formats
+from .dynamicframe import DynamicFrame, ErrorStage
+
+if TYPE_CHECKING:
+    from .context import GlueContext
+
+log = logging.getLogger("sparkmark.glue")
+
+FILE_CONNECTIONS = ("s3", "file", "local")
+JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
+CUSTOM_JDBC = ("custom.jdbc", "marketplace.jdbc")  # Glue's JDBC connectors: any driver, by URL
+REDSHIFT_NOTE = (
+    "redshift: reading and writing over plain JDBC through the named connection; Redshift's "
+    "UNLOAD/COPY path through redshift_tmp_dir is not used"
+)
+
+
+def file_options(options: dict) -> dict:
+    """Glue's file-source options among ``options`` (the engine's one table of them)."""
+    return {k: options[k] for k in OPTION_NAMES if k in options}
+
+
+def bookmark_keys(options: dict) -> list[str] | None:
+    """``jobBookmarkKeys``: a list, a JSON list, or one column's name."""
+    keys = options.get("jobBookmarkKeys")
+    if isinstance(keys, str):
+        return json.loads(keys) if keys.strip().startswith("[") else [keys]
+    return keys
+
+
+def read_stream(gc: GlueContext, connection_type: str, options: dict, ctx: str) -> DataFrame:
+    """Glue's streaming sources: a DataFrame whose micro-batches forEachBatch processes."""
+    source = stream_source(
+        connection_type, options, ctx=ctx or None, connections=gc.connections, settings=gc.settings
+    )
+    return read_source(gc.spark_session, source, gc.run)
+
+
+def read_files(
+    gc: GlueContext,
+    paths: list[str],
+    fmt: str | None,
+    options: dict,
+    format_options: dict,
+    ctx: str | None,
+    push_down_predicate: str | None = None,
+) -> tuple[DataFrame, bool]:
+    """Read files through the run's bookmark when there is one. Returns the frame and
+    whether its JSON needs choice typing."""
+    fmt = (fmt or "json").lower()
+    spark_opts: dict[str, Any] = {}
+    for key in options:
+        if key in formats.ACCEPTED_NO_OP:
+            log.info("connection option %s is accepted; Spark sizes its own input splits", key)
+    json_records = False
+    spark_opts.update(formats.translate(formats.READ, fmt, format_options))
+    if fmt == "csv":
+        spark_fmt = "csv"
+    elif fmt == "json":
+        if format_options.get("jsonPath") not in (None, "", "$[*]"):
+            raise SourceError("jsonPath supports '$[*]' (a top-level array of records) only")
+        multiline = parse_bool(
+            "multiline", format_options.get("multiline", format_options.get("multiLine", False))
+        )
+        spark_fmt = "text"
+        if multiline or format_options.get("jsonPath") == "$[*]":
+            spark_opts["wholetext"] = "true"
+        json_records = True
+    elif fmt in ("parquet", "glueparquet", "orc"):
+        spark_fmt = "parquet" if fmt == "glueparquet" else fmt
+    elif fmt == "xml":
+        spark_fmt = "xml"
+    elif fmt == "avro":
+        spark_fmt = "avro"  # read in Python with fastavro (sources/avro.py)
+    else:
+        raise SourceError(f"unsupported format {fmt!r}")
+    if gc.run is None and ctx:
+        log.warning(
+            "source %s has transformation_ctx %r but Job.init() was not called: "
+            "it is read in full and not bookmarked",
+            ", ".join(paths),
+            ctx,
+        )
+    source = FileSource(
+        paths, format=spark_fmt, ctx=ctx or None, options={**file_options(options), **spark_opts}
+    )
+    df = read_source(gc.spark_session, source, gc.run)
+    if push_down_predicate:
+        df = df.where(push_down_predicate)
+    return df, json_records
+
+
+def to_records(df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:
+    """Typed records and the error records of rows that were not JSON records."""
+    if not json_records or "value" not in df.columns:
+        return df, None
+    keep = [c for c in df.columns if c != "value"]
+    lines = df
+    first = df.select(F.ltrim("value")).where(F.length("value") > 0).first()
+    if first is not None and (first[0] or "").startswith("["):  # files holding arrays of records
+        lines = df.select(
+            F.explode(F.expr("cast(try_parse_json(value) as array<variant>)")).alias("__sm_el"), *keep
+        )
+        lines = lines.select(F.to_json("__sm_el").alias("value"), *keep)
+    else:
+        lines = df.where(F.length(F.trim("value")) > 0)
+    return choice.parse_records(lines, "value", keep)
+
+
+def database(gc: GlueContext, options: dict, connection_type: str) -> jdbc_keys.Database:
+    """The database the options name: their url/user/password, or a named connection's
+    (``connectionName``, with ``useConnectionProperties`` or no url of their own)."""
+    url, user, password = options.get("url"), options.get("user"), options.get("password")
+    name = options.get("connectionName")
+    if name and (
+        parse_bool("useConnectionProperties", options.get("useConnectionProperties", False)) or not url
+    ):
+        resolved = gc.connections.resolve(str(name))
+        url, user, password = url or resolved.url, user or resolved.user, password or resolved.password
+    if not url:
+        raise SourceError(
+            f"connection_type {connection_type!r} needs connection_options['url'] or 'connectionName'"
+        )
+    found = jdbc_keys.parse_database(url, user, password)
+    expected = JDBC_CONNECTIONS.get(connection_type)
+    if expected is not None and found.dialect.name != expected:
+        raise SourceError(f"url {found.display} is not a {connection_type} URL")
+    return found
+
+
+def _read_request(gc: GlueContext, request: JdbcRequest, ctx: str | None) -> DataFrame:
+    if gc.run is not None:
+        gc.run.add_database(request.database)
+    return read_source(gc.spark_session, JdbcSource(request, ctx=ctx or None), gc.run)
+
+
+def read_jdbc(gc: GlueContext, connection_type: str, options: dict, ctx: str | None) -> DataFrame:
+    if connection_type == "redshift":
+        log.info(REDSHIFT_NOTE)
+        return read_custom_jdbc(gc, connection_type, options, ctx)
+    if connection_type in CUSTOM_JDBC:
+        return read_custom_jdbc(gc, connection_type, options, ctx)
+    if connection_type not in JDBC_CONNECTIONS:
+        raise SourceError(
+            f"connection_type {connection_type!r} is not supported: use s3, postgresql, mysql, "
+            "sqlite, or custom.jdbc with a driver on Spark's classpath"
+        )
+    request = JdbcRequest.build(
+        database(gc, options, connection_type),
+        table=options.get("dbtable"),
+        query=None,
+        keys=bookmark_keys(options),
+        keys_sort_order=options.get("jobBookmarkKeysSortOrder", "asc"),
+        hashfield=options.get("hashfield"),
+        hashexpression=options.get("hashexpression"),
+        hashpartitions=int(options.get("hashpartitions", 7)),
+        lag=None,
+        on_null_key="raise",
+    )
+    return _read_request(gc, request, ctx)
+
+
+def read_custom_jdbc(gc: GlueContext, connection_type: str, options: dict, ctx: str | None) -> DataFrame:
+    """``custom.jdbc`` / ``marketplace.jdbc``: Glue's connector options over the same
+    bookmarked JDBC read (``dbTable`` or ``query``, ``filterPredicate``,
+    ``partitionColumn`` with ``numPartitions``)."""
+    if options.get("className"):
+        from ..spark import driver_class
+
+        driver_class(gc.spark_session, (str(options["className"]),), connection_type)
+    mapping = type_mapping(options.get("dataTypeMapping"))
+    table, query = options.get("dbTable") or options.get("dbtable"), options.get("query")
+    where = options.get("filterPredicate")
+    if where:
+        source = f"({query}) sm_q" if query else table
+        query, table = f"SELECT * FROM {source} WHERE {where}", None
+    keys = bookmark_keys(options)
+    partition = options.get("partitionColumn")
+    request = JdbcRequest.build(
+        database(gc, options, connection_type),
+        table=table,
+        query=query,
+        keys=keys or ([partition] if partition and query else None),
+        keys_sort_order=options.get("jobBookmarkKeysSortOrder", "asc"),
+        hashfield=partition,
+        hashexpression=None,
+        hashpartitions=int(options.get("numPartitions", 7)),
+        lag=None,
+        on_null_key="raise",
+    )
+    df = _read_request(gc, request, ctx)
+    return apply_type_mapping(df, mapping) if mapping else df
+
+
+def from_options(
+    gc: GlueContext,
+    connection_type: str,
+    connection_options: dict,
+    format: str | None,
+    format_options: dict | None,
+    transformation_ctx: str,
+    push_down_predicate: str | None = None,
+) -> tuple[DataFrame, bool]:
+    kind = (connection_type or "").lower()
+    options = dict(connection_options or {})
+    if kind in STREAM_CONNECTION_TYPES:
+        raise SourceError(
+            f"{kind} is a streaming source: read it with glueContext.create_data_frame.from_options "
+            "and process it with glueContext.forEachBatch"
+        )
+    if kind in FILE_CONNECTIONS:
+        paths = options.get("paths") or ([options["path"]] if "path" in options else [])
+        if not paths:
+            raise SourceError("connection_options needs 'paths' (a list of folders or files)")
+        return read_files(
+            gc,
+            list(paths),
+            format,
+            options,
+            dict(format_options or {}),
+            transformation_ctx,
+            push_down_predicate,
+        )
+    return read_jdbc(gc, kind, options, transformation_ctx), False
+
+
+def stream_table(gc: GlueContext, database: str, table_name: str, options: dict) -> tuple[str, dict] | None:
+    """A streaming catalog table (``typeOfData`` kafka or kinesis, as Glue keeps it):
+    its connection options, with the table's columns as the records' schema."""
+    table = gc.catalog_store().table(database.lower(), table_name.lower())
+    kind = str(table.parameters.get("typeOfData", "")).lower()
+    if kind not in STREAM_CONNECTION_TYPES:
+        return None
+    from_table = {
+        k: v
+        for k, v in table.parameters.items()
+        if k not in ("typeOfData", "classification") and stream_accepts(kind, k)
+    }
+    merged = {"classification": table.classification, **from_table, **options}
+    if table.columns and "schema" not in merged and "inferSchema" not in options:
+        merged["schema"] = ", ".join(f"`{c.name}` {c.type}" for c in table.columns)
+    return kind, merged
+
+
+def from_catalog(
+    gc: GlueContext, database: str, table_name: str, push_down_predicate: str, options: dict, ctx: str
+) -> tuple[DataFrame, bool]:
+    from ..catalog.reading import read_table
+
+    database, table_name = database.lower(), table_name.lower()  # Glue's names are case-insensitive
+    predicates = [push_down_predicate, options.get("catalogPartitionPredicate", "")]
+    store = gc.catalog_store()
+    found = store.table(database, table_name)
+    classification = found.classification
+    if found.parameters.get("connectionName"):  # a crawled JDBC table
+        resolved = gc.connections.resolve(found.parameters["connectionName"])
+        keys = options.get("jobBookmarkKeys") or [
+            k for k in (found.parameters.get("primaryKey") or "").split(",") if k
+        ]
+        jdbc_options = {
+            "url": resolved.url,
+            "user": resolved.user,
+            "password": resolved.password,
+            "dbtable": found.parameters["dbtable"],
+            "jobBookmarkKeys": keys or None,
+            **{
+                k: options[k]
+                for k in ("jobBookmarkKeysSortOrder", "hashfield", "hashexpression", "hashpartitions")
+                if k in options
+            },
+        }
+        kind = "mysql" if classification == "mysql" else classification
+        return read_jdbc(gc, kind, jdbc_options, ctx), False
+    fmt = "text" if classification == "json" else classification
+    spark_opts = (
+        {"wholetext": "true"}
+        if classification == "json" and parse_bool("multiline", options.get("multiline", False))
+        else {}
+    )
+    file_opts = file_options(options)
+
+    def reader(paths, fmt_, columns, table_options):
+        merged = {**table_options, **spark_opts, **file_opts}
+        schema = merged.pop("schema", None)
+        source = FileSource(
+            paths, format=fmt_, ctx=ctx or None, schema=schema, path_columns=columns, options=merged
+        )
+        return read_source(gc.spark_session, source, gc.run)
+
+    df, _table, _n = read_table(
+        gc.spark_session, store, f"{database}.{table_name}", predicates, reader, fmt=fmt
+    )
+    return df, classification == "json"
+
+
+class DynamicFrameReader:
+    """``glueContext.create_dynamic_frame``."""
+
+    def __init__(self, gc: GlueContext):
+        self._gc = gc
+
+    def from_options(
+        self,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        push_down_predicate: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        df, json_records = from_options(
+            self._gc,
+            connection_type,
+            connection_options or {},
+            format,
+            format_options,
+            transformation_ctx,
+            push_down_predicate,
+        )
+        records, bad = to_records(df, json_records)
+        stages = (ErrorStage(transformation_ctx or "from_options", bad),) if bad is not None else ()
+        return DynamicFrame(records, self._gc, transformation_ctx, errors=stages)
+
+    def from_rdd(
+        self,
+        data,
+        name: str,
+        schema: StructType | None = None,
+        sample_ratio: float | None = None,
+        transformation_ctx: str = "",
+    ) -> DynamicFrame:
+        df = self._gc.spark_session.createDataFrame(data, schema, sample_ratio)  # type: ignore[call-overload]
+        return DynamicFrame(df, self._gc, name)
+
+    def from_catalog(
+        self,
+        database: str,
+        table_name: str,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        push_down_predicate: str = "",
+        additional_options: dict | None = None,
+        catalog_id: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        df, json_records = from_catalog(
+            self._gc,
+            database,
+            table_name,
+            push_down_predicate,
+            dict(additional_options or {}),
+            transformation_ctx,
+        )
+        records, bad = to_records(df, json_records)
+        stages = (ErrorStage(transformation_ctx or "from_catalog", bad),) if bad is not None else ()
+        return DynamicFrame(records, self._gc, transformation_ctx or table_name, errors=stages)
+
+
+class DataFrameReader:
+    """``glueContext.create_data_frame``: streams for kafka and kinesis."""
+
+    def __init__(self, gc: GlueContext):
+        self._gc = gc
+
+    def from_options(
+        self,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        **kwargs,
+    ) -> DataFrame:
+        if (connection_type or "").lower() in STREAM_CONNECTION_TYPES:
+            options = dict(connection_options or {})
+            if format and "classification" not in options:
+                options["classification"] = format
+            return read_stream(self._gc, connection_type.lower(), options, transformation_ctx)
+        df, json_records = from_options(
+            self._gc, connection_type, connection_options or {}, format, format_options, transformation_ctx
+        )
+        records, bad = to_records(df, json_records)
+        if bad is not None and bad.limit(1).count():
+            log.warning("%d input rows are not JSON records and were left out", bad.count())
+        return records
+
+    def from_catalog(
+        self,
+        database: str,
+        table_name: str,
+        transformation_ctx: str = "",
+        push_down_predicate: str = "",
+        additional_options: dict | None = None,
+        **kwargs,
+    ) -> DataFrame:
+        streaming = stream_table(self._gc, database, table_name, dict(additional_options or {}))
+        if streaming is not None:
+            kind, options = streaming
+            return read_stream(self._gc, kind, options, transformation_ctx)
+        df, json_records = from_catalog(
+            self._gc,
+            database,
+            table_name,
+            push_down_predicate,
+            dict(additional_options or {}),
+            transformation_ctx,
+        )
+        records, _bad = to_records(df, json_records)
+        return records
+
+
+class DataSource:
+    """``glueContext.getSource(...)``: ``setFormat`` then ``getFrame``."""
+
+    def __init__(
+        self, gc: GlueContext, connection_type: str, options: dict, fmt: str | None, transformation_ctx: str
+    ):
+        self._gc, self._type, self._options = gc, connection_type, options
+        self._format, self._tctx = fmt, transformation_ctx
+        self._format_options: dict[str, Any] = {}
+
+    def setFormat(self, format: str, **options) -> None:
+        self._format, self._format_options = format, options
+
+    def getFrame(self) -> DynamicFrame:
+        return self._gc.create_dynamic_frame.from_options(
+            self._type, self._options, self._format, self._format_options, self._tctx
+        )

@@ -1,0 +1,63 @@
+"""A ruleset evaluated in a job's run: the result kept with the run under the
+ruleset's name, and DetectAnomalies compared with what earlier successful runs of the
+job recorded under the same name. The native ``Job`` and Glue's EvaluateDataQuality
+both evaluate here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..engine.names import check_name
+from .evaluate import QualityResult, evaluate
+from .store import QualityStore
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ..runtime import JobRun
+
+log = logging.getLogger("sparkmark.quality")
+
+
+def evaluate_in_run(
+    run: JobRun,
+    df: DataFrame,
+    ruleset: str,
+    *,
+    name: str = "default",
+    reference: Mapping[str, DataFrame] | None = None,
+    row_level: bool = True,
+    filtered_rows: str = "pass",
+) -> QualityResult:
+    run.require_running()
+    check_name("ruleset name", name)
+    store = QualityStore(run.store)
+    result = evaluate(
+        df,
+        ruleset,
+        reference=dict(reference or {}),
+        name=name,
+        row_level=row_level,
+        filtered_rows=filtered_rows,
+        history=lambda metric: store.history(run.name, name, metric),
+    )
+    document = result.to_dict()
+    store.save(run.name, run.run_id, document)
+    run.record_quality(
+        name,
+        {
+            "passed": result.passed,
+            "score": document["score"],
+            "failed_rules": [o.rule for o in result.failed()],
+        },
+    )
+    log.info(
+        "job %s: data quality %s: %d of %d rules passed",
+        run.name,
+        name,
+        sum(o.passed for o in result.outcomes),
+        len(result.outcomes),
+    )
+    return result
