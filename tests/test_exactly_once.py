@@ -11,11 +11,16 @@ import psycopg
 import pytest
 
 from sparkmark.engine import publish
+from sparkmark.engine.jdbc import parse_database
 from sparkmark.engine.models import OutputState, RunState
+from sparkmark.engine.ownership import ForeignOutput
 from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
+from sparkmark.engine.store import StateStore
 from sparkmark.errors import SinkError
+from sparkmark.runtime import write_sink
+from sparkmark.sinks.jdbc import JdbcSink
 
-from .conftest import PG_DSN, write_json
+from .conftest import PG_DSN, Runner, write_json
 
 
 def data_files(root) -> list[str]:
@@ -253,6 +258,34 @@ def test_jdbc_write_merges_at_commit_once(runner, spark, tmp_path, pg_table, cap
     again = publish_output(runner.store, record)
     assert again["already_applied"] is True
     assert pg_rows(f"SELECT count(*) FROM {pg_table}") == [(3,)]
+
+
+def test_every_write_of_a_run_is_guarded_and_a_write_with_no_run_is_not(runner, spark, tmp_path, pg_table):
+    """The one write path decides the ownership guard: in a run, a staged write and a
+    write without a ctx alike are refused when the table holds writes of runs this store
+    has no record of (writing on would apply again what those runs read); with no run
+    nothing is bookmarked, so nothing can be replayed, and the write goes ahead."""
+    src = tmp_path / "in"
+    write_json(src / "a.json", [1, 2], v="x")
+    other = StateStore(f"sqlite:///{tmp_path / 'other.db'}")
+    first = Runner(other, spark, runner.name, tmp_path).start()
+    first.write_jdbc(first.read_files(str(src), ctx="src"), url=JDBC_URL, table=pg_table, ctx="db")
+    first.commit()
+    other.close()
+
+    job = runner.start()
+    df = job.read_files(str(src), ctx="src")
+    with pytest.raises(ForeignOutput, match=pg_table):
+        job.write_jdbc(df, url=JDBC_URL, table=pg_table, ctx="db")
+    with pytest.raises(ForeignOutput, match=pg_table):  # visible at once, refused all the same
+        job.write_jdbc(df, url=JDBC_URL, table=pg_table)
+    job.fail("refused")
+    assert pg_rows(f"SELECT id FROM {pg_table} ORDER BY id") == [(1,), (2,)]
+
+    more = spark.createDataFrame([(3, "y")], "id bigint, v string")
+    written = write_sink(JdbcSink(parse_database(JDBC_URL), pg_table), more, None)
+    assert written["rows_written"] == 1
+    assert pg_rows(f"SELECT id FROM {pg_table} ORDER BY id") == [(1,), (2,), (3,)]
 
 
 def test_jdbc_write_of_a_failed_run_is_dropped(runner, tmp_path, pg_table):

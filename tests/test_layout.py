@@ -97,3 +97,88 @@ def test_a_deferred_upward_import_is_found_and_a_typing_one_is_not(tmp_path):
     )
     found = [target for target, _line in imports(planted, tmp_path)]
     assert found == ["engine.store", "job.Job", "glue.context"]
+
+
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(src: Path = SRC) -> dict[str, set[str]]:
+    """Each module's sparkmark imports, deferred ones included (typing-only ones not),
+    resolved to modules: ``a.b.Name`` is module ``a.b`` when ``a/b.py`` is no package."""
+    modules = {_module_name(p, src): p for p in src.rglob("*.py")}
+
+    def resolve(target: str) -> str:
+        while target and target not in modules:
+            target = target.rsplit(".", 1)[0] if "." in target else ""
+        return target
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        for target, _line in imports(path, src):
+            found = resolve(target)
+            if found and found != name and not name.startswith(found + "."):  # a package's own parts
+                graph.setdefault(name, set()).add(found)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_deferred_imports_included():
+    assert cycles(import_graph()) == []
+
+
+def test_a_planted_circle_through_a_deferred_import_is_found(tmp_path):
+    (tmp_path / "sources").mkdir()
+    (tmp_path / "sources" / "__init__.py").write_text("")
+    (tmp_path / "sources" / "streams.py").write_text("def make():\n    from .kafka import Kafka\n")
+    (tmp_path / "sources" / "kafka.py").write_text("from .streams import make\nclass Kafka: ...\n")
+    (tmp_path / "sources" / "files.py").write_text("from .streams import make\n")
+    assert cycles(import_graph(tmp_path)) == [["sources.kafka", "sources.streams"]]
+
+
+MAX_CLASS_LINES = 500
+
+
+def test_no_class_reaches_500_lines():
+    """A class that large holds several concerns: split one out (the state store's
+    concerns are mixins of one handle; the scheduler's supervision is its own module)."""
+    large = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                size = node.end_lineno - node.lineno + 1
+                if size >= MAX_CLASS_LINES:
+                    large.append(f"{path.relative_to(SRC)}:{node.name} ({size} lines)")
+    assert large == []

@@ -15,9 +15,10 @@ from sparkmark.settings import Settings
 SRC = Path(__file__).resolve().parents[1] / "src" / "sparkmark"
 # The modules allowed to touch os.environ: the settings themselves, the interpreter
 # start-up hook (kept free of pydantic, see glue/shim.py), the launcher that hands an
-# environment to child processes and records their exit, and `sparkmark run`, which
-# hands Spark its submit arguments, and spark.py, which points PySpark's workers at this
-# interpreter (both write, neither reads a setting).
+# environment to child processes and records their exit, the job host, which sets a run
+# request's settings for the script and hands Spark its submit arguments, `sparkmark run`,
+# which points the script's boto3 at the Glue endpoint, and spark.py, which points
+# PySpark's workers at this interpreter (they write, none reads a setting).
 # Modules that hand this process's environment on to the processes they start (a job, a
 # Spark master or worker, a Spark Connect server), besides the settings themselves.
 ALLOWED = {
@@ -25,6 +26,7 @@ ALLOWED = {
     "glue/shim.py",
     "workflow/launcher.py",
     "cli/run.py",
+    "host/script.py",
     "spark.py",
     "devservices/cluster.py",
     "devservices/connect.py",

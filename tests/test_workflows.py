@@ -20,8 +20,9 @@ from sparkmark.engine.store import StateStore
 from sparkmark.errors import ConfigError
 from sparkmark.workflow import cron, report
 from sparkmark.workflow.definition import load_project
+from sparkmark.workflow.records import actions
 from sparkmark.workflow.scheduler import Scheduler
-from sparkmark.workflow.store import WorkflowStore, actions
+from sparkmark.workflow.store import WorkflowStore
 
 from .conftest import pg_url
 

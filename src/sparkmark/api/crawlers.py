@@ -12,7 +12,7 @@ from typing import Any
 from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.schema import utcnow
 from ..errors import NotFound
-from ..workflow.store import ActionState
+from ..workflow.records import ActionState
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import Service, handler, page
 

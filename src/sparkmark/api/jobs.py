@@ -20,8 +20,8 @@ from ..engine.models import RunRecord, RunState
 from ..engine.schema import utcnow
 from ..errors import NotFound, RunFinished, UnknownRun
 from ..workflow.definition import JobDefinition
+from ..workflow.records import ActionRecord, ActionState
 from ..workflow.report import bookmark_entry
-from ..workflow.store import ActionRecord, ActionState
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import Service, handler, page
 

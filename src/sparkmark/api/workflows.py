@@ -14,7 +14,7 @@ from ..engine.schema import utcnow
 from ..errors import NotFound
 from ..workflow import report
 from ..workflow.definition import Project, TriggerDefinition, TriggerType, WorkflowDefinition, _validate
-from ..workflow.store import WorkflowRunStatus
+from ..workflow.records import WorkflowRunStatus
 from .protocol import exists, illegal_workflow_state, invalid, not_found
 from .service import Service, handler, page
 

@@ -147,14 +147,21 @@ def main() -> None:
     mask_logging()
     for noisy in ("py4j", "sqlalchemy", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from ..workflow.launcher import argv_from_stdin, record_exit
+    from ..workflow.launcher import launched_document, record_exit
 
-    sent = argv_from_stdin()
-    if sent is not None:
-        sys.argv[1:] = sent
-    named = _named_command(sys.argv[1:])
-    register([named] if named in SUBCOMMANDS else [] if named == "run" else None)
+    sent = launched_document()
+    if sent is not None and "argv" in sent:
+        sys.argv[1:] = sent["argv"]
+    request = sent.get("run") if sent is not None else None
+    if request is None:
+        named = _named_command(sys.argv[1:])
+        register([named] if named in SUBCOMMANDS else [] if named == "run" else None)
     try:
+        if request is not None:  # a job's run, handed over by a scheduler
+            from ..host import RunRequest
+            from .run import run as run_request
+
+            raise SystemExit(run_request(RunRequest.checked(request)))
         _app()
     except SystemExit as exc:
         code = exc.code

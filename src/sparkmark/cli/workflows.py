@@ -17,9 +17,9 @@ from ..settings import Settings
 from ..workflow import report
 from ..workflow.control import run_job, start_workflow
 from ..workflow.definition import Project, TriggerType
+from ..workflow.records import WorkflowRunRecord
 from ..workflow.registry import ProjectSource, load_project
 from ..workflow.scheduler import Scheduler
-from ..workflow.store import WorkflowRunRecord
 from .output import console, one_line_errors, print_json, table, when
 
 workflow_app = typer.Typer(help="Run and inspect workflows declared in sparkmark.toml.", no_args_is_help=True)

@@ -107,33 +107,8 @@ class DynamicFrame:
         assert isinstance(schema, gluetypes.StructType)
         return schema
 
-    def _schema_lines(self) -> list[str]:
-        held = choices.observed_types(self._df, choices.choice_paths(self._df.schema))
-        lines = ["root"]
-
-        def walk(struct: StructType, prefix: list[str], depth: int) -> None:
-            for f in struct.fields:
-                here = prefix + [f.name]
-                pad = "|    " * depth + "|-- "
-                if isinstance(f.dataType, VariantType):
-                    lines.append(f"{pad}{f.name}: choice")
-                    for t in held.get(fieldpaths.quote(here), []):
-                        lines.append("|    " * (depth + 1) + f"|-- {choices.glue_name(t)}")
-                elif isinstance(f.dataType, StructType):
-                    lines.append(f"{pad}{f.name}: struct")
-                    walk(f.dataType, here, depth + 1)
-                elif isinstance(f.dataType, ArrayType):
-                    inner = f.dataType.elementType
-                    label = "choice" if isinstance(inner, VariantType) else inner.simpleString()
-                    lines.append(f"{pad}{f.name}: array<{label}>")
-                else:
-                    lines.append(f"{pad}{f.name}: {f.dataType.simpleString()}")
-
-        walk(self._df.schema, [], 0)
-        return lines
-
     def printSchema(self) -> None:
-        print("\n".join(self._schema_lines()))
+        print("\n".join(_schema_lines(self._df)))
 
     def show(self, num_rows: int = 20) -> None:
         for row in self._df.limit(num_rows).toJSON().collect():
@@ -285,7 +260,7 @@ class DynamicFrame:
         else:
             targets = list(specs or [])
         if any(a == "match_catalog" for _, a in targets):
-            targets = self._match_catalog(targets, database, table_name)
+            targets = _catalog_casts(self.glue_ctx, targets, database, table_name)
         needs_types = [
             fieldpaths.split_path(p)
             for p, a in targets
@@ -297,33 +272,6 @@ class DynamicFrame:
             parts = fieldpaths.split_path(path)
             df = choices.resolve(df, path, action, known.get(fieldpaths.quote(parts)))
         return self._with(df)
-
-    def _match_catalog(
-        self, targets: list[tuple[str, str]], database: str | None, table_name: str | None
-    ) -> list[tuple[str, str]]:
-        """match_catalog → cast:<the catalog column's type>, field by field."""
-        if not database or not table_name:
-            raise TransformError("ResolveChoice match_catalog needs database= and table_name=")
-        from ..catalog.store import CatalogStore
-        from ..engine.store import StateStore
-        from ..settings import Settings
-
-        if self.glue_ctx is not None:
-            state = self.glue_ctx.state_store()
-        else:  # a frame made without a GlueContext
-            state = StateStore.from_settings(Settings.from_env())
-        table = CatalogStore(state).table(database, table_name)
-        types = {c.name.lower(): c.type for c in table.columns + table.partition_keys}
-        resolved = []
-        for path, action in targets:
-            if action != "match_catalog":
-                resolved.append((path, action))
-                continue
-            top = fieldpaths.split_path(path)[0].lower()
-            if top not in types:
-                raise TransformError(f"match_catalog: {database}.{table_name} has no column {top!r}")
-            resolved.append((path, f"cast:{types[top]}"))
-        return resolved
 
     def unbox(
         self,
@@ -555,6 +503,61 @@ class DynamicFrame:
 
     def __repr__(self) -> str:
         return f"DynamicFrame(name={self.name!r}, fields={self._df.columns})"
+
+
+def _schema_lines(df: DataFrame) -> list[str]:
+    """printSchema's lines: a field whose records hold several types is a choice of them."""
+    held = choices.observed_types(df, choices.choice_paths(df.schema))
+    lines = ["root"]
+
+    def walk(struct: StructType, prefix: list[str], depth: int) -> None:
+        for f in struct.fields:
+            here = prefix + [f.name]
+            pad = "|    " * depth + "|-- "
+            if isinstance(f.dataType, VariantType):
+                lines.append(f"{pad}{f.name}: choice")
+                for t in held.get(fieldpaths.quote(here), []):
+                    lines.append("|    " * (depth + 1) + f"|-- {choices.glue_name(t)}")
+            elif isinstance(f.dataType, StructType):
+                lines.append(f"{pad}{f.name}: struct")
+                walk(f.dataType, here, depth + 1)
+            elif isinstance(f.dataType, ArrayType):
+                inner = f.dataType.elementType
+                label = "choice" if isinstance(inner, VariantType) else inner.simpleString()
+                lines.append(f"{pad}{f.name}: array<{label}>")
+            else:
+                lines.append(f"{pad}{f.name}: {f.dataType.simpleString()}")
+
+    walk(df.schema, [], 0)
+    return lines
+
+
+def _catalog_casts(
+    glue_ctx, targets: list[tuple[str, str]], database: str | None, table_name: str | None
+) -> list[tuple[str, str]]:
+    """match_catalog → cast:<the catalog column's type>, field by field."""
+    if not database or not table_name:
+        raise TransformError("ResolveChoice match_catalog needs database= and table_name=")
+    from ..catalog.store import CatalogStore
+    from ..engine.store import StateStore
+    from ..settings import Settings
+
+    if glue_ctx is not None:
+        state = glue_ctx.state_store()
+    else:  # a frame made without a GlueContext
+        state = StateStore.from_settings(Settings.from_env())
+    table = CatalogStore(state).table(database, table_name)
+    types = {c.name.lower(): c.type for c in table.columns + table.partition_keys}
+    resolved = []
+    for path, action in targets:
+        if action != "match_catalog":
+            resolved.append((path, action))
+            continue
+        top = fieldpaths.split_path(path)[0].lower()
+        if top not in types:
+            raise TransformError(f"match_catalog: {database}.{table_name} has no column {top!r}")
+        resolved.append((path, f"cast:{types[top]}"))
+    return resolved
 
 
 def _with_keys(df: DataFrame, keys: list[str], other: DataFrame, other_keys: list[str]) -> DataFrame:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from ..engine.schema import utcnow
 from ..errors import SparkmarkError
+from .records import ActionRecord, WorkflowRunRecord
 from .scheduler import Scheduler
-from .store import ActionRecord, WorkflowRunRecord
 
 FINAL_RUN = ("COMPLETED", "STOPPED", "ERROR")
 

@@ -91,11 +91,9 @@ class StreamingBounds(_Model):
     UntilCaughtUp: bool = False
     MaxBatches: int | None = Field(default=None, ge=1)
 
-    def run_options(self) -> list[str]:
-        options = ["--until-caught-up"] if self.UntilCaughtUp else []
-        if self.MaxBatches is not None:
-            options += ["--max-batches", str(self.MaxBatches)]
-        return options
+    def request_options(self) -> dict[str, Any]:
+        """How a run of the job is bounded, as its ``host.RunRequest`` says it."""
+        return {"until_caught_up": self.UntilCaughtUp, "max_batches": self.MaxBatches}
 
 
 class JobDefinition(_Model):

@@ -1,7 +1,9 @@
 """Starting job and crawler runs as processes, and watching them end.
 
-Each run is a ``sparkmark run SCRIPT …`` or ``sparkmark crawler run NAME`` process in
-its own session (so a timeout or a stop ends it with everything it started), with
+Each run is a ``sparkmark`` process in its own session: a job's is handed its
+``host.RunRequest`` (script, arguments, run id, attempt, project, Spark settings) as
+one document on its standard input, a crawler's its command line the same way, so
+neither shows in the process list. Each runs in its own session (so a timeout or a stop ends it with everything it started), with
 its output in a log file under ``$SPARKMARK_HOME/logs``. The process writes its exit
 status to a file beside the log, so a scheduler that restarts while the process
 runs can still learn how it ended.
@@ -19,13 +21,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..engine.owner import is_dead
 from ..engine.store import private_dir, private_file
 
 EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"
-# Set for a child whose command line comes through its stdin: a run's arguments (a
-# password among them, perhaps) never appear in its argv, which any local user can read.
+# Set for a child whose work comes through its stdin: a run's arguments (a password among
+# them, perhaps) never appear in its argv, which any local user can read.
 ARGV_PIPE_ENV = "SPARKMARK_ARGV_ON_STDIN"
 
 
@@ -35,7 +38,7 @@ class LaunchSpec:
     kind: str  # JOB or CRAWLER
     name: str
     attempt: int
-    argv: list[str]  # the sparkmark command line after the program name
+    document: dict[str, Any]  # {"run": a RunRequest} or {"argv": the command line after the program name}
     env: dict[str, str]
     log_path: Path
 
@@ -67,7 +70,7 @@ class Launcher:
             )
         assert child.stdin is not None
         with contextlib.suppress(BrokenPipeError):  # it died at once: its exit status says why
-            child.stdin.write(json.dumps(spec.argv).encode())
+            child.stdin.write(json.dumps(spec.document).encode())
         with contextlib.suppress(BrokenPipeError):
             child.stdin.close()
         self._children[spec.action_id] = child
@@ -150,14 +153,19 @@ def read_exit(log_path: str | None) -> int | None:
         return None
 
 
-def argv_from_stdin() -> list[str] | None:
-    """The command line a launcher sent through stdin, when this process was started so."""
+def launched_document() -> dict[str, Any] | None:
+    """What a launcher sent through stdin, when this process was started so: ``{"run":
+    request}`` for a job, ``{"argv": [...]}`` for another command."""
     if not os.environ.pop(ARGV_PIPE_ENV, None):
         return None
-    argv = json.loads(sys.stdin.read() or "[]")
-    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-        raise ValueError("the command line sent on stdin is not a JSON list of strings")
-    return argv
+    document = json.loads(sys.stdin.read() or "{}")
+    argv = document.get("argv") if isinstance(document, dict) else None
+    if not isinstance(document, dict) or not (
+        isinstance(document.get("run"), dict)
+        or (isinstance(argv, list) and all(isinstance(a, str) for a in argv))
+    ):
+        raise ValueError('the document sent on stdin is neither {"run": {...}} nor {"argv": [...]}')
+    return document
 
 
 def record_exit(code: int) -> None:

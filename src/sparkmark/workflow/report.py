@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from ..engine.models import BookmarkVersion
-from .store import ActionRecord, WorkflowRunRecord
+from .records import ActionRecord, WorkflowRunRecord
 
 
 def _iso(value: datetime | None) -> str | None:

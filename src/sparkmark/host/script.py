@@ -1,0 +1,331 @@
+"""Running a job script in this process for a ``RunRequest``.
+
+The script runs as ``__main__`` with its Glue-style arguments in ``sys.argv``:
+``import awsglue`` resolves to sparkmark's façade, a bare ``SparkContext()`` gets a
+master, the connectors and the catalog, and the script's first ``import boto3`` sets up
+the Glue endpoint its client talks to (the caller's hook, since the endpoint is a door).
+Runs the script leaves open are ended as its outcome says: finished without a commit
+when it returned, failed or stopped when it did not. What happened comes back as a
+``HostOutcome`` for the caller to print; nothing here writes to the terminal.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import logging
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import args as job_args
+from ..connectors import missing_connector
+from ..engine.masking import mask_text
+from ..engine.models import RunState
+from ..errors import ArgumentError, SparkmarkError
+from ..settings import Settings
+from .request import RunRequest
+
+log = logging.getLogger("sparkmark.run")
+
+# A hook that points boto3's Glue client at an endpoint: returns what to stop after the
+# run (or None), and raises SparkmarkError when it cannot.
+EndpointHook = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """One run the script started, as the state store has it at the end."""
+
+    run_id: str
+    job_name: str
+    state: RunState | None  # None: the state store could not be reached
+
+
+@dataclass
+class HostOutcome:
+    code: int
+    runs: list[RunLine] = field(default_factory=list)
+    skipped: str | None = None  # why the run was recorded skipped without starting Spark
+    error: str | None = None  # the run's failure, in one line
+    traceback: str | None = None  # the failure's traceback, for --debug
+    problems: list[str] = field(default_factory=list)  # runs that could not be closed
+
+
+def _prepare_spark_and_glue(settings: Settings) -> None:
+    """Let Glue-style scripts run unchanged: ``import awsglue`` resolves to sparkmark's
+    façade, and a bare ``SparkContext()`` gets a master, the connectors and the catalog."""
+    from pyspark.sql import SparkSession
+
+    from ..glue import shim
+    from ..spark import submit_args, use_this_python
+
+    shim.install(settings)
+    use_this_python()
+    if settings.spark_remote:  # Spark Connect: no JVM here
+        return
+    if SparkSession.getActiveSession() is None and "PYSPARK_SUBMIT_ARGS" not in os.environ:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(settings)
+
+
+def _skip_without_spark(script: Path, resolved: job_args.JobArguments, settings: Settings) -> str | None:
+    """Record a skipped run when the job has nothing new to read; the line saying so."""
+    from ..engine.masking import mask_arguments
+    from ..engine.models import new_run_id
+    from ..engine.owner import this_process
+    from ..engine.preview import decide_skip, record_skipped_run, script_identity
+    from ..engine.store import StateStore
+
+    store = StateStore.from_settings(settings)
+    arguments = mask_arguments(job_args.run_arguments(resolved, settings.temp_dir))
+    identity = script_identity(str(script))
+    decision = decide_skip(
+        store, resolved.job_name, option=resolved.bookmark_option, arguments=arguments, script=identity
+    )
+    if not decision.skip:
+        log.info("job %s: running (not skipped: %s)", resolved.job_name, decision.reason)
+        return None
+    run = record_skipped_run(
+        store,
+        resolved.job_name,
+        run_id=new_run_id(),
+        decision=decision,
+        arguments=arguments,
+        script=identity,
+        owner=this_process(),
+        lease_seconds=settings.lease_seconds,
+    )
+    return (
+        f"run {run.run_id} of job {run.job_name}: {run.state.value} "
+        f"(skipped without starting Spark: {decision.reason})"
+    )
+
+
+def _fetch_script(location: str, settings: Settings) -> Path:
+    """A script named by URL (``s3://bucket/job.py``, as Glue's ScriptLocation), copied
+    under the home to run; the copy is taken again at every run."""
+    import hashlib
+
+    import fsspec
+
+    from ..engine import storage
+
+    storage.configure(settings)
+    target = settings.home / "scripts" / hashlib.sha256(location.encode()).hexdigest()[:16]
+    target.mkdir(parents=True, exist_ok=True)
+    local = target / location.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        with fsspec.open(storage.canonical(location), "rb") as source:
+            local.write_bytes(source.read())
+    except (OSError, ValueError) as exc:
+        raise ArgumentError(f"cannot read script {location!r}: {exc}") from None
+    return local
+
+
+class _EndpointOnImport(importlib.abc.MetaPathFinder):
+    """Sets up the Glue endpoint when the script first imports boto3 (most scripts never
+    do, and need not pay for it). boto3 is found and loaded as usual; its loader is
+    wrapped so the set-up runs just before boto3 executes, outside the import system's
+    global lock (the endpoint's thread imports modules of its own)."""
+
+    def __init__(self, hook: EndpointHook) -> None:
+        self.hook = hook
+        self.running: Any = None
+        self.done = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "boto3" or self.done:
+            return None
+        self.done = True
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _SetUpThenLoad(spec.loader, self)
+        return spec
+
+
+class _SetUpThenLoad(importlib.abc.Loader):
+    def __init__(self, loader, owner: _EndpointOnImport):
+        self.loader, self.owner = loader, owner
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        try:
+            self.owner.running = self.owner.hook()
+        except SparkmarkError as exc:
+            raise ImportError(f"boto3's Glue endpoint could not be set up: {exc}") from None
+        self.loader.exec_module(module)
+
+
+class ScriptEnvironment:
+    """Variables set for the script's run, put back as they were afterwards (which
+    matters when the run is in a longer-lived process: a notebook, a test)."""
+
+    def __init__(self) -> None:
+        self._before: dict[str, str | None] = {}
+
+    def set(self, name: str, value: str) -> None:
+        self._before.setdefault(name, os.environ.get(name))
+        os.environ[name] = value
+
+    def restore(self) -> None:
+        for name, before in self._before.items():
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
+        self._before.clear()
+
+
+def run_request(
+    request: RunRequest, *, endpoint: Callable[[ScriptEnvironment], Any] | None = None
+) -> HostOutcome:
+    """Run ``request``'s script in this process as ``__main__``. ``endpoint`` sets up
+    the Glue endpoint for a script that imports boto3 (given the run's environment, to
+    set its variables in). Raises SparkmarkError (one line) when the run cannot begin."""
+    env = ScriptEnvironment()
+    settings = Settings.from_env()
+    script_name = request.script
+    if "://" in script_name and not script_name.startswith("file://"):
+        script = _fetch_script(script_name, settings)
+    else:
+        script = Path(script_name.removeprefix("file://"))
+    if not script.is_file():
+        raise ArgumentError(f"script {str(script)!r} does not exist")
+    resolved = job_args.resolve(list(request.arguments), default_job_name=script.stem)
+    try:
+        for name, value in request.environment().items():
+            env.set(name, value)
+        settings = Settings.from_env()
+        if request.skip_if_no_new_data:
+            skipped = _skip_without_spark(script, resolved, settings)
+            if skipped is not None:
+                return HostOutcome(0, skipped=skipped)
+        _prepare_spark_and_glue(settings)
+        return _run(script, request, settings, env, endpoint)
+    finally:
+        env.restore()
+
+
+def _run(
+    script: Path,
+    request: RunRequest,
+    settings: Settings,
+    env: ScriptEnvironment,
+    endpoint: Callable[[ScriptEnvironment], Any] | None,
+) -> HostOutcome:
+    from ..runtime import describe_error, running_runs, started_runs, stopping
+
+    hook = _EndpointOnImport(lambda: endpoint(env) if endpoint is not None else None)
+    if "boto3" in sys.modules:  # imported already (a notebook, a test): set up now
+        hook.done = True
+        hook.running = hook.hook()
+    sys.meta_path.insert(0, hook)
+    outcome = HostOutcome(0)
+    already = len(started_runs())
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *request.arguments]
+    sys.path.insert(0, str(script.resolve().parent))
+    error: BaseException | None = None
+    stopping.install()
+    try:
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                error = exc
+        except BaseException as exc:  # noqa: BLE001 - the run must be recorded, whatever the script raised
+            error = exc
+        _end_runs(running_runs(), error, outcome)
+    except stopping.RunStopped as exc:  # a signal while the runs were being ended: end them stopped
+        error = exc
+        _end_runs(running_runs(), error, outcome)
+    finally:
+        stopping.uninstall()
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        if hook in sys.meta_path:
+            sys.meta_path.remove(hook)
+        if hook.running is not None:
+            hook.running.stop()
+
+    mine = started_runs()[already:]
+    failed = error is not None
+    for job in mine:
+        try:
+            state: RunState | None = job.store.get_run(job.run_id).state
+        except SparkmarkError:
+            state = None
+        outcome.runs.append(RunLine(job.run_id, job.name, state))
+        failed = failed or state is not RunState.SUCCEEDED
+    if error is not None and not isinstance(error, SystemExit):
+        reading = mine[-1].reading() if mine else None
+        outcome.error = _error_line(
+            error, script, lambda e: describe_error(e, reading), over_connect=bool(settings.spark_remote)
+        )
+        outcome.traceback = mask_text("".join(traceback.format_exception(error)).rstrip())
+    if isinstance(error, stopping.RunStopped):
+        outcome.code = error.exit_code
+    elif isinstance(error, KeyboardInterrupt):
+        outcome.code = 130
+    elif error is not None and isinstance(error, SystemExit) and isinstance(error.code, int):
+        outcome.code = error.code
+    else:
+        outcome.code = 1 if failed else 0
+    return outcome
+
+
+def _end_runs(runs, error: BaseException | None, outcome: HostOutcome) -> None:
+    """End the runs the script left open, as its outcome says."""
+    for job in runs:
+        try:
+            if error is None:
+                job.finish_without_commit()
+            elif isinstance(error, KeyboardInterrupt):
+                job.fail(error, RunState.STOPPED)
+            elif isinstance(error, SystemExit):
+                job.fail(f"the script exited with status {error.code}")
+            else:
+                job.fail(error)
+        except SparkmarkError as exc:  # the store is out of reach: say so, keep ending the others
+            outcome.problems.append(f"run {job.run_id} could not be closed: {mask_text(str(exc))}")
+
+
+def _error_line(error: BaseException, script: Path, describe, *, over_connect: bool = False) -> str:
+    """The run's failure in one line."""
+    from ..runtime import stopping
+
+    if isinstance(error, KeyboardInterrupt):
+        by = error if isinstance(error, stopping.RunStopped) else "stopped by SIGINT"
+        message = f"{by}; the run was recorded STOPPED and its staged output discarded"
+    elif isinstance(error, SparkmarkError):
+        message = str(error)
+    elif over_connect and "MASTER_URL_NOT_SET" in str(error):
+        message = (
+            "the script makes a SparkContext (SparkContext(), GlueContext(sc), RDDs), which a Spark "
+            "Connect session does not have: run it without --remote / SPARK_REMOTE, on a classic "
+            "session (sparkmark's own Job API runs over Spark Connect)"
+        )
+    else:
+        message = missing_connector(str(error)) or describe(error).splitlines()[0]
+        where = _script_line(error, script)
+        if where:
+            message += f" ({where}; --debug for the traceback)"
+    return mask_text(message)
+
+
+def _script_line(error: BaseException, script: Path) -> str | None:
+    """Where in the script the error was raised: its innermost frame in the script."""
+    here = str(script.resolve())
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == here or Path(frame.filename).resolve() == Path(here):
+            found = f"{script.name} line {frame.lineno}"
+    return found

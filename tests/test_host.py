@@ -1,0 +1,84 @@
+"""The job host's run request: one document, checked once, that the CLI builds from its
+options and the scheduler sends to a job's process on its standard input."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from sparkmark.errors import ArgumentError
+from sparkmark.host import RunRequest
+from sparkmark.workflow import launcher
+
+
+def test_a_request_gives_the_script_the_settings_it_names():
+    request = RunRequest.checked(
+        {
+            "script": "jobs/orders.py",
+            "arguments": ["--JOB_NAME", "orders", "--password", "s3cret"],
+            "until_caught_up": True,
+            "max_batches": 3,
+            "remote": "sc://127.0.0.1:15002",
+            "run_id": "wr_1-orders",
+            "attempt": 2,
+            "config": "/p/sparkmark.toml",
+            "spark_master": "spark://h:7077",
+            "spark_conf": {"spark.sql.shuffle.partitions": "4"},
+        }
+    )
+    assert request.environment() == {
+        "SPARKMARK_RUN_ID": "wr_1-orders",
+        "SPARKMARK_ATTEMPT": "2",
+        "SPARKMARK_CONFIG": "/p/sparkmark.toml",
+        "SPARKMARK_SPARK_MASTER": "spark://h:7077",
+        "SPARKMARK_SPARK_CONF": '{"spark.sql.shuffle.partitions": "4"}',
+        "SPARK_REMOTE": "sc://127.0.0.1:15002",
+        "SPARKMARK_STREAM_UNTIL_CAUGHT_UP": "1",
+        "SPARKMARK_STREAM_MAX_BATCHES": "3",
+    }
+    # The arguments are the script's, never settings: a password among them stays out of the environment.
+    assert "s3cret" not in json.dumps(request.environment())
+    assert RunRequest.checked(request.model_dump(mode="json")) == request
+
+
+def test_a_plain_request_sets_nothing():
+    assert RunRequest.checked({"script": "job.py"}).environment() == {}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"script": "job.py", "max_batches": 0}, "--max-batches must be 1 or more"),
+        ({"script": "job.py", "remote": "http://h:15002"}, "--remote takes a Spark Connect URL"),
+        ({"script": "job.py", "argv": ["x"]}, "run request field argv: Extra inputs are not permitted"),
+        ({}, "run request field script: Field required"),
+        ({"script": "job.py", "attempt": "second"}, "run request field attempt"),
+    ],
+)
+def test_a_bad_request_is_one_line_naming_what_is_wrong(document, message):
+    with pytest.raises(ArgumentError, match=message) as refused:
+        RunRequest.checked(document)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_launched_document_is_read_once_from_stdin(monkeypatch):
+    sent = {"run": {"script": "job.py", "arguments": ["--JOB_NAME", "j"]}}
+    monkeypatch.setenv(launcher.ARGV_PIPE_ENV, "1")
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(sent)))
+    assert launcher.launched_document() == sent
+    assert launcher.launched_document() is None  # the variable is taken: a child of the job reads nothing
+
+
+@pytest.mark.parametrize("sent", [["run", "job.py"], {"argv": "run job.py"}, {"run": "job.py"}, {}])
+def test_a_launched_document_of_another_shape_is_refused(monkeypatch, sent):
+    monkeypatch.setenv(launcher.ARGV_PIPE_ENV, "1")
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(sent)))
+    with pytest.raises(ValueError, match="neither"):
+        launcher.launched_document()
+
+
+def test_no_document_without_the_launchers_variable(monkeypatch):
+    monkeypatch.delenv(launcher.ARGV_PIPE_ENV, raising=False)
+    assert launcher.launched_document() is None
