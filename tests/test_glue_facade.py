@@ -772,3 +772,63 @@ def test_ingestion_time_columns_and_purge_table(glue, spark, tmp_path):
     glue.purge_table(db, "sales", {"retentionPeriod": 0, "partitionPredicate": "dt = '2026-01-01'"})
     assert not list((sales / "dt=2026-01-01").glob("*.csv"))
     assert list((sales / "dt=2026-01-02").glob("*.csv"))  # not selected: kept
+
+
+def test_collection_transforms_as_glue_defines_them(people, glue, spark):
+    """awsglue.transforms' MapToCollection, FlatMap, Repartition, Coalesce and
+    ErrorsAsDynamicFrame; a DynamicFrameCollection made from a list of frames is keyed by
+    their names, and selecting a name it lacks gives an empty frame of that name (AWS's
+    awsglue/dynamicframe.py and transforms/collection_transforms.py)."""
+    from sparkmark.glue.dynamicframe import DynamicFrameCollection
+    from sparkmark.glue.transforms import (
+        Coalesce,
+        ErrorsAsDynamicFrame,
+        FlatMap,
+        MapToCollection,
+        Repartition,
+        get_transform,
+    )
+
+    split = SplitFields.apply(people, ["id"], "ids", "rest")
+    seen = []
+
+    def keep_ids(frame, ctx):
+        seen.append(ctx)
+        return SelectFields.apply(frame, ["id"]) if "id" in frame.toDF().columns else frame
+
+    mapped = MapToCollection.apply(split, keep_ids, transformation_ctx="m")
+    assert sorted(seen) == ["m:ids", "m:rest"] and sorted(mapped.keys()) == ["ids", "rest"]
+    with pytest.raises(TypeError, match="must return a DynamicFrame"):
+        MapToCollection.apply(split, lambda frame, ctx: frame.toDF())
+
+    # FlatMap hands each frame to the transform as the argument it names; collections
+    # the transform returns are merged into one.
+    flat = FlatMap.apply(
+        DynamicFrameCollection({"p": people}, glue), SplitRows, "frame", comparison_dict={"id": {">": 1}}
+    )
+    assert sorted(flat.keys()) == ["frame1", "frame2"]
+    assert [r["id"] for r in flat["frame1"].toDF().collect()] == [2]
+    kept = FlatMap.apply(split, SelectFields, "frame", paths=["name"])  # a frame is kept under its name
+    assert sorted(kept.keys()) == sorted(f.name for f in kept.values())
+
+    listed = DynamicFrameCollection([people], glue)
+    assert list(listed.keys()) == [people.name]
+    empty = listed.select("absent")
+    assert empty.name == "absent" and empty.count() == 0
+    with pytest.raises(TypeError):
+        DynamicFrameCollection("people", glue)
+
+    assert Repartition.apply(people, 3).getNumPartitions() == 3
+    assert Coalesce.apply(Repartition.apply(people, 3), 1).getNumPartitions() == 1
+    assert ErrorsAsDynamicFrame.apply(people).count() == 0
+    assert get_transform("flatmap") is not None and get_transform("nope") is None
+
+
+def test_ml_transforms_that_need_aws_models_are_refused_in_one_line(people):
+    from sparkmark.errors import TransformError
+    from sparkmark.glue.ml.transforms import EntityDetector, FindMatches
+
+    with pytest.raises(TransformError, match="FindMatches applies a matching model trained in AWS Glue"):
+        FindMatches.apply(people, transformId="tfm-123")
+    with pytest.raises(TransformError, match="EntityDetector"):
+        EntityDetector().detect(people, ["EMAIL"], "DetectedEntities")

@@ -14,9 +14,9 @@ from ..engine import storage
 from ..engine.store import StateStore
 from ..errors import SourceError
 from ..settings import Settings
-from .dynamicframe import DynamicFrame
-from .reading import DataFrameReader, DataSource, DynamicFrameReader
-from .writing import DataSink, DynamicFrameWriter, frames
+from .dynamicframe import DynamicFrame, DynamicFrameReader, DynamicFrameWriter, frames
+from .reading import DataFrameReader, DataSource
+from .writing import DataSink
 
 if TYPE_CHECKING:
     from ..catalog.hive import HiveCatalog

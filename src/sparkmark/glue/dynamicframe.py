@@ -11,15 +11,19 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, NullType, StringType, StructType, VariantType
 
-from ..errors import SparkmarkError, TransformError
+if TYPE_CHECKING:
+    from .context import GlueContext
+
+from ..engine import jdbc as jdbc_keys
+from ..errors import SourceError, SparkmarkError, TransformError
 from . import choice as choices
-from . import gluetypes, records
+from . import gluetypes, reading, records, writing
 from . import paths as fieldpaths
 
 log = logging.getLogger("sparkmark.glue")
@@ -628,11 +632,25 @@ def _relationalize(df: DataFrame, table: str, tables: dict[str, DataFrame]) -> N
         _relationalize(child, f"{table}_{name}", tables)
 
 
-class DynamicFrameCollection:
-    """Named DynamicFrames, as transforms that split a frame return them."""
+class ResolveOption:
+    """Glue's description of how to resolve a choice: the choice's ``path``, the
+    ``action`` ("Project", "KeepAsStruct" or "Cast") and the ``target`` type."""
 
-    def __init__(self, dynamic_frames: Mapping[str, DynamicFrame], glue_ctx=None):
-        self._frames = dict(dynamic_frames)
+    def __init__(self, path: str, action: str, target: Any = None):
+        self.path, self.action, self.target = path, action, target
+
+
+class DynamicFrameCollection:
+    """Named DynamicFrames, as transforms that split a frame return them: a mapping of
+    names to frames, or a list of frames named by their own names."""
+
+    def __init__(self, dynamic_frames: Mapping[str, DynamicFrame] | Iterable[DynamicFrame], glue_ctx=None):
+        if isinstance(dynamic_frames, Mapping):
+            self._frames = dict(dynamic_frames)
+        elif isinstance(dynamic_frames, (list, tuple)):
+            self._frames = {f.name: f for f in dynamic_frames}
+        else:
+            raise TypeError("dynamic_frames must be a dict or a list of DynamicFrames")
         self.glue_ctx = glue_ctx
 
     def keys(self):
@@ -651,13 +669,211 @@ class DynamicFrameCollection:
         return self.select(key)
 
     def select(self, key: str, transformation_ctx: str = "") -> DynamicFrame:
-        if key not in self._frames:
+        """The frame named ``key``; as on Glue, an empty frame of that name when the
+        collection has none."""
+        if key in self._frames:
+            return self._frames[key]
+        if self.glue_ctx is None:
             raise TransformError(f"no frame {key!r} in the collection (frames: {', '.join(self._frames)})")
-        return self._frames[key]
+        log.warning(
+            "no frame %r in the collection (frames: %s): an empty frame", key, ", ".join(self._frames)
+        )
+        empty = self.glue_ctx.spark_session.createDataFrame([], StructType([]))
+        return DynamicFrame(empty, self.glue_ctx, key)
 
     def map(
         self, callable_: Callable[[DynamicFrame, str], DynamicFrame], transformation_ctx: str = ""
     ) -> DynamicFrameCollection:
-        return DynamicFrameCollection(
-            {k: callable_(v, transformation_ctx) for k, v in self._frames.items()}, self.glue_ctx
+        """``callable_(frame, "<ctx>:<name>")`` for each frame, which must give a frame."""
+        mapped = {}
+        for key, frame in self._frames.items():
+            result = callable_(frame, f"{transformation_ctx}:{key}")
+            if not isinstance(result, DynamicFrame):
+                raise TypeError(
+                    f"the function given to map must return a DynamicFrame, not {type(result).__name__}"
+                )
+            mapped[key] = result
+        return DynamicFrameCollection(mapped, self.glue_ctx)
+
+    def flatmap(
+        self, f: Callable[[DynamicFrame, str], Any], transformation_ctx: str = ""
+    ) -> DynamicFrameCollection:
+        """``f(frame, "<ctx>:<name>")`` for each frame: a frame it returns is kept under
+        its own name, the frames of a collection it returns under theirs."""
+        merged: dict[str, DynamicFrame] = {}
+        for frame in self._frames.values():
+            result = f(frame, f"{transformation_ctx}:{frame.name}")
+            if isinstance(result, DynamicFrame):
+                merged[result.name] = result
+            elif isinstance(result, DynamicFrameCollection):
+                merged.update(result._frames)
+            else:
+                raise TypeError(
+                    "the function given to flatmap must return a DynamicFrame or a "
+                    f"DynamicFrameCollection, not {type(result).__name__}"
+                )
+        return DynamicFrameCollection(merged, self.glue_ctx)
+
+
+def frames(frame_or_dfc) -> list:
+    """The frames of a DynamicFrame or of a DynamicFrameCollection."""
+    if isinstance(frame_or_dfc, DynamicFrameCollection):
+        return list(frame_or_dfc.values())
+    return [frame_or_dfc]
+
+
+class DynamicFrameReader:
+    """``glueContext.create_dynamic_frame``."""
+
+    def __init__(self, gc: GlueContext):
+        self._gc = gc
+
+    def from_options(
+        self,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        push_down_predicate: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        df, json_records = reading.from_options(
+            self._gc,
+            connection_type,
+            connection_options or {},
+            format,
+            format_options,
+            transformation_ctx,
+            push_down_predicate,
         )
+        records, bad = reading.to_records(df, json_records)
+        stages = (ErrorStage(transformation_ctx or "from_options", bad),) if bad is not None else ()
+        return DynamicFrame(records, self._gc, transformation_ctx, errors=stages)
+
+    def from_rdd(
+        self,
+        data,
+        name: str,
+        schema: StructType | None = None,
+        sample_ratio: float | None = None,
+        transformation_ctx: str = "",
+    ) -> DynamicFrame:
+        df = self._gc.spark_session.createDataFrame(data, schema, sample_ratio)  # type: ignore[call-overload]
+        return DynamicFrame(df, self._gc, name)
+
+    def from_catalog(
+        self,
+        database: str,
+        table_name: str,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        push_down_predicate: str = "",
+        additional_options: dict | None = None,
+        catalog_id: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        df, json_records = reading.from_catalog(
+            self._gc,
+            database,
+            table_name,
+            push_down_predicate,
+            dict(additional_options or {}),
+            transformation_ctx,
+        )
+        records, bad = reading.to_records(df, json_records)
+        stages = (ErrorStage(transformation_ctx or "from_catalog", bad),) if bad is not None else ()
+        return DynamicFrame(records, self._gc, transformation_ctx or table_name, errors=stages)
+
+
+class DynamicFrameWriter:
+    """``glueContext.write_dynamic_frame`` (and ``write_data_frame``)."""
+
+    def __init__(self, gc: GlueContext):
+        self._gc = gc
+
+    def from_options(
+        self,
+        frame,
+        connection_type: str,
+        connection_options: dict | None = None,
+        format: str | None = None,
+        format_options: dict | None = None,
+        transformation_ctx: str = "",
+        **kwargs,
+    ) -> DynamicFrame:
+        """With a transformation_ctx, in a job run, the write is exactly-once: its output
+        appears when ``job.commit()`` commits the bookmark, never before, never twice."""
+        writing.write(
+            self._gc,
+            frame,
+            connection_type,
+            dict(connection_options or {}),
+            format,
+            format_options,
+            ctx=transformation_ctx,
+        )
+        return frame
+
+    def from_jdbc_conf(
+        self,
+        frame,
+        catalog_connection: str,
+        connection_options: dict | None = None,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        **kwargs,
+    ) -> DynamicFrame:
+        """Write through a named connection (``[connections.NAME]`` in sparkmark.toml)."""
+        options = dict(connection_options or {})
+        if redshift_tmp_dir:
+            log.info(reading.REDSHIFT_NOTE)
+        resolved = self._gc.connections.resolve(catalog_connection)
+        target = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
+        table = options.get("dbtable")
+        if not table:
+            raise SourceError("from_jdbc_conf needs connection_options['dbtable']")
+        writing.append_jdbc(
+            self._gc,
+            frame if isinstance(frame, DataFrame) else frame.toDF(),
+            target,
+            table,
+            transformation_ctx,
+            connection=catalog_connection,
+        )
+        return frame
+
+    def from_catalog(
+        self,
+        frame,
+        database: str,
+        table_name: str,
+        redshift_tmp_dir: str = "",
+        transformation_ctx: str = "",
+        additional_options: dict | None = None,
+        catalog_id: str | None = None,
+        **kwargs,
+    ) -> DynamicFrame:
+        """Append to a catalog table's location, in its format and partitioning; with
+        ``enableUpdateCatalog`` the new partitions (and, with ``updateBehavior``
+        UPDATE_IN_DATABASE, the new schema) are registered."""
+        options = dict(additional_options or {})
+        database, table_name = database.lower(), table_name.lower()
+        table = self._gc.catalog_store().table(database, table_name)
+        keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
+        writing.write(
+            self._gc,
+            frame,
+            "s3",
+            {
+                **options,
+                "path": table.location,
+                "partitionKeys": keys,
+                "enableUpdateCatalog": options.get("enableUpdateCatalog", False),
+            },
+            table.classification,
+            {},
+            catalog_target=(database, table_name),
+            ctx=transformation_ctx,
+        )
+        return frame

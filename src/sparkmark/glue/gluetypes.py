@@ -92,6 +92,14 @@ class TimestampType(AtomicType):
     pass
 
 
+class TimestampNTZType(AtomicType):
+    """A timestamp without a time zone (Glue 4's ``timestamp_ntz``)."""
+
+    @classmethod
+    def typeName(cls) -> str:
+        return "timestamp_ntz"
+
+
 class UnknownType(AtomicType):
     pass
 
@@ -139,6 +147,29 @@ class MapType(DataType):
 
     def jsonValue(self) -> dict[str, Any]:
         return {**super().jsonValue(), "valueType": self.valueType.jsonValue()}
+
+
+class SetType(DataType):
+    """A set of values of one type (Glue's own; Spark holds it as an array)."""
+
+    def __init__(self, elementType: DataType | None = None, properties: Mapping[str, Any] | None = None):
+        super().__init__(properties)
+        self.elementType = elementType if elementType is not None else UnknownType()
+
+    def __repr__(self) -> str:
+        return f"SetType({self.elementType!r}, {self.properties})"
+
+    def jsonValue(self) -> dict[str, Any]:
+        return {**super().jsonValue(), "elementType": self.elementType.jsonValue()}
+
+
+class EntityType(DataType):
+    """Declared by Glue's library and refused there too: no type of Glue's is an entity."""
+
+    def __init__(
+        self, entity: Any = None, base_type: Any = None, properties: Mapping[str, Any] | None = None
+    ):
+        raise NotImplementedError("EntityType is not supported (AWS Glue's library refuses it as well)")
 
 
 class ChoiceType(DataType):
@@ -212,6 +243,37 @@ class StructType(DataType):
         return {**super().jsonValue(), "fields": [f.jsonValue() for f in self.fields]}
 
 
+def mergeDataTypes(s1: DataType, s2: DataType) -> DataType:
+    """The type that holds values of both: an unknown or null side gives the other; two
+    structs merge field by field (a field of one side only is kept), arrays, sets and
+    maps by their elements; two different types become a choice of both (choices
+    merge, the types they share merged in turn). Properties are not merged."""
+    if isinstance(s1, (UnknownType, NullType)):
+        return s2
+    if isinstance(s2, (UnknownType, NullType)):
+        return s1
+    if isinstance(s1, ChoiceType) or isinstance(s2, ChoiceType) or type(s1) is not type(s2):
+        held = dict(s1.choices) if isinstance(s1, ChoiceType) else {s1.typeName(): s1}
+        for other in s2.choices.values() if isinstance(s2, ChoiceType) else [s2]:
+            name = other.typeName()
+            held[name] = mergeDataTypes(held[name], other) if name in held else other
+        return ChoiceType(list(held.values()), s1.properties)
+    if isinstance(s1, StructType) and isinstance(s2, StructType):
+        fields = [
+            Field(f.name, mergeDataTypes(f.dataType, s2.getField(f).dataType), f.properties)
+            if s2.hasField(f)
+            else f
+            for f in s1
+        ]
+        fields += [f for f in s2 if not s1.hasField(f)]
+        return StructType(fields, s1.properties)
+    if isinstance(s1, (ArrayType, SetType)) and isinstance(s2, (ArrayType, SetType)):
+        return type(s1)(mergeDataTypes(s1.elementType, s2.elementType), s1.properties)
+    if isinstance(s1, MapType) and isinstance(s2, MapType):
+        return MapType(mergeDataTypes(s1.valueType, s2.valueType), s1.properties)
+    return s1
+
+
 _FROM_SPARK: dict[type, type[DataType]] = {
     T.BinaryType: BinaryType,
     T.BooleanType: BooleanType,
@@ -258,8 +320,10 @@ def to_spark(data_type: DataType) -> T.DataType:
     """Spark's type for a Glue type (a choice becomes VARIANT)."""
     if isinstance(data_type, StructType):
         return T.StructType([T.StructField(f.name, to_spark(f.dataType)) for f in data_type.fields])
-    if isinstance(data_type, ArrayType):
+    if isinstance(data_type, (ArrayType, SetType)):
         return T.ArrayType(to_spark(data_type.elementType))
+    if isinstance(data_type, TimestampNTZType):
+        return T.TimestampNTZType()
     if isinstance(data_type, MapType):
         return T.MapType(T.StringType(), to_spark(data_type.valueType))
     if isinstance(data_type, DecimalType):

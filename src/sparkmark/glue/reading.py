@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from ..engine import jdbc as jdbc_keys
 from ..engine.options import OPTION_NAMES, parse_bool
@@ -21,10 +20,10 @@ from ..sources.files import FileSource
 from ..sources.jdbc import JdbcRequest, JdbcSource, apply_type_mapping, type_mapping
 from ..sources.registry import STREAM_CONNECTION_TYPES, stream_accepts, stream_source
 from . import choice, formats
-from .dynamicframe import DynamicFrame, ErrorStage
 
 if TYPE_CHECKING:
     from .context import GlueContext
+    from .dynamicframe import DynamicFrame
 
 log = logging.getLogger("sparkmark.glue")
 
@@ -313,70 +312,6 @@ def from_catalog(
         gc.spark_session, store, f"{database}.{table_name}", predicates, reader, fmt=fmt
     )
     return df, classification == "json"
-
-
-class DynamicFrameReader:
-    """``glueContext.create_dynamic_frame``."""
-
-    def __init__(self, gc: GlueContext):
-        self._gc = gc
-
-    def from_options(
-        self,
-        connection_type: str,
-        connection_options: dict | None = None,
-        format: str | None = None,
-        format_options: dict | None = None,
-        transformation_ctx: str = "",
-        push_down_predicate: str | None = None,
-        **kwargs,
-    ) -> DynamicFrame:
-        df, json_records = from_options(
-            self._gc,
-            connection_type,
-            connection_options or {},
-            format,
-            format_options,
-            transformation_ctx,
-            push_down_predicate,
-        )
-        records, bad = to_records(df, json_records)
-        stages = (ErrorStage(transformation_ctx or "from_options", bad),) if bad is not None else ()
-        return DynamicFrame(records, self._gc, transformation_ctx, errors=stages)
-
-    def from_rdd(
-        self,
-        data,
-        name: str,
-        schema: StructType | None = None,
-        sample_ratio: float | None = None,
-        transformation_ctx: str = "",
-    ) -> DynamicFrame:
-        df = self._gc.spark_session.createDataFrame(data, schema, sample_ratio)  # type: ignore[call-overload]
-        return DynamicFrame(df, self._gc, name)
-
-    def from_catalog(
-        self,
-        database: str,
-        table_name: str,
-        redshift_tmp_dir: str = "",
-        transformation_ctx: str = "",
-        push_down_predicate: str = "",
-        additional_options: dict | None = None,
-        catalog_id: str | None = None,
-        **kwargs,
-    ) -> DynamicFrame:
-        df, json_records = from_catalog(
-            self._gc,
-            database,
-            table_name,
-            push_down_predicate,
-            dict(additional_options or {}),
-            transformation_ctx,
-        )
-        records, bad = to_records(df, json_records)
-        stages = (ErrorStage(transformation_ctx or "from_catalog", bad),) if bad is not None else ()
-        return DynamicFrame(records, self._gc, transformation_ctx or table_name, errors=stages)
 
 
 class DataFrameReader:

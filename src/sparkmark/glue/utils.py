@@ -18,8 +18,11 @@ class GlueArgumentError(Exception):
     """A missing or invalid job argument, as Glue reports it."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # raise instead of printing usage and exiting
+class GlueArgumentParser(argparse.ArgumentParser):
+    """getResolvedOptions's parser: a bad argument raises GlueArgumentError instead of
+    printing the usage and exiting."""
+
+    def error(self, message):
         raise GlueArgumentError(message)
 
 
@@ -41,7 +44,7 @@ def getResolvedOptions(args: Sequence[str], options: Sequence[str]) -> dict:
     sparkmark's temporary folder, as Glue always passes one.
     """
     _reserved(options)
-    parser = _Parser(add_help=False)
+    parser = GlueArgumentParser(add_help=False)
     parser.add_argument(BOOKMARK_OPTION, choices=BOOKMARK_CHOICES, required=False)
     parser.add_argument(CONTINUATION_OPTION, choices=CONTINUATION_CHOICES, required=False)
     for name in RANGE_OPTIONS:

@@ -19,24 +19,15 @@ from ..runtime import write_sink
 from ..sinks.files import FileSink
 from ..sinks.jdbc import JdbcSink
 from . import formats
-from .dynamicframe import DynamicFrame
-from .reading import FILE_CONNECTIONS, JDBC_CONNECTIONS, REDSHIFT_NOTE, database
+from .reading import FILE_CONNECTIONS, JDBC_CONNECTIONS, database
 
 if TYPE_CHECKING:
     from .context import GlueContext
+    from .dynamicframe import DynamicFrame
 
 log = logging.getLogger("sparkmark.glue")
 
 FILE_FORMATS = ("parquet", "orc", "json", "csv", "xml", "text")
-
-
-def frames(frame_or_dfc) -> list:
-    """The frames of a DynamicFrame or of a DynamicFrameCollection."""
-    from .dynamicframe import DynamicFrameCollection
-
-    if isinstance(frame_or_dfc, DynamicFrameCollection):
-        return list(frame_or_dfc.values())
-    return [frame_or_dfc]
 
 
 def variants_as_json(df: DataFrame) -> DataFrame:
@@ -72,7 +63,7 @@ def write(
     catalog_target: tuple[str, str] | None = None,
     ctx: str = "",
 ) -> None:
-    df = frame.toDF() if isinstance(frame, DynamicFrame) else frame
+    df = frame if isinstance(frame, DataFrame) else frame.toDF()
     kind = (connection_type or "").lower()
     if (kind in FILE_CONNECTIONS or kind in JDBC_CONNECTIONS) and (not df.columns or df.isEmpty()):
         # A run with nothing new: as on Glue, the write produces nothing and the run
@@ -139,99 +130,6 @@ def _write_files(
             keys,
             str(options.get("updateBehavior", "UPDATE_IN_DATABASE")),
         )
-
-
-class DynamicFrameWriter:
-    """``glueContext.write_dynamic_frame`` (and ``write_data_frame``)."""
-
-    def __init__(self, gc: GlueContext):
-        self._gc = gc
-
-    def from_options(
-        self,
-        frame,
-        connection_type: str,
-        connection_options: dict | None = None,
-        format: str | None = None,
-        format_options: dict | None = None,
-        transformation_ctx: str = "",
-        **kwargs,
-    ) -> DynamicFrame:
-        """With a transformation_ctx, in a job run, the write is exactly-once: its output
-        appears when ``job.commit()`` commits the bookmark, never before, never twice."""
-        write(
-            self._gc,
-            frame,
-            connection_type,
-            dict(connection_options or {}),
-            format,
-            format_options,
-            ctx=transformation_ctx,
-        )
-        return frame
-
-    def from_jdbc_conf(
-        self,
-        frame,
-        catalog_connection: str,
-        connection_options: dict | None = None,
-        redshift_tmp_dir: str = "",
-        transformation_ctx: str = "",
-        **kwargs,
-    ) -> DynamicFrame:
-        """Write through a named connection (``[connections.NAME]`` in sparkmark.toml)."""
-        options = dict(connection_options or {})
-        if redshift_tmp_dir:
-            log.info(REDSHIFT_NOTE)
-        resolved = self._gc.connections.resolve(catalog_connection)
-        target = jdbc_keys.parse_database(resolved.url, resolved.user, resolved.password)
-        table = options.get("dbtable")
-        if not table:
-            raise SourceError("from_jdbc_conf needs connection_options['dbtable']")
-        append_jdbc(
-            self._gc,
-            frame.toDF() if isinstance(frame, DynamicFrame) else frame,
-            target,
-            table,
-            transformation_ctx,
-            connection=catalog_connection,
-        )
-        return frame
-
-    def from_catalog(
-        self,
-        frame,
-        database: str,
-        table_name: str,
-        redshift_tmp_dir: str = "",
-        transformation_ctx: str = "",
-        additional_options: dict | None = None,
-        catalog_id: str | None = None,
-        **kwargs,
-    ) -> DynamicFrame:
-        """Append to a catalog table's location, in its format and partitioning; with
-        ``enableUpdateCatalog`` the new partitions (and, with ``updateBehavior``
-        UPDATE_IN_DATABASE, the new schema) are registered."""
-        options = dict(additional_options or {})
-        database, table_name = database.lower(), table_name.lower()
-        table = self._gc.catalog_store().table(database, table_name)
-        keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
-        write(
-            self._gc,
-            frame,
-            "s3",
-            {
-                **options,
-                "path": table.location,
-                "partitionKeys": keys,
-                "enableUpdateCatalog": options.get("enableUpdateCatalog", False),
-            },
-            table.classification,
-            {},
-            catalog_target=(database, table_name),
-            ctx=transformation_ctx,
-        )
-        return frame
 
 
 class DataSink:

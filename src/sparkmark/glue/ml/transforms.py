@@ -1,4 +1,5 @@
-"""``awsglueml.transforms``: FillMissingValues.
+"""``awsglueml.transforms``: FillMissingValues; FindMatches, FindIncrementalMatches and
+EntityDetector importable but refused when applied (they need AWS Glue's own models).
 
 Glue fills a column's missing values (nulls and empty strings) into a new column,
 ``<column>_filled`` unless named, copying the present values; its estimates come from a
@@ -51,3 +52,36 @@ class FillMissingValues:
         filled = F.when(missing, estimate if estimate is not None else F.lit(None)).otherwise(column)
         out = df.withColumn(target, filled.cast(df.schema[missing_values_column].dataType))
         return DynamicFrame(out, frame.glue_ctx, transformation_ctx or target)
+
+
+class _TrainedTransform:
+    """Glue's ML transforms that apply a model trained and kept in AWS Glue (named by
+    its ``transformId``) or a managed detection service: importable, as scripts import
+    them, and refused in one line when applied, since no such model exists here."""
+
+    needs = ""
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        raise TransformError(
+            f"{cls.__name__} applies {cls.needs}, which only AWS Glue has; sparkmark cannot run it "
+            "(docs/glue-compatibility.md): remove the step, or run this job on AWS Glue"
+        )
+
+    def __call__(self, *args, **kwargs):
+        return self.apply(*args, **kwargs)
+
+
+class FindMatches(_TrainedTransform):
+    needs = "a matching model trained in AWS Glue (its transformId)"
+
+
+class FindIncrementalMatches(_TrainedTransform):
+    needs = "a matching model trained in AWS Glue (its transformId)"
+
+
+class EntityDetector(_TrainedTransform):
+    needs = "AWS Glue's managed sensitive-data detection"
+
+    def detect(self, *args, **kwargs):
+        return self.apply(*args, **kwargs)

@@ -7,15 +7,21 @@ from typing import Any
 from ..dynamicframe import DynamicFrame, DynamicFrameCollection
 
 __all__ = [
+    "ALL_TRANSFORMS",
     "ApplyMapping",
+    "Coalesce",
     "DropFields",
     "DropNullFields",
+    "ErrorsAsDynamicFrame",
     "Filter",
+    "FlatMap",
     "GlueTransform",
     "Join",
     "Map",
+    "MapToCollection",
     "Relationalize",
     "RenameField",
+    "Repartition",
     "ResolveChoice",
     "SelectFields",
     "SelectFromCollection",
@@ -25,6 +31,9 @@ __all__ = [
     "Unbox",
     "Union",
     "UnnestFrame",
+    "describe_transform",
+    "get_transform",
+    "get_transforms",
 ]
 
 
@@ -185,3 +194,75 @@ class SelectFromCollection(GlueTransform):
 
     def __call__(self, dfc: DynamicFrameCollection, key: str, **kwargs):
         return dfc.select(key)
+
+
+class MapToCollection(GlueTransform):
+    """Apply a function to each frame of a DynamicFrameCollection."""
+
+    def __call__(self, dfc: DynamicFrameCollection, callable, transformation_ctx: str = "", **kwargs):
+        return dfc.map(callable, transformation_ctx)
+
+
+class FlatMap(GlueTransform):
+    """Apply a transform to each frame of a collection, handing it the frame as the
+    argument named ``frame_name``; the frames it returns make one collection."""
+
+    def __call__(
+        self,
+        dfc: DynamicFrameCollection,
+        BaseTransform,
+        frame_name: str,
+        transformation_ctx: str = "",
+        **base_kwargs,
+    ):
+        def one(frame: DynamicFrame, ctx: str):
+            return BaseTransform.apply(**{**base_kwargs, frame_name: frame, "transformation_ctx": ctx})
+
+        return dfc.flatmap(one, transformation_ctx)
+
+
+class ErrorsAsDynamicFrame(GlueTransform):
+    """The error records of the frame's history, as a frame."""
+
+    def __call__(self, frame: DynamicFrame, **kwargs):
+        return frame.errorsAsDynamicFrame()
+
+
+class Repartition(GlueTransform):
+    """The frame in ``num_partitions`` partitions (a shuffle)."""
+
+    def __call__(self, frame: DynamicFrame, num_partitions: int, **kwargs):
+        return frame.repartition(num_partitions)
+
+
+class Coalesce(GlueTransform):
+    """The frame in at most ``num_partitions`` partitions (a shuffle only with ``shuffle``)."""
+
+    def __call__(self, frame: DynamicFrame, num_partitions: int, shuffle: bool = False, **kwargs):
+        return frame.coalesce(num_partitions, shuffle)
+
+
+ALL_TRANSFORMS = {
+    ApplyMapping, Coalesce, DropFields, DropNullFields, ErrorsAsDynamicFrame, Filter, FlatMap, Join, Map,
+    MapToCollection, Relationalize, RenameField, Repartition, ResolveChoice, SelectFields,
+    SelectFromCollection, Spigot, SplitFields, SplitRows, Unbox, Union, UnnestFrame,
+}  # fmt: skip
+
+
+def get_transforms() -> set[GlueTransform]:
+    """An instance of each transform."""
+    return {transform() for transform in ALL_TRANSFORMS}
+
+
+def get_transform(name: str) -> GlueTransform | None:
+    """The transform called ``name`` (case-insensitive), or None."""
+    return next((t() for t in ALL_TRANSFORMS if t.name().lower() == name.lower()), None)
+
+
+def describe_transform(name: str) -> str:
+    """A transform's description as JSON (``{}`` for an unknown name)."""
+    import json
+
+    found = get_transform(name)
+    described = {"name": found.name(), "description": found.describe()} if found else {}
+    return json.dumps(described, sort_keys=True, indent=4, separators=(",", ": "))
