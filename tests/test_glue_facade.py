@@ -832,3 +832,46 @@ def test_ml_transforms_that_need_aws_models_are_refused_in_one_line(people):
         FindMatches.apply(people, transformId="tfm-123")
     with pytest.raises(TransformError, match="EntityDetector"):
         EntityDetector().detect(people, ["EMAIL"], "DetectedEntities")
+
+
+def test_text_writes_are_compressed_as_the_s3_connection_option_says(people, glue, spark, tmp_path):
+    """Glue's S3 connection option ``compression`` (gzip, bzip2 …) compresses JSON and CSV
+    output (AWS Glue's "Amazon S3 connection option reference"; the CSV format page says
+    compression is configured there, not in format_options)."""
+    people = SelectFields.apply(people, ["id", "name"])
+    for fmt, codec, suffix in (("json", "gzip", ".json.gz"), ("csv", "bzip2", ".csv.bz2")):
+        out = tmp_path / f"out_{fmt}"
+        glue.write_dynamic_frame.from_options(people, "s3", {"path": str(out), "compression": codec}, fmt)
+        written = [p.name for p in out.iterdir() if p.name.startswith("part-")]
+        assert written and all(name.endswith(suffix) for name in written), written
+    back = spark.read.json(str(tmp_path / "out_json"))
+    assert sorted(r["id"] for r in back.collect()) == [1, 2]
+    with pytest.raises(SparkmarkError, match="compression 'zip' for json is not one of"):
+        glue.write_dynamic_frame.from_options(
+            people, "s3", {"path": str(tmp_path / "x"), "compression": "zip"}, "json"
+        )
+
+
+def test_avro_output_as_studio_generates_it(people, glue, spark, tmp_path):
+    out = tmp_path / "avro"
+    glue.write_dynamic_frame.from_options(
+        people, "s3", {"path": str(out)}, "avro", format_options={"compression": "deflate"}
+    )
+    back = spark.read.format("avro").load(str(out))
+    assert sorted(r["id"] for r in back.collect()) == [1, 2]
+
+
+def test_a_headerless_csv_has_glues_column_names(glue, tmp_path):
+    """Without withHeader, Glue's CSV reader names the columns col0, col1 … (as the
+    crawler does), not Spark's _c0, _c1 …"""
+    data = tmp_path / "plain"
+    data.mkdir()
+    (data / "a.csv").write_text("1,Ann\n2,Bob\n", encoding="utf-8")
+    frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, "csv")
+    assert frame.toDF().columns == ["col0", "col1"]
+    df = glue.create_data_frame.from_options("s3", {"paths": [str(data)]}, "csv")
+    assert df.columns == ["col0", "col1"]
+    named = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(data)]}, "csv", format_options={"withHeader": True}
+    )
+    assert named.toDF().columns == ["1", "Ann"]

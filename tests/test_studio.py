@@ -78,7 +78,12 @@ def read_output(spark, root: Path, output: dict | list, columns: list[str]) -> l
         where = root / one["path"]
         if not where.exists():
             continue
-        reader = {"parquet": spark.read.parquet, "json": spark.read.json}[one.get("format", "parquet")]
+        readers = {
+            "parquet": spark.read.parquet,
+            "json": spark.read.json,
+            "avro": spark.read.format("avro").load,
+        }
+        reader = readers[one.get("format", "parquet")]
         df = reader(str(where))
         rows += [[r[c] if c in df.columns else None for c in columns] for r in df.collect()]
     return sorted(rows, key=lambda r: json.dumps(r, default=str))

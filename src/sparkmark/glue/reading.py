@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
@@ -106,9 +107,21 @@ def read_files(
         paths, format=spark_fmt, ctx=ctx or None, options={**file_options(options), **spark_opts}
     )
     df = read_source(gc.spark_session, source, gc.run)
+    if spark_fmt == "csv" and spark_opts.get("header") != "true":
+        df = glue_column_names(df)
     if push_down_predicate:
         df = df.where(push_down_predicate)
     return df, json_records
+
+
+def glue_column_names(df: DataFrame) -> DataFrame:
+    """A CSV read without a header names its columns as Glue's reader does: ``col0``,
+    ``col1`` … where Spark's says ``_c0``, ``_c1`` …"""
+    renamed = {c: "col" + c[2:] for c in df.columns if re.fullmatch(r"_c\d+", c)}
+    taken = set(df.columns) - set(renamed)
+    if not renamed or taken & set(renamed.values()):
+        return df  # a column of the file's own is called colN: leave Spark's names
+    return df.withColumnsRenamed(renamed)
 
 
 def to_records(df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame | None]:

@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sparkmark.glue")
 
-FILE_FORMATS = ("parquet", "orc", "json", "csv", "xml", "text")
+FILE_FORMATS = ("parquet", "orc", "json", "csv", "xml", "text", "avro")
+# Text formats are compressed as the S3 connection option "compression" says (Glue's S3
+# connection options); Parquet, ORC and Avro take theirs from format_options.
+TEXT_FORMATS = ("json", "csv", "xml", "text")
+TEXT_CODECS = ("none", "uncompressed", "gzip", "bzip2", "snappy", "lz4", "deflate", "zstd")
 
 
 def variants_as_json(df: DataFrame) -> DataFrame:
@@ -103,13 +107,15 @@ def _write_files(
     if spark_fmt != "parquet":
         df = variants_as_json(df)
     keys = list(options.get("partitionKeys") or [])
-    sink = FileSink(
-        path,
-        fmt=spark_fmt,
-        partition_by=tuple(keys),
-        options=formats.translate(formats.WRITE, spark_fmt, dict(format_options or {})),
-        ctx=ctx or None,
-    )
+    writer_options = formats.translate(formats.WRITE, spark_fmt, dict(format_options or {}))
+    if spark_fmt in TEXT_FORMATS and options.get("compression"):
+        codec = str(options["compression"]).lower()
+        if codec not in TEXT_CODECS:
+            raise SourceError(
+                f"compression {options['compression']!r} for {fmt} is not one of {', '.join(TEXT_CODECS)}"
+            )
+        writer_options["compression"] = codec
+    sink = FileSink(path, fmt=spark_fmt, partition_by=tuple(keys), options=writer_options, ctx=ctx or None)
     # With a ctx in a run, exactly-once: staged now, published when the job commits.
     write_sink(sink, df, gc.run)
     target = catalog_target or (

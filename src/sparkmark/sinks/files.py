@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # PySpark is imported only where it runs
 
 log = logging.getLogger("sparkmark.sinks")
 
-FORMATS = ("parquet", "orc", "json", "csv", "text", "xml")
+FORMATS = ("parquet", "orc", "json", "csv", "text", "xml", "avro")
 
 
 def check(fmt: str, mode: str, partition_by: Sequence[str]) -> None:

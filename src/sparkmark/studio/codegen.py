@@ -541,14 +541,25 @@ def spark_sql(
 
 
 def custom_code(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """Studio's convention: ``Code`` is the body of the transform, and the script has it
+    under ``def <ClassName>(glueContext, dfc) -> DynamicFrameCollection:``. A ``Code``
+    that defines that function itself at its top level is taken as it is."""
+    name = node.spec["ClassName"]
+    if not name.isidentifier():
+        raise GraphError([f"{node.label()}: ClassName {name!r} is not a Python name"])
     code = textwrap.dedent(node.spec["Code"]).strip("\n")
-    if f"def {node.spec['ClassName']}" not in code:
-        raise GraphError([f"{node.label()}: its Code does not define {node.spec['ClassName']}"])
+    if not re.search(rf"^def {re.escape(name)}\s*\(", code, re.MULTILINE):
+        body = textwrap.indent(code, "    ") if code.strip() else "    pass"
+        code = f"def {name}(glueContext, dfc) -> DynamicFrameCollection:\n{body}"
+    try:
+        compile(code, node.label(), "exec")
+    except SyntaxError as exc:
+        raise GraphError(
+            [f"{node.label()}: its Code is not valid Python: {exc.msg} (line {exc.lineno})"]
+        ) from None
     script.custom.append(code)
     collection = "{" + ", ".join(f"{lit(i)}: {i}" for i in inputs) + "}"
-    return [
-        f"{var} = {node.spec['ClassName']}(glueContext, DynamicFrameCollection({collection}, glueContext))"
-    ]
+    return [f"{var} = {name}(glueContext, DynamicFrameCollection({collection}, glueContext))"]
 
 
 def evaluate_quality(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
