@@ -220,8 +220,11 @@ def test_a_range_holds_records_only_when_the_end_moved(sequences):
 @pytest.mark.parametrize(
     "options,message",
     [
-        ({}, "exactly one of 'streamARN' or 'streamName'"),
-        ({"streamName": "s", "streamARN": "arn:aws:kinesis:us-east-1:1:stream/s"}, "exactly one"),
+        ({}, "needs 'streamARN' or 'streamName'"),
+        (
+            {"streamName": "t", "streamARN": "arn:aws:kinesis:us-east-1:1:stream/s"},
+            "names stream 's', not streamName 't'",
+        ),
         ({"streamARN": "arn:aws:sqs:us-east-1:1:q"}, "not a Kinesis stream ARN"),
         ({"streamName": "s", "maxFetchRecordsPerShard": "0"}, "maxFetchRecordsPerShard"),
         ({"streamName": "s", "shardCount": 2}, "option\\(s\\) shardCount not known"),
@@ -230,6 +233,13 @@ def test_a_range_holds_records_only_when_the_end_moved(sequences):
 def test_bad_kinesis_options_are_one_line(options, message):
     with pytest.raises(SourceError, match=message):
         KinesisSource(options=options)
+
+
+def test_kinesis_takes_stream_arn_and_stream_name_together_as_aws_samples_give_them():
+    """AWS's Kinesis connection options name the stream by streamARN or streamName; its
+    samples pass both. When they agree the ARN is used (it carries the region)."""
+    both = KinesisSource(options={"streamName": "s", "streamARN": "arn:aws:kinesis:eu-west-1:1:stream/s"})
+    assert both.reader_options()["region"] == "eu-west-1"
 
 
 def test_kinesis_region_comes_from_the_arn_and_credentials_stay_out_of_names():

@@ -165,14 +165,31 @@ def _reader_options(classification: str, sd: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _stream_parameters(params: dict[str, Any], sd: dict[str, Any]) -> str | None:
+    """A streaming table's kind (``typeOfData`` kafka or kinesis), with the stream's
+    options copied into the table's parameters from the StorageDescriptor's, where
+    Terraform and Glue's console put them (``topicName``, ``streamARN`` …)."""
+    from ..sources.registry import STREAM_CONNECTION_TYPES, stream_accepts
+
+    sd_params = dict(sd.get("Parameters") or {})
+    kind = str(params.get("typeOfData") or sd_params.get("typeOfData") or "").lower()
+    if kind not in STREAM_CONNECTION_TYPES:
+        return None
+    for key, value in sd_params.items():
+        if key not in params and (key in ("typeOfData", "classification") or stream_accepts(kind, key)):
+            params[key] = value
+    return kind
+
+
 def table_from_input(database: str, given: dict[str, Any]) -> Table:
     sd = given.get("StorageDescriptor") or {}
     params = dict(given.get("Parameters") or {})
+    streaming = _stream_parameters(params, sd)
     classification = _classification(params, sd)
     columns, comments = _columns(sd.get("Columns"))
     keys, key_comments = _columns(given.get("PartitionKeys"))
     location = sd.get("Location") or ""
-    if not location:
+    if not location and streaming is None:
         raise invalid("StorageDescriptor.Location is required: sparkmark reads tables from their location")
     if params.get("skip.header.line.count") == "1" and classification == "csv":
         params["option.header"] = "true"

@@ -112,8 +112,11 @@ class HiveCatalog:
     @staticmethod
     def in_metastore(table: Table) -> bool:
         """Formats Spark reads natively are registered in the metastore; others (Avro
-        without spark-avro, JDBC tables) live in the state store's catalog only."""
-        return table.classification in SPARK_FORMATS
+        without spark-avro, JDBC tables, streams) live in the state store's catalog only."""
+        from ..sources.registry import STREAM_CONNECTION_TYPES
+
+        streaming = str(table.parameters.get("typeOfData", "")).lower() in STREAM_CONNECTION_TYPES
+        return table.classification in SPARK_FORMATS and not streaming
 
     def _create(self, table: Table) -> None:
         if not self.in_metastore(table):

@@ -271,7 +271,8 @@ def stream_table(gc: GlueContext, database: str, table_name: str, options: dict)
         if k not in ("typeOfData", "classification") and stream_accepts(kind, k)
     }
     merged = {"classification": table.classification, **from_table, **options}
-    if table.columns and "schema" not in merged and "inferSchema" not in options:
+    infer = parse_bool("inferSchema", options.get("inferSchema", False))
+    if table.columns and "schema" not in merged and not infer:
         merged["schema"] = ", ".join(f"`{c.name}` {c.type}" for c in table.columns)
     return kind, merged
 

@@ -366,10 +366,16 @@ class KinesisSource(StreamSource):
 
     def __post_init__(self) -> None:
         opts = self.options
-        if bool(opts.get("streamARN")) == bool(opts.get("streamName")):
-            raise SourceError("a kinesis source needs exactly one of 'streamARN' or 'streamName'")
+        if not opts.get("streamARN") and not opts.get("streamName"):
+            raise SourceError("a kinesis source needs 'streamARN' or 'streamName'")
         if opts.get("streamARN") and _region_of(str(opts["streamARN"])) is None:
             raise SourceError(f"streamARN {opts['streamARN']!r} is not a Kinesis stream ARN")
+        if opts.get("streamARN") and opts.get("streamName"):  # as AWS's samples give both: they must agree
+            named = str(opts["streamARN"]).rsplit("/", 1)[-1]
+            if named != str(opts["streamName"]):
+                raise SourceError(
+                    f"streamARN {opts['streamARN']!r} names stream {named!r}, not streamName {opts['streamName']!r}"
+                )
         unknown = sorted(k for k in opts if k not in _OWN and not k.startswith("kinesis."))
         if unknown:
             raise SourceError(f"kinesis connection option(s) {', '.join(unknown)} not known")
