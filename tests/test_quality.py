@@ -534,3 +534,39 @@ def test_cli_results_check_and_anomalies_from_stored_history(runner, tmp_path, s
     bad.write_text('Rules = [\n  IsComplete "id" > 3\n]')
     checked = cli.invoke(app, ["quality", "check", str(bad)])
     assert checked.exit_code == 1 and "IsComplete takes no condition" in checked.output
+
+
+def test_a_rule_the_data_cannot_answer_fails_alone(data):
+    """Each rule has its own outcome (AWS Glue Data Quality's rule outcomes): a rule
+    that cannot be evaluated on the data, such as a timestamp compared with text that
+    is no timestamp, is that rule's failure, and the others are evaluated as usual."""
+    rules = [
+        'ColumnValues "ts" > "not a timestamp"',
+        "RowCount = 5",
+        'IsComplete "id"',
+        'Completeness "name" > 0.5',
+    ]
+    result = evaluate(data, "Rules = [\n" + ",\n".join(rules) + "\n]", now=NOW)
+    found = {o.rule: o for o in result.outcomes}
+    broken = found['ColumnValues "ts" > "not a timestamp"']
+    assert broken.outcome == "Failed" and "could not be evaluated on this data" in broken.failure_reason
+    assert [found[r].outcome for r in rules[1:]] == ["Passed", "Passed", "Passed"]
+    assert result.rows is not None and result.rows.count() == 5  # row-level outcomes still come
+
+
+def test_custom_sql_selecting_the_rows_that_pass(data):
+    """CustomSql without a condition: the statement selects the rows that pass, and
+    the rule holds when every row does, or as many as the threshold asks."""
+    found = outcomes(
+        data,
+        [
+            'CustomSql "select id from primary where amount > 15" with threshold >= 0.6',
+            'CustomSql "select id from primary where amount > 15" with threshold > 0.7',
+            'CustomSql "select id from primary where id > 0"',
+            'CustomSql "select id from primary where id > 1"',
+        ],
+    )
+    assert found['CustomSql "select id from primary where amount > 15" with threshold >= 0.6'][0] == "Passed"
+    assert found['CustomSql "select id from primary where amount > 15" with threshold > 0.7'][0] == "Failed"
+    assert found['CustomSql "select id from primary where id > 0"'][0] == "Passed"
+    assert found['CustomSql "select id from primary where id > 1"'][0] == "Failed"

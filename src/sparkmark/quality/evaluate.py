@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -135,21 +136,30 @@ def evaluate(
 
     compiled = [c for c in list(checks.values()) + [c for _, c in analyzers] if isinstance(c, Check)]
     results: dict[str, Any] = {}
+    failures: dict[int, str] = {}
     aggregates = {k: v for c in compiled for k, v in c.aggregates.items()}
     plans: list[Callable[[], dict[str, Any]]] = []
     if aggregates:
         plans.append(lambda: _one_pass(df, aggregates))
-    for columns, where in dict.fromkeys((c.grouped, c.rule.where) for c in compiled if c.grouped):
+    groups = list(dict.fromkeys((c.grouped, c.rule.where) for c in compiled if c.grouped))
+    for columns, where in groups:
         plans.append(partial(grouped_metrics, df, columns, where))
-    for part in _run_at_once(plans):
-        results.update(part)
-    failures: dict[int, str] = {}
+    try:
+        for part in _run_at_once(plans):
+            results.update(part)
+    except PySparkException:
+        # One rule the data cannot answer (a cast that fails, say) fails the shared pass:
+        # each rule is evaluated on its own, and the ones that fail say why.
+        results, failures = _one_by_one(df, compiled)
     for check in compiled:
-        if check.separate is not None:
+        if check.separate is not None and id(check) not in failures:
             try:
                 results.update(check.separate())
             except RuleFailure as exc:
                 failures[id(check)] = str(exc)
+    for key, leaf_check in list(checks.items()):  # row-level outcomes leave the failed rules out
+        if isinstance(leaf_check, Check) and id(leaf_check) in failures:
+            checks[key] = RuleFailure(failures[id(leaf_check)])
 
     metrics: dict[str, Any] = {}
     leaf_outcomes: dict[int, RuleOutcome] = {}
@@ -164,6 +174,23 @@ def evaluate(
 
     rows = _row_level(df, parsed, checks, filtered_rows) if row_level else None
     return QualityResult(name, moment, outcomes, metrics, analyzer_metrics, rows)
+
+
+def _one_by_one(df: DataFrame, compiled: list[Check]) -> tuple[dict[str, Any], dict[int, str]]:
+    """Each rule's aggregates and grouped metrics on their own: the results of the rules
+    that can be evaluated, and why each of the others cannot."""
+    results: dict[str, Any] = {}
+    failures: dict[int, str] = {}
+    for check in compiled:
+        try:
+            if check.aggregates:
+                results.update(_one_pass(df, check.aggregates))
+            if check.grouped:
+                results.update(grouped_metrics(df, check.grouped, check.rule.where))
+        except PySparkException as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            failures[id(check)] = f"the rule could not be evaluated on this data: {first}"
+    return results, failures
 
 
 def _one_pass(df: DataFrame, aggregates: dict[str, Column]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, StringType
 
 from .conditions import holds, row_predicate
-from .ruleset import Condition, DQDLError, Rule
+from .ruleset import ANALYZABLE, RULE_TYPES, Condition, DQDLError, Rule, check_rule  # noqa: F401
 
 Results = Mapping[str, Any]
 
@@ -48,61 +48,6 @@ class Check:
     extra_metrics: Callable[[Results], dict[str, Any]] | None = None
 
 
-@dataclass(frozen=True)
-class RuleType:
-    name: str
-    params: tuple[int, int]  # fewest and most parameters
-    condition: str  # "required", "none" or "optional"
-    threshold: bool = False  # takes "with threshold"
-
-
-RULE_TYPES = {
-    t.name: t
-    for t in (
-        RuleType("RowCount", (0, 0), "required"),
-        RuleType("ColumnCount", (0, 0), "required"),
-        RuleType("Completeness", (1, 1), "required"),
-        RuleType("IsComplete", (1, 1), "none"),
-        RuleType("Uniqueness", (1, 1), "required"),
-        RuleType("IsUnique", (1, 1), "none"),
-        RuleType("IsPrimaryKey", (1, 8), "none"),
-        RuleType("ColumnValues", (1, 1), "required", threshold=True),
-        RuleType("ColumnLength", (1, 1), "required", threshold=True),
-        RuleType("ColumnExists", (1, 1), "none"),
-        RuleType("ColumnNamesMatchPattern", (1, 1), "none"),
-        RuleType("ColumnDataType", (1, 1), "required", threshold=True),
-        RuleType("ColumnCorrelation", (2, 2), "required"),
-        RuleType("DistinctValuesCount", (1, 1), "required"),
-        RuleType("Entropy", (1, 1), "required"),
-        RuleType("Mean", (1, 1), "required"),
-        RuleType("StandardDeviation", (1, 1), "required"),
-        RuleType("Sum", (1, 1), "required"),
-        RuleType("UniqueValueRatio", (1, 1), "required"),
-        RuleType("DataFreshness", (1, 1), "required", threshold=True),
-        RuleType("CustomSql", (1, 1), "required"),
-        RuleType("ReferentialIntegrity", (2, 2), "required"),
-        RuleType("RowCountMatch", (1, 1), "required"),
-        RuleType("SchemaMatch", (1, 1), "required"),
-        RuleType("DatasetMatch", (2, 3), "required"),
-        RuleType("AggregateMatch", (2, 2), "required"),
-        RuleType("DetectAnomalies", (1, 2), "none"),
-    )
-}
-
-ANALYZABLE = {
-    "RowCount",
-    "ColumnCount",
-    "Completeness",
-    "Uniqueness",
-    "DistinctValuesCount",
-    "Entropy",
-    "Mean",
-    "StandardDeviation",
-    "Sum",
-    "UniqueValueRatio",
-    "ColumnCorrelation",
-}
-
 DATA_TYPES = {
     "BOOLEAN": "boolean",
     "DATE": "date",
@@ -117,34 +62,6 @@ DATA_TYPES = {
     "DECIMAL": "decimal(38,10)",
     "STRING": "string",
 }
-
-
-def check_rule(rule: Rule, *, analyzer: bool = False) -> None:
-    """Raise DQDLError when a rule names an unknown type or has the wrong shape."""
-    spec = RULE_TYPES.get(rule.rule_type)
-    if spec is None:
-        raise DQDLError(
-            f"unknown rule type {rule.rule_type!r} in {rule.text!r}; known types: "
-            + ", ".join(sorted(RULE_TYPES))
-        )
-    if analyzer:
-        if rule.rule_type not in ANALYZABLE:
-            raise DQDLError(
-                f"{rule.rule_type} cannot be an analyzer; analyzers: " + ", ".join(sorted(ANALYZABLE))
-            )
-        return
-    low, high = spec.params
-    if not low <= len(rule.params) <= high:
-        wanted = str(low) if low == high else f"{low} to {high}"
-        raise DQDLError(
-            f"{rule.rule_type} takes {wanted} quoted parameter(s), got {len(rule.params)} in {rule.text!r}"
-        )
-    if spec.condition == "required" and rule.condition is None:
-        raise DQDLError(f"{rule.rule_type} needs a condition (e.g. > 0.9) in {rule.text!r}")
-    if spec.condition == "none" and rule.condition is not None:
-        raise DQDLError(f"{rule.rule_type} takes no condition in {rule.text!r}")
-    if rule.threshold is not None and not spec.threshold:
-        raise DQDLError(f"{rule.rule_type} does not take 'with threshold' in {rule.text!r}")
 
 
 @dataclass
@@ -387,6 +304,8 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
             grouped=columns,
         )
     if kind == "CustomSql":
+        if rule.condition is None:  # the rows form: the statement selects the rows that pass
+            return _custom_sql_rows(rule, ctx)
         return _custom_sql(rule, ctx, required())
     if kind == "ReferentialIntegrity":
         return _referential_integrity(rule, ctx, required())
@@ -505,6 +424,34 @@ def _custom_sql(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> C
         return {m: rows[0][0]}
 
     return Check(rule, "Dataset.*.CustomSQL", value=lambda r: r.get(m), passes=condition, separate=run)
+
+
+def _custom_sql_rows(rule: Rule, ctx: Context) -> Check:
+    """CustomSql without a condition: the statement selects the rows of ``primary`` that
+    pass, and the rule's value is their share of the dataset's rows, held to the
+    threshold (every row, without one)."""
+    sql = rule.params[0]
+    n, p = ctx.key("rows"), ctx.key("custom_sql_rows")
+
+    def run() -> dict[str, Any]:
+        spark = ctx.df.sparkSession
+        ctx.df.createOrReplaceTempView("primary")
+        for name, frame in ctx.references.items():
+            frame.createOrReplaceTempView(name)
+        try:
+            selected = spark.sql(sql).count()
+        except Exception as exc:  # noqa: BLE001 - the user's SQL: report it as the rule's failure
+            raise RuleFailure(f"the SQL failed: {str(exc).splitlines()[0]}") from None
+        return {p: selected}
+
+    return Check(
+        rule,
+        "Dataset.*.CustomSQL.Compliance",
+        value=lambda r: _ratio(r, p, n),
+        passes=_all_or_threshold(rule, ctx.now),
+        aggregates={n: F.count(F.lit(1))},
+        separate=run,
+    )
 
 
 def _split_reference(spec: str) -> tuple[str, list[str]]:

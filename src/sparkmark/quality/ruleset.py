@@ -8,9 +8,9 @@ is checked by ``quality.rules``.
 
 from __future__ import annotations
 
-import json
+import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -80,6 +80,7 @@ class Composite:
     op: str  # "and" | "or"
     parts: tuple[Rule | Composite, ...]
     text: str = ""
+    labels: dict[str, Any] = field(default_factory=dict)
 
     def leaves(self) -> list[Rule]:
         return leaves(self.parts)
@@ -108,6 +109,117 @@ class Ruleset:
         return leaves(self.rules)
 
 
+# ------------------------------------------------------------------ rule shapes
+# Each rule type's shape, as AWS's DQDL parser checks it (the rule types of
+# awslabs/dqdl's rules-config.json that sparkmark evaluates): how many quoted parameters,
+# whether it is held to a condition (a number or a string: required; a pass/fail rule:
+# none), and whether it takes "with threshold" and "where". A ruleset whose rules do not
+# fit is refused when it is read, before any data is looked at.
+
+
+@dataclass(frozen=True)
+class RuleType:
+    name: str
+    params: tuple[int, int]  # fewest and most parameters
+    condition: str  # "required", "none", or "optional" (then a threshold or a condition)
+    threshold: bool = False  # takes "with threshold"
+    where: bool = True  # takes "where"
+
+
+MANY = 64  # a rule over "any number" of columns
+RULE_TYPES = {
+    t.name: t
+    for t in (
+        RuleType("RowCount", (0, 0), "required"),
+        RuleType("ColumnCount", (0, 0), "required", where=False),
+        RuleType("Completeness", (1, 1), "required"),
+        RuleType("IsComplete", (1, 1), "none"),
+        RuleType("Uniqueness", (1, MANY), "required"),
+        RuleType("IsUnique", (1, MANY), "none"),
+        RuleType("IsPrimaryKey", (1, MANY), "none"),
+        RuleType("ColumnValues", (1, 1), "required", threshold=True),
+        RuleType("ColumnLength", (1, 1), "required", threshold=True),
+        RuleType("ColumnExists", (1, 1), "none", where=False),
+        RuleType("ColumnNamesMatchPattern", (1, 1), "none", where=False),
+        RuleType("ColumnDataType", (1, 1), "required", threshold=True),
+        RuleType("ColumnCorrelation", (2, 2), "required"),
+        RuleType("DistinctValuesCount", (1, 1), "required"),
+        RuleType("Entropy", (1, 1), "required"),
+        RuleType("Mean", (1, 1), "required"),
+        RuleType("StandardDeviation", (1, 1), "required"),
+        RuleType("Sum", (1, 1), "required"),
+        RuleType("UniqueValueRatio", (1, 1), "required"),
+        RuleType("DataFreshness", (1, 1), "required", threshold=True),
+        RuleType(
+            "CustomSql", (1, 1), "optional", threshold=True, where=False
+        ),  # a value, or the rows that pass
+        RuleType("ReferentialIntegrity", (2, 2), "required", where=False),
+        RuleType("RowCountMatch", (1, 1), "required", where=False),
+        RuleType("SchemaMatch", (1, 1), "required", where=False),
+        RuleType("DatasetMatch", (2, 3), "required", where=False),
+        RuleType("AggregateMatch", (2, 2), "required", where=False),
+        RuleType("DetectAnomalies", (1, MANY), "none", where=False),
+    )
+}
+
+ANALYZABLE = {
+    "RowCount",
+    "ColumnCount",
+    "Completeness",
+    "Uniqueness",
+    "DistinctValuesCount",
+    "Entropy",
+    "Mean",
+    "StandardDeviation",
+    "Sum",
+    "UniqueValueRatio",
+    "ColumnCorrelation",
+}
+
+
+def check_rule(rule: Rule, *, analyzer: bool = False) -> None:
+    """Raise DQDLError when a rule names an unknown type or has the wrong shape."""
+    spec = RULE_TYPES.get(rule.rule_type)
+    if spec is None:
+        raise DQDLError(
+            f"unknown rule type {rule.rule_type!r} in {rule.text!r}; known types: "
+            + ", ".join(sorted(RULE_TYPES))
+        )
+    low, high = spec.params
+    if analyzer:
+        if rule.rule_type not in ANALYZABLE:
+            raise DQDLError(
+                f"{rule.rule_type} cannot be an analyzer; analyzers: " + ", ".join(sorted(ANALYZABLE))
+            )
+        if rule.condition is not None or rule.threshold is not None:
+            raise DQDLError(f"an analyzer takes no condition: {rule.text!r}")
+    elif spec.condition == "required" and rule.condition is None:
+        raise DQDLError(f"{rule.rule_type} needs a condition (e.g. > 0.9) in {rule.text!r}")
+    elif spec.condition == "none" and rule.condition is not None:
+        raise DQDLError(f"{rule.rule_type} takes no condition in {rule.text!r}")
+    if not low <= len(rule.params) <= high:
+        wanted = str(low) if low == high else f"{low} to {high}" if high < MANY else f"{low} or more"
+        raise DQDLError(
+            f"{rule.rule_type} takes {wanted} quoted parameter(s), got {len(rule.params)} in {rule.text!r}"
+        )
+    if rule.threshold is not None and not spec.threshold:
+        raise DQDLError(f"{rule.rule_type} does not take 'with threshold' in {rule.text!r}")
+    if rule.where is not None and not spec.where:
+        raise DQDLError(f"{rule.rule_type} does not take 'where' in {rule.text!r}")
+    for condition in (rule.condition, rule.threshold):
+        if condition is not None and condition.op in ("in", "not in"):
+            kinds = {
+                "a number" if isinstance(v, (int, float)) else "text"
+                for v in condition.operands
+                if isinstance(v, (int, float, str)) and not isinstance(v, Keyword)
+            }
+            if len(kinds) > 1:
+                raise DQDLError(f"the list in {rule.text!r} mixes numbers and text; use one kind")
+    durations = rule.condition is None or all(isinstance(v, Duration) for v in rule.condition.operands)
+    if rule.rule_type == "DataFreshness" and not durations:
+        raise DQDLError(f"DataFreshness compares with a duration (e.g. <= 24 hours) in {rule.text!r}")
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = (Path(__file__).parent / "dqdl.lark").read_text()
@@ -121,7 +233,9 @@ def _fold(text: str) -> str:
 def _string(token: Token | Tree | Any) -> str:
     if not isinstance(token, Token):
         raise DQDLError(f"expected a quoted string, got {token!r}")
-    return json.loads(token) if "\\" in token else str(token)[1:-1]
+    # DQDL's only escapes are \" and \\; any other backslash is the character itself,
+    # as a regular expression such as "\d{3}" needs it.
+    return re.sub(r'\\(["\\])', r"\1", str(token)[1:-1])
 
 
 class _Variable:
@@ -173,6 +287,12 @@ class _Build(Transformer):
     def dict(self, *pairs):
         return dict(pairs)
 
+    def label(self, key, value):  # AWS's labels = ["key" = "value", ...]
+        return (_string(key), _string(value))
+
+    def label_list(self, *pairs):
+        return dict(pairs)
+
     def pair(self, key, value):
         return (_string(key), _string(value) if isinstance(value, Token) else list(value))
 
@@ -180,6 +300,16 @@ class _Build(Transformer):
     def variable(self, var, value):
         if isinstance(value, _Variable):
             value = self._resolve(value)
+        if isinstance(var, Token):  # AWS's form, name = "text" or ["text", ...]: text only
+            held = value if isinstance(value, tuple) else (value,)
+            if not all(isinstance(v, str) for v in held):
+                raise DQDLError(
+                    f"line {var.line}, column {var.column}: variable {var} holds a quoted string or a "
+                    f'list of them, e.g. {var} = ["a", "b"]'
+                )
+            var = _Variable("$" + str(var), var.line or 0, var.column or 0)
+        if var.name in self.variables:
+            raise DQDLError(f"line {var.line}, column {var.column}: variable {var.name} is declared twice")
         self.variables[var.name] = value
 
     def _resolve(self, value):
@@ -187,7 +317,7 @@ class _Build(Transformer):
             if value.name not in self.variables:
                 raise DQDLError(
                     f"line {value.line}, column {value.column}: variable {value.name} is not "
-                    f"defined; define it before the rules, e.g. {value.name} = 10"
+                    f'defined; define it before the rules, e.g. {value.name[1:]} = "text" or {value.name[1:]} = ["a", "b"]'
                 )
             return self.variables[value.name]
         return value
@@ -219,11 +349,26 @@ def _condition(node: Tree, build: _Build) -> Condition:
 
 def _rule(node: Tree, build: _Build) -> Rule:
     rule_type, params, condition, where, threshold, labels = None, [], None, None, None, {}
+    clauses = [
+        k.data for k in node.children if isinstance(k, Tree) and k.data in ("where", "threshold", "labels")
+    ]
+    twice = sorted({c for c in clauses if clauses.count(c) > 1})
+    if twice:
+        text = _fold(build.source[node.meta.start_pos : node.meta.end_pos])
+        shown = " and ".join("'with threshold'" if c == "threshold" else repr(c) for c in twice)
+        raise DQDLError(f"a rule takes {shown} once: {text!r}")
     for kid in node.children:
         if isinstance(kid, Token) and kid.type == "RULE_TYPE":
             rule_type = str(kid)
         elif isinstance(kid, Tree) and kid.data == "param":
-            params.append(_string(kid.children[0]))
+            given = kid.children[0]
+            if isinstance(given, _Variable):
+                given = build._resolve(given)
+                if not isinstance(given, str):
+                    raise DQDLError(f"a parameter's variable holds a quoted string, not {given!r}")
+                params.append(given)
+            else:
+                params.append(_string(given))
         elif isinstance(kid, Tree) and kid.data in ("compare", "between", "in_list", "matches"):
             condition = _condition(kid, build)
         elif isinstance(kid, Tree) and kid.data == "where":
@@ -247,6 +392,10 @@ def _entry(node: Tree, build: _Build) -> Entry:
         return Composite("and" if node.data == "all_of" else "or", parts, text)
     if node.data == "entry":
         return _entry(node.children[0], build)
+    if node.data == "labelled":  # (rule or rules) labels = [...]
+        inner = _entry(node.children[0], build)
+        given = node.children[1].children[0] if isinstance(node.children[1], Tree) else {}
+        return replace(inner, labels={**inner.labels, **(given if isinstance(given, dict) else {})})
     raise DQDLError(f"unexpected {node.data} in a rule list")
 
 
@@ -298,6 +447,8 @@ def parse_ruleset(text: str) -> Ruleset:
     metadata: dict[str, Any] = {}
     sources: dict[str, Any] = {}
     seen_rules = False
+    order = [s.data for s in tree.children if isinstance(s, Tree)]
+    _check_order(order)
     for section in tree.children:
         if not isinstance(section, Tree):
             continue
@@ -317,7 +468,38 @@ def parse_ruleset(text: str) -> Ruleset:
             sources = section.children[0]
     if not seen_rules and not analyzers:
         raise DQDLError("the ruleset has no Rules = [ ... ] (nor Analyzers = [ ... ])")
+    if seen_rules and not rules and not analyzers:
+        raise DQDLError("Rules = [ ] holds no rule; write at least one, or leave the section out")
+    if "analyzers" in order and not analyzers:
+        raise DQDLError("Analyzers = [ ] holds no analyzer; write at least one, or leave the section out")
+    for rule in leaves(rules):
+        check_rule(rule)
+    for analyzer in analyzers:
+        check_rule(analyzer, analyzer=True)
     return Ruleset(tuple(rules), tuple(analyzers), metadata, sources, text)
+
+
+# AWS's document: Metadata?, DataSources?, variables, then Rules and/or Analyzers.
+_SECTION_RANK = {"metadata": 0, "sources": 1, "variable": 2, "rules": 3, "analyzers": 3}
+_SECTION_NAME = {
+    "metadata": "Metadata",
+    "sources": "DataSources",
+    "variable": "a variable",
+    "rules": "Rules",
+    "analyzers": "Analyzers",
+}
+
+
+def _check_order(order: list[str]) -> None:
+    for name in ("metadata", "sources", "analyzers"):
+        if order.count(name) > 1:
+            raise DQDLError(f"the ruleset has two {_SECTION_NAME[name]} sections; keep one")
+    for before, after in itertools.pairwise(order):
+        if _SECTION_RANK[after] < _SECTION_RANK[before]:
+            raise DQDLError(
+                f"{_SECTION_NAME[after]} comes after {_SECTION_NAME[before]}; DQDL's order is "
+                "Metadata, DataSources, variables, then Rules and Analyzers"
+            )
 
 
 def _syntax_message(text: str, exc: UnexpectedInput) -> str:
