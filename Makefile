@@ -92,9 +92,11 @@ lint: install
 	$(VENV)/bin/mypy
 
 # Crash every crash point 20 times (SQLite and PostgreSQL state alternating) and run the
-# heavy bad inputs (a 1 GiB file, 100,000 tiny files); ends with "N passed, N failed".
+# heavy bad inputs (a 1 GiB file, 100,000 tiny files), and read 20,001 Kinesis records
+# until caught up across a kill; ends with "N passed, N failed".
 soak: install services jars
-	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability
+	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability \
+		tests/test_streaming_kinesis.py::test_until_caught_up_reads_every_record_over_many_batches_and_a_kill
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e ".[test,bench]"

@@ -208,3 +208,61 @@ def test_latest_reads_only_records_put_after_the_query_started(runner, spark, aw
     stream.put(range(5, 9))
     assert one_run()["numRecords"] == 4
     assert parquet_ids(spark, out) == [5, 6, 7, 8]
+
+
+# make soak: 20,001 records, 1,000 a shard per batch; the suite: 1,201 records, 200.
+HEAVY = os.environ.get("SPARKMARK_HEAVY") == "1"
+CAUGHT_UP = (20_001, 1_000) if HEAVY else (1_201, 200)
+
+
+def test_until_caught_up_reads_every_record_over_many_batches_and_a_kill(
+    spark, aws_env, tmp_path, sparkmark_home
+):
+    """A run that says it caught up has caught up. Kinesis tells no shard's newest record,
+    so each batch is planned by reading ahead at most maxFetchRecordsPerShard records
+    (AWS's Kinesis connection options); with 20,001 records and 1,000 per shard (make
+    soak) a run takes many batches. The first run is killed after a batch's commit; the
+    next reads the rest, each record once, and the bookmark shows the checkpoint's last
+    batch."""
+    endpoint = aws_env
+    stream = Stream(endpoint, shards=2)
+    total, per_shard = CAUGHT_UP
+    for start in range(0, total, 500):
+        batch = range(start, min(start + 500, total))
+        stream.client.put_records(
+            StreamName=stream.name,
+            Records=[
+                {"Data": json.dumps({"event_id": i, "kind": "click"}).encode(), "PartitionKey": f"user-{i}"}
+                for i in batch
+            ],
+        )
+    job, out = f"kin_{uuid.uuid4().hex[:6]}", tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "SPARKMARK_CRASH_AT"}
+    command = [
+        sys.executable, "-m", "sparkmark", "run", "--until-caught-up",
+        *args_for(job, stream, out, endpoint), "--max_fetch", str(per_shard),
+    ]  # fmt: skip
+    killed = subprocess.run(
+        command,
+        env={**env, "SPARKMARK_CRASH_AT": "batch_committed"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert killed.returncode in (137, -9), killed.stderr[-3000:]
+    first_batch = parquet_ids(spark, out)
+    assert 0 < len(first_batch) <= 2 * per_shard  # one batch: at most per_shard records from each shard
+
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ids = parquet_ids(spark, out)
+    assert len(ids) == total and ids == list(range(total))  # every record, once
+    restarts = done.stderr.count("starting the query again until it finds nothing new")
+    assert restarts >= total // (2 * per_shard) - 1, restarts
+
+    bookmark = json.loads(cli.invoke(app, ["bookmark", "get", job, "--json"]).output)["JobBookmark"][
+        "kinesis_src"
+    ]
+    checkpoint = Path(bookmark["checkpoint"].removeprefix("file://"))
+    newest = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    assert bookmark["last_batch"] == newest

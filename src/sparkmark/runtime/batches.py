@@ -98,7 +98,8 @@ class BatchOptions:
             checkpoint=str(checkpoint).rstrip("/") + "/",
             window=window,
             max_retries=retries,
-            available_now=until_caught_up or trigger == "availablenow",
+            # A bounded run ends when its batches are done or nothing new is left to read.
+            available_now=until_caught_up or trigger == "availablenow" or max_batches is not None,
             max_batches=max_batches,
         )
 
@@ -229,10 +230,15 @@ class MicroBatches:
                 CORRUPT_COLUMN,
             )
         private_parent(self.options.checkpoint)
+        # A source that plans a batch by reading ahead a bounded number of records
+        # (Kinesis) shows an available-now query only the next batch: the query is run
+        # again from its checkpoint until a run finds nothing new.
+        reads_ahead = any(getattr(source, "reads_ahead", False) for source, _ in self.sources)
         try:
-            failures = 0
-            for _ in range(REPORTING_RESTARTS + 3):
+            failures = redone = 0
+            while True:
                 pending = pending_batch(self.options.checkpoint)
+                before = self.done + self.replayed
                 try:
                     self._run_query()
                 except _ReportingFailure:
@@ -249,14 +255,24 @@ class MicroBatches:
                         self.run.name,
                     )
                     continue
-                if self.options.available_now and pending is not None and not self._enough.is_set():
+                if not self.options.available_now or self._enough.is_set():
+                    break
+                if pending is not None and redone < REPORTING_RESTARTS:
                     # Spark ends an available-now query that restarts with a batch planned
                     # but not marked done once that batch is done again: go on to catch up.
+                    redone += 1
                     log.info(
                         "job %s: the query redid batch %d, which its last run left unfinished, and "
                         "stopped there; starting it again to catch up",
                         self.run.name,
                         pending,
+                    )
+                    continue
+                if reads_ahead and self.done + self.replayed > before:
+                    log.info(
+                        "job %s: the stream is read ahead one batch at a time; starting the query "
+                        "again until it finds nothing new",
+                        self.run.name,
                     )
                     continue
                 break
@@ -358,6 +374,11 @@ class MicroBatches:
                 done.run_id,
             )
             self._publish_left(done.run_id, done.outputs)
+            # The bookmark says where the checkpoint stands, replayed batches included: a
+            # run killed after committing a batch never recorded it, so the next one does.
+            with self._lock:
+                self.last_offsets = read_checkpoint_offsets(self.options.checkpoint, batch_id)
+                self.last_batch = batch_id
             # Spark reports a batch's progress from its executed plan: one that nothing ran
             # on fails the query when it is reported. Count it (replays only).
             df.count()

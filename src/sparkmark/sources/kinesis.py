@@ -363,6 +363,7 @@ class KinesisSource(StreamSource):
     settings: Any = None
 
     kind = "kinesis"
+    reads_ahead = True
 
     def __post_init__(self) -> None:
         opts = self.options

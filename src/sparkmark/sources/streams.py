@@ -25,6 +25,9 @@ class StreamSource:
     """A source read as a stream: its progress lives in the query's checkpoint."""
 
     kind: ClassVar[str] = "stream"
+    # Plans each batch by reading ahead a bounded number of records, so a bounded query
+    # sees only the next batch and must be run again to catch up.
+    reads_ahead: ClassVar[bool] = False
     ctx: str | None
 
     def describe(self) -> str:
