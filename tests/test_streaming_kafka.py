@@ -187,6 +187,12 @@ def test_max_batches_stops_a_run_and_the_next_goes_on(spark, kafka_broker, pg_ta
     assert second.exit_code == 0, second.output
     assert parquet_ids(spark, out) == table_ids(pg_table) == list(range(0, 30))
 
+    # Fewer batches left than --max-batches asks for: the run ends when nothing is left.
+    topic.send(range(30, 40))
+    third = sm("run", "--max-batches", "5", *common)
+    assert third.exit_code == 0, third.output
+    assert parquet_ids(spark, out) == table_ids(pg_table) == list(range(0, 40))
+
 
 def _run_process(args: list[str], crash_at: str | None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SPARKMARK_CRASH_AT"}

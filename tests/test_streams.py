@@ -45,6 +45,8 @@ def test_glue_defaults_and_bounds():
     assert bounded.checkpoint == "s3://b/cp/" and bounded.max_retries == 0
     assert bounded.available_now and bounded.max_batches == 4
     assert BatchOptions.parse({"trigger": "availableNow"}, default_checkpoint="/c").available_now
+    # --max-batches bounds a run: it also ends when nothing is left to read.
+    assert BatchOptions.parse({}, default_checkpoint="/c", max_batches=3).available_now
 
 
 @pytest.mark.parametrize(
