@@ -431,3 +431,25 @@ def test_password_from_named_connection_never_stored(runner, server_db, tmp_path
     with pytest.raises(Exception, match="holds a password"):
         job.read_jdbc(connection="src", table=t.name, ctx="db2")
     job.fail("config")
+
+
+def test_table_names_reach_the_database_as_written(runner, pg):
+    """Glue hands dbtable to the database as the user wrote it: an unquoted name is
+    folded by PostgreSQL (Account finds account), a name the user quoted keeps its case,
+    and anything else is still quoted, never read as SQL."""
+    folded, cased = f"account_{uuid.uuid4().hex[:6]}", f"Mixed_{uuid.uuid4().hex[:6]}"
+    with pg.engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {folded} (id int PRIMARY KEY, amount int)")
+        conn.exec_driver_sql(f'CREATE TABLE "{cased}" (id int PRIMARY KEY, amount int)')
+        conn.exec_driver_sql(f"INSERT INTO {folded} VALUES (1, 10), (2, 20)")
+        conn.exec_driver_sql(f'INSERT INTO "{cased}" VALUES (7, 70)')
+    try:
+        assert read_ids(runner, pg, folded.capitalize(), ctx="folded")[0] == [1, 2]
+        assert read_ids(runner, pg, f"public.{folded.upper()}", ctx="schema_folded")[0] == [1, 2]
+        assert read_ids(runner, pg, f'"{cased}"', ctx="quoted")[0] == [7]
+        with pytest.raises(SourceError, match="does not exist"):
+            read_ids(runner, pg, cased, ctx="unquoted")  # PostgreSQL folds it to lower case
+    finally:
+        with pg.engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {folded}")
+            conn.exec_driver_sql(f'DROP TABLE IF EXISTS "{cased}"')

@@ -1,13 +1,15 @@
 """JDBC key ranges: URLs, dialects, bookmark key values and the SQL of a run's range.
 
-Pure SQLAlchemy, no Spark. Every identifier is quoted by the dialect's own
-preparer and every bookmark value is rendered by the dialect's own literal
+Pure SQLAlchemy, no Spark. A table name is used as the user wrote it when it is a
+plain name (the database folds its case as for any SQL), quoted by the dialect's own
+preparer otherwise; columns are quoted; every bookmark value is rendered by the dialect's own literal
 rendering (``literal_binds``), never by string formatting.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -194,6 +196,16 @@ def is_numeric(value: Any) -> bool:
 # ------------------------------------------------------------ SQL
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _quoted_by_user(name: str, quote: str) -> bool:
+    """A name the user quoted the dialect's way ("Name", `Name`), with any quote inside
+    it doubled: kept as written."""
+    inner = name[1:-1]
+    return len(name) > 1 and name[0] == name[-1] == quote and quote not in inner.replace(quote * 2, "")
+
+
 @dataclass(frozen=True)
 class Source:
     """A table or a query, with its keys, in one database."""
@@ -212,9 +224,37 @@ class Source:
         return self.dialect.identifier_preparer.quote(name)
 
     def quoted_table(self) -> str:
+        """The table as the user wrote it, as Glue hands ``dbtable`` to the database: a
+        plain name stays unquoted (so PostgreSQL folds ``Account`` to ``account``, as for
+        any SQL); a name that is a reserved word or holds other characters is quoted,
+        never read as SQL."""
         if self.table is None:
             raise SourceError("this source is a query, not a table")
-        return ".".join(self.quote(part) for part in split_table_name(self.table))
+        return ".".join(self.as_written(part) for part in split_table_name(self.table))
+
+    def as_written(self, name: str) -> str:
+        preparer = self.dialect.identifier_preparer
+        if _PLAIN_NAME.fullmatch(name) and name.lower() not in preparer.reserved_words:
+            return name
+        if _quoted_by_user(name, preparer.initial_quote):
+            return name
+        return preparer.quote_identifier(name)
+
+    def table_parts(self) -> tuple[str | None, str]:
+        """(schema, table) as the database's catalogue knows a plain name: PostgreSQL
+        folds it to lower case."""
+        if self.table is None:
+            raise SourceError("this source is a query, not a table")
+        quote = self.dialect.identifier_preparer.initial_quote
+        parts = [
+            p[1:-1].replace(quote * 2, quote)
+            if _quoted_by_user(p, quote)
+            else p.lower()
+            if self.database.dialect.name == "postgresql" and _PLAIN_NAME.fullmatch(p)
+            else p
+            for p in split_table_name(self.table)
+        ]
+        return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
 
     def from_sql(self) -> str:
         """The FROM item of every statement about this source."""
@@ -350,8 +390,7 @@ def table_shape(conn: sa.Connection, source: Source, *, with_primary_key: bool) 
         raise SourceError(f"table {source.table!r} does not exist or cannot be read") from None
     pk: tuple[str, ...] = ()
     if with_primary_key and source.table is not None:
-        parts = split_table_name(source.table)
-        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+        schema, name = source.table_parts()
         found = sa.inspect(conn).get_pk_constraint(name, schema=schema)
         pk = tuple(found.get("constrained_columns") or [])
     return TableShape(columns, pk)

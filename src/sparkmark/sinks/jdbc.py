@@ -87,9 +87,14 @@ def stage_name_for(key: str | None) -> str:
     return f"sm_stage_{run_id[3:19]}_{seq}"
 
 
-def _names(table: str, stage_name: str) -> tuple[str | None, str, str, str]:
-    parts = kr.split_table_name(table)
-    schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+def _names(
+    table: str, stage_name: str, database: kr.Database | None = None
+) -> tuple[str | None, str, str, str]:
+    if database is not None:
+        schema, name = kr.Source(database, table, None, ()).table_parts()
+    else:
+        parts = kr.split_table_name(table)
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
     stage_spark = f"{schema}.{stage_name}" if schema else stage_name
     return schema, name, stage_spark, stage_name
 
@@ -107,7 +112,7 @@ def stage(
     ``apply`` needs (no credentials in it)."""
     if mode not in MODES:
         raise SinkError(f"write mode must be one of {', '.join(MODES)}, got {mode!r}")
-    schema, name, stage_spark, _ = _names(table, stage_name)
+    schema, name, stage_spark, _ = _names(table, stage_name, database)
     columns = list(df.columns)
     if not columns:
         raise SinkError("the DataFrame to write has no columns")
