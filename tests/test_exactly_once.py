@@ -400,3 +400,48 @@ def test_a_write_lost_after_the_commit_says_so(runner, tmp_path):
         job.commit()
     assert "lost" in str(lost.value) and "sparkmark bookmark rewind" in str(lost.value)
     assert "Nothing is lost" not in str(lost.value)
+
+
+def test_glue_jdbc_writes_run_preactions_and_postactions_in_the_merge(
+    runner, spark, tmp_path, pg_table, caplog
+):
+    """Glue's JDBC connection options preactions and postactions: SQL statements,
+    separated by semicolons, run before and after the data is written. In a job run
+    with a transformation_ctx they run when the rows are merged at the commit, in the
+    same transaction; custom.jdbc (any driver, by URL) writes as well as it reads."""
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"INSERT INTO {pg_table} VALUES (1, 'old'), (2, 'old')")
+    glue = GlueContext(spark)
+    frame = spark.createDataFrame([(3, "new")], "id bigint, v string")
+    options = {
+        "url": JDBC_URL,
+        "dbtable": pg_table,
+        "preactions": f"DELETE FROM {pg_table} WHERE id = 1;",
+        "postactions": f"UPDATE {pg_table} SET v = 'post' WHERE id = 2; UPDATE {pg_table} SET v = v || '!' WHERE id = 3",
+    }
+    glue.write_dynamic_frame.from_options(frame, "postgresql", options)
+    assert pg_rows(f"SELECT id, v FROM {pg_table} ORDER BY id") == [(2, "post"), (3, "new!")]
+
+    job = GlueJob(glue)
+    job.init("glue_actions", {"job_bookmark_option": "job-bookmark-enable", "TempDir": str(tmp_path / "t")})
+    more = spark.createDataFrame([(4, "four")], "id bigint, v string")
+    staged = {**options, "preactions": f"DELETE FROM {pg_table} WHERE id = 2", "postactions": ""}
+    glue.write_dynamic_frame.from_options(more, "custom.jdbc", staged, transformation_ctx="db")
+    assert pg_rows(f"SELECT id FROM {pg_table} ORDER BY id") == [(2,), (3,)]  # nothing before the commit
+    job.commit()
+    assert pg_rows(f"SELECT id FROM {pg_table} ORDER BY id") == [(3,), (4,)]
+
+
+def test_a_jdbc_source_with_a_ctx_before_job_init_warns(spark, pg_table, caplog):
+    from sparkmark.glue.context import GlueContext
+
+    with caplog.at_level("WARNING", logger="sparkmark.glue"):
+        GlueContext(spark).create_dynamic_frame.from_options(
+            "postgresql",
+            {"url": JDBC_URL, "dbtable": pg_table, "jobBookmarkKeys": ["id"]},
+            transformation_ctx="src",
+        ).count()
+    assert "has transformation_ctx 'src' but Job.init() was not called" in caplog.text

@@ -840,6 +840,7 @@ class DynamicFrameWriter:
             table,
             transformation_ctx,
             connection=catalog_connection,
+            options=options,
         )
         return frame
 

@@ -165,6 +165,14 @@ def database(gc: GlueContext, options: dict, connection_type: str) -> jdbc_keys.
 def _read_request(gc: GlueContext, request: JdbcRequest, ctx: str | None) -> DataFrame:
     if gc.run is not None:
         gc.run.add_database(request.database)
+    elif ctx:
+        log.warning(
+            "source %s %s has transformation_ctx %r but Job.init() was not called: "
+            "it is read in full and not bookmarked",
+            request.database.display,
+            request.table or "(query)",
+            ctx,
+        )
     return read_source(gc.spark_session, JdbcSource(request, ctx=ctx or None), gc.run)
 
 

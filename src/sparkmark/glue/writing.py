@@ -17,9 +17,9 @@ from ..engine.options import parse_bool
 from ..errors import SourceError
 from ..runtime import write_sink
 from ..sinks.files import FileSink
-from ..sinks.jdbc import JdbcSink
+from ..sinks.jdbc import JdbcSink, split_actions
 from . import formats
-from .reading import FILE_CONNECTIONS, JDBC_CONNECTIONS, database
+from .reading import CUSTOM_JDBC, FILE_CONNECTIONS, JDBC_CONNECTIONS, REDSHIFT_NOTE, database
 
 if TYPE_CHECKING:
     from .context import GlueContext
@@ -50,10 +50,21 @@ def append_jdbc(
     table: str,
     ctx: str = "",
     connection: str | None = None,
+    options: dict | None = None,
 ) -> None:
     """Append through the staged JDBC sink. In a job run with a transformation_ctx the
-    append is exactly-once: merged when the job commits."""
-    sink = JdbcSink(target, table, mode="append", connection=connection, ctx=ctx or None)
+    append is exactly-once: merged when the job commits. Glue's ``preactions`` and
+    ``postactions`` run in the merge's transaction, before and after the rows."""
+    given = options or {}
+    sink = JdbcSink(
+        target,
+        table,
+        mode="append",
+        connection=connection,
+        ctx=ctx or None,
+        preactions=tuple(split_actions(given.get("preactions"))),
+        postactions=tuple(split_actions(given.get("postactions"))),
+    )
     write_sink(sink, variants_as_json(df), gc.run)
 
 
@@ -69,7 +80,8 @@ def write(
 ) -> None:
     df = frame if isinstance(frame, DataFrame) else frame.toDF()
     kind = (connection_type or "").lower()
-    if (kind in FILE_CONNECTIONS or kind in JDBC_CONNECTIONS) and (not df.columns or df.isEmpty()):
+    jdbc = kind in JDBC_CONNECTIONS or kind in CUSTOM_JDBC or kind == "redshift"
+    if (kind in FILE_CONNECTIONS or jdbc) and (not df.columns or df.isEmpty()):
         # A run with nothing new: as on Glue, the write produces nothing and the run
         # goes on to commit (a frame with no field cannot even be written by Spark).
         log.info(
@@ -79,11 +91,13 @@ def write(
     if kind in FILE_CONNECTIONS:
         _write_files(gc, df, options, format, format_options, catalog_target, ctx)
         return
-    if kind in JDBC_CONNECTIONS:
-        table = options.get("dbtable")
+    if jdbc:
+        if kind == "redshift":
+            log.info(REDSHIFT_NOTE)
+        table = options.get("dbtable") or options.get("dbTable")
         if not table:
             raise SourceError("connection_options needs 'dbtable' for a JDBC target")
-        append_jdbc(gc, df, database(gc, options, kind), table, ctx)
+        append_jdbc(gc, df, database(gc, options, kind), table, ctx, options=options)
         return
     raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
 

@@ -197,7 +197,7 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
     in the same transaction and do nothing when it is already recorded. The staging
     table is dropped afterwards."""
     table, mode, keys, columns = plan["table"], plan["mode"], plan.get("keys"), plan["columns"]
-    schema, name, _, _ = _names(table, plan["stage"])
+    schema, name, _, _ = _names(table, plan["stage"], database)
     source = kr.Source(database, table, None, ())
     q = source.quote
     target = source.quoted_table()
@@ -230,6 +230,8 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
         insert = f"INSERT INTO {target} ({col_list}) SELECT {col_list} FROM {stage}"
         with engine.begin() as conn:
             staged = kr.execute(conn, f"SELECT COUNT(*) FROM {stage}").scalar()
+            for statement in plan.get("preactions") or ():  # Glue's preactions, in the same transaction
+                kr.execute(conn, statement)
             if mode == "overwrite":
                 kr.execute(conn, f"DELETE FROM {target}")
                 kr.execute(conn, insert)
@@ -237,6 +239,8 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
                 kr.execute(conn, insert)
             else:
                 kr.execute(conn, _upsert_sql(database.dialect.name, target, stage, columns, keys or [], q))
+            for statement in plan.get("postactions") or ():
+                kr.execute(conn, statement)
             if key is not None:
                 conn.execute(
                     sa.insert(_applied).values(output_key=key, target=table[:512], rows_applied=staged)
@@ -278,10 +282,20 @@ def drop_stage(database: kr.Database, plan: dict[str, Any], *, engine: sa.Engine
 
 
 def write(
-    df: DataFrame, database: kr.Database, table: str, *, mode: str, keys: list[str] | None
+    df: DataFrame,
+    database: kr.Database,
+    table: str,
+    *,
+    mode: str,
+    keys: list[str] | None,
+    actions: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Stage and apply at once: the write is visible when this returns."""
-    plan = stage(df, database, table, mode=mode, keys=keys, stage_name=stage_name_for(None))
+    """Stage and apply at once: the write is visible when this returns. ``actions``:
+    SQL run before (``preactions``) and after (``postactions``) the rows are merged."""
+    plan = {
+        **stage(df, database, table, mode=mode, keys=keys, stage_name=stage_name_for(None)),
+        **(actions or {}),
+    }
     try:
         return apply(database, plan)
     finally:
@@ -326,6 +340,15 @@ def _sqlite_stage_ddl(stage: str, df: DataFrame, q) -> str:
     return f"CREATE TABLE {stage} ({columns})"
 
 
+def split_actions(text: Any) -> list[str]:
+    """Glue's ``preactions``/``postactions``: SQL statements separated by semicolons (a
+    semicolon inside a statement's literal would split it)."""
+    if not text:
+        return []
+    given = text if isinstance(text, (list, tuple)) else str(text).split(";")
+    return [s.strip() for s in given if str(s).strip()]
+
+
 @dataclass(frozen=True)
 class JdbcSink:
     """A database table, for ``runtime.write_sink``: append, overwrite, or upsert by
@@ -338,6 +361,8 @@ class JdbcSink:
     keys: tuple[str, ...] | None = None
     connection: str | None = None
     ctx: str | None = None
+    preactions: tuple[str, ...] = ()  # SQL run before the rows are merged, in the same transaction
+    postactions: tuple[str, ...] = ()  # and after
     kind: ClassVar[OutputKind] = OutputKind.JDBC
     unit: ClassVar[str] = "rows"
 
@@ -363,10 +388,12 @@ class JdbcSink:
             "(its data stays; this store's bookmark then decides what is read again)",
         )
 
+    def _actions(self) -> dict[str, list[str]]:
+        return {"preactions": list(self.preactions), "postactions": list(self.postactions)}
+
     def write_now(self, df: DataFrame) -> dict[str, Any]:
-        return write(
-            df, self.database, self.table, mode=self.mode, keys=list(self.keys) if self.keys else None
-        )
+        keys = list(self.keys) if self.keys else None
+        return write(df, self.database, self.table, mode=self.mode, keys=keys, actions=self._actions())
 
     def plan(self) -> dict[str, Any]:
         return {
@@ -375,6 +402,7 @@ class JdbcSink:
             "connection": self.connection,
             "table": self.table,
             "mode": self.mode,
+            **self._actions(),
         }
 
     def stage(self, df: DataFrame, record: OutputRecord, store: StateStore) -> tuple[dict[str, Any], int]:
