@@ -875,3 +875,24 @@ def test_a_headerless_csv_has_glues_column_names(glue, tmp_path):
         "s3", {"paths": [str(data)]}, "csv", format_options={"withHeader": True}
     )
     assert named.toDF().columns == ["1", "Ann"]
+
+
+def test_a_join_key_whose_case_differs_from_the_field_finds_it(glue, spark):
+    """Spark resolves a column name case-insensitively when one field matches; a key no
+    field matches is an error naming the fields, never a silent join of nothing."""
+    devices = DynamicFrame.fromDF(
+        spark.createDataFrame([(1, "d1"), (2, "d2")], "serialNumber long, model string"), glue, "d"
+    )
+    readings = DynamicFrame.fromDF(
+        spark.createDataFrame([(1, 7.5), (1, 8.0), (3, 1.0)], "serialnumber long, value double"), glue, "r"
+    )
+    joined = Join.apply(readings, devices, "serialnumber", "serialnumber").toDF()
+    assert sorted((r["serialnumber"], r["model"], r["value"]) for r in joined.collect()) == [
+        (1, "d1", 7.5),
+        (1, "d1", 8.0),
+    ]
+    with pytest.raises(
+        SparkmarkError,
+        match=r"join key 'serial' is not a field of frame r: no field has that name \(fields: serialnumber, value\)",
+    ):
+        Join.apply(readings, devices, "serial", "serialNumber")

@@ -377,6 +377,7 @@ class DynamicFrame:
         keys2 = [paths2] if isinstance(paths2, str) else list(paths2)
         if len(keys1) != len(keys2) or not keys1:
             raise TransformError("join needs the same number of key paths on both sides")
+        keys1, keys2 = _join_keys(self._df, keys1, self.name), _join_keys(frame2._df, keys2, frame2.name)
         left, right = (
             _with_keys(self._df, keys1, frame2._df, keys2),
             _with_keys(frame2._df, keys2, self._df, keys1),
@@ -561,6 +562,29 @@ def _catalog_casts(
         if top not in types:
             raise TransformError(f"match_catalog: {database}.{table_name} has no column {top!r}")
         resolved.append((path, f"cast:{types[top]}"))
+    return resolved
+
+
+def _join_keys(df: DataFrame, keys: list[str], name: str) -> list[str]:
+    """Each join key as the frame names it: the field itself, or the one field whose name
+    differs from it only in case (Spark resolves names so). A key no field matches is
+    refused, naming the frame's fields, unless the frame has no field at all (a run with
+    nothing new), where it matches no record."""
+    resolved = []
+    for key in keys:
+        parts = fieldpaths.split_path(key)
+        if not df.columns or len(parts) != 1 or fieldpaths.field_type(df.schema, parts) is not None:
+            resolved.append(key)
+            continue
+        matches = [c for c in df.columns if c.lower() == parts[0].lower()]
+        if len(matches) != 1:
+            what = f"fields {', '.join(matches)} all match it" if matches else "no field has that name"
+            raise TransformError(
+                f"join key {key!r} is not a field of frame {name or '(unnamed)'}: {what} "
+                f"(fields: {', '.join(df.columns)})"
+            )
+        plain = "." not in matches[0] and "`" not in matches[0]
+        resolved.append(matches[0] if plain else fieldpaths.quote([matches[0]]))
     return resolved
 
 
