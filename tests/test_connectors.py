@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -326,3 +327,42 @@ def test_kafka_cluster_ids_are_never_taken_for_an_option():
         cluster_id = new_cluster_id()
         assert not cluster_id.startswith("-")
         assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
+
+
+def _serve(*args: str) -> subprocess.Popen:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sparkmark.devservices", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert child.stdout is not None
+    for line in child.stdout:  # up to the line that says it serves
+        if "Ctrl-C stops it." in line:
+            return child
+    raise AssertionError(f"the dev server ended before serving: {child.wait()}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_dev_server_stopped_by_a_signal_stops_its_server(signum):
+    """`python -m sparkmark.devservices s3` ended by SIGTERM (as a service manager or
+    `kill` ends it) or Ctrl-C stops the server it started, leaving nothing listening."""
+    port = free_port()
+    child = _serve("s3", "--port", str(port))
+    assert port_answers(port)
+    child.send_signal(signum)
+    assert child.wait(timeout=60) == 0
+    assert not port_answers(port)
+
+
+@pytest.mark.slow
+def test_the_kafka_controller_port_can_be_chosen():
+    port, controller = free_port(), free_port()
+    child = _serve("kafka", "--port", str(port), "--controller-port", str(controller))
+    try:
+        assert port_answers(port) and port_answers(controller)
+    finally:
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == 0
+    assert not port_answers(port) and not port_answers(controller)

@@ -72,12 +72,19 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-def start_kafka(workdir: Path, jars_dir: Path, port: int | None = None, timeout: float = 90.0) -> KafkaBroker:
+def start_kafka(
+    workdir: Path,
+    jars_dir: Path,
+    port: int | None = None,
+    timeout: float = 90.0,
+    controller_port: int | None = None,
+) -> KafkaBroker:
     """Formats a fresh KRaft log directory under ``workdir`` and starts the broker on
-    127.0.0.1:``port`` (a free port by default); returns once it serves clients."""
+    127.0.0.1:``port`` and its controller on ``controller_port`` (free ports by
+    default); returns once it serves clients."""
     classpath = broker_classpath(jars_dir)
     port = port or free_port()
-    controller_port = free_port()
+    controller_port = controller_port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     log_dir = workdir / "kraft-logs"
     server_log = workdir / "server.log"
