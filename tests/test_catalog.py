@@ -566,3 +566,34 @@ def test_a_custom_csv_classifier_from_the_config_file(spark, tmp_path, db):
     config.write_text('[classifiers.bad.CsvClassifier]\nDelimiter = ";;"\n')
     with pytest.raises(ConfigError, match="classifier 'bad'.*one character"):
         load_classifiers(config)
+
+
+def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
+    """Glue's built-in CSV classifier types no value as a date (its mappings read such
+    columns as strings); a Parquet timestamp without a time zone is a ``timestamp`` (Glue
+    and Athena have no ``timestamp_ntz``); a folder's hyphens stay in its table's name."""
+    import datetime
+
+    lake = tmp_path / "lake"
+    (lake / "daily-orders").mkdir(parents=True)
+    (lake / "daily-orders" / "a.csv").write_text(
+        "id,day,placed_at\n1,2026-01-02,2026-01-02 10:00:00\n2,2026-01-03,2026-01-03 11:30:00\n"
+    )
+    stamped = spark.createDataFrame([(1, datetime.datetime(2026, 1, 2, 3, 4, 5))], "id int, ts timestamp_ntz")
+    stamped.write.parquet(str(lake / "events"))
+    record, store = crawl(spark, definition(db, lake / "daily-orders", lake / "events"))
+    assert record.state == "SUCCEEDED", record
+    orders = store.table(db, "daily-orders")
+    assert [(c.name, c.type) for c in orders.columns] == [
+        ("id", "bigint"),
+        ("day", "string"),
+        ("placed_at", "string"),
+    ]
+    events = store.table(db, "events")
+    assert {c.name: c.type for c in events.columns}["ts"] == "timestamp"
+    # Both read back through the catalog, with the catalog's types.
+    glue = GlueContext(spark)
+    read = glue.create_dynamic_frame.from_catalog(database=db, table_name="daily-orders").toDF()
+    assert sorted(r["day"] for r in read.collect()) == ["2026-01-02", "2026-01-03"]
+    ts = glue.create_dynamic_frame.from_catalog(database=db, table_name="events").toDF().first()["ts"]
+    assert ts is not None

@@ -79,8 +79,10 @@ class Crawl:
 
 
 def table_name(prefix: str, folder_url: str) -> str:
+    """The table a folder becomes: its name in lower case, hyphens kept (Glue's crawler
+    keeps them; the Hive metastore's copy spells them ``_``), other characters ``_``."""
     base = folder_url.rstrip("/").rsplit("/", 1)[-1]
-    return (prefix + re.sub(r"[^0-9a-zA-Z_]+", "_", base)).lower().strip("_") or "table"
+    return (prefix + re.sub(r"[^0-9a-zA-Z_-]+", "_", base)).lower().strip("_") or "table"
 
 
 def _segments(f: ListedFile, root: str) -> list[str]:
@@ -243,20 +245,38 @@ def infer(
     elif found.classification == "json":
         columns = [Column(f.name.lower(), _glue_type(f.dataType)) for f in fields]
     else:  # typed formats keep their files' types; names are lower-cased, as Glue's catalog keeps them
-        columns = [Column(f.name.lower(), f.dataType.simpleString()) for f in fields]
+        columns = [Column(f.name.lower(), _typed_format_type(f.dataType)) for f in fields]
     return columns, params
 
 
 def _glue_type(data_type) -> str:
     """The catalog type Glue's crawler gives a text format's column: whole numbers
-    bigint, fractions double."""
-    from pyspark.sql.types import ByteType, DecimalType, FloatType, IntegerType, ShortType
+    bigint, fractions double, and dates and timestamps strings (Glue's CSV and JSON
+    classifiers type no value as a date)."""
+    from pyspark.sql.types import (
+        ByteType,
+        DateType,
+        DecimalType,
+        FloatType,
+        IntegerType,
+        ShortType,
+        TimestampNTZType,
+        TimestampType,
+    )
 
     if isinstance(data_type, (ByteType, ShortType, IntegerType)):
         return "bigint"
     if isinstance(data_type, (FloatType, DecimalType)):
         return "double"
+    if isinstance(data_type, (DateType, TimestampType, TimestampNTZType)):
+        return "string"
     return data_type.simpleString()
+
+
+def _typed_format_type(data_type) -> str:
+    """A typed format's column as Glue's catalog types it: Parquet's timestamps without
+    a time zone are ``timestamp`` (Glue and Athena have no ``timestamp_ntz``)."""
+    return data_type.simpleString().replace("timestamp_ntz", "timestamp")
 
 
 def run_crawl(
