@@ -17,6 +17,7 @@ from sparkmark.crawler.definition import load_definition
 from sparkmark.crawler.store import CrawlerStore
 from sparkmark.engine.store import StateStore
 from sparkmark.glue.context import GlueContext
+from sparkmark.glue.dynamicframe import DynamicFrame
 from sparkmark.glue.job import Job as GlueJob
 from sparkmark.settings import Settings
 
@@ -597,3 +598,34 @@ def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
     assert sorted(r["day"] for r in read.collect()) == ["2026-01-02", "2026-01-03"]
     ts = glue.create_dynamic_frame.from_catalog(database=db, table_name="events").toDF().first()["ts"]
     assert ts is not None
+
+
+def test_update_in_database_merges_the_schema_as_glue_does(spark, tmp_path, db):
+    """A catalog update from a job (enableUpdateCatalog, UPDATE_IN_DATABASE) merges the
+    frame's schema into the table's: the table's columns keep their names whatever the
+    frame's case, a column that is all null in this batch keeps its type, and new
+    columns are added."""
+    glue = GlueContext(spark)
+    out = tmp_path / "out"
+    options = {
+        "path": str(out),
+        "enableUpdateCatalog": True,
+        "updateBehavior": "UPDATE_IN_DATABASE",
+        "catalogDatabase": db,
+        "catalogTableName": "merged",
+    }
+    first = spark.createDataFrame([(1, 10)], "orderid long, quantity long")
+    glue.write_dynamic_frame.from_options(DynamicFrame.fromDF(first, glue, "f"), "s3", options, "glueparquet")
+    store = CatalogStore(StateStore.from_settings())
+    assert [(c.name, c.type) for c in store.table(db, "merged").columns] == [
+        ("orderid", "bigint"),
+        ("quantity", "bigint"),
+    ]
+
+    later = spark.createDataFrame([(2, None, "gift")], "orderId long, quantity void, giftNote string")
+    glue.write_dynamic_frame.from_options(DynamicFrame.fromDF(later, glue, "l"), "s3", options, "glueparquet")
+    assert [(c.name, c.type) for c in store.table(db, "merged").columns] == [
+        ("orderid", "bigint"),
+        ("quantity", "bigint"),
+        ("giftnote", "string"),
+    ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import SparkmarkError
@@ -220,28 +221,37 @@ class HiveCatalog:
         from ..engine.fileplan import root_url
 
         location = root_url(path)
-        columns = tuple(
-            Column(f.name, f.dataType.simpleString())
+        written = [
+            Column(
+                f.name, "string" if f.dataType.typeName() in ("void", "null") else f.dataType.simpleString()
+            )
             for f in df.schema.fields
             if f.name not in partition_keys
-        )
+        ]
         keys = tuple(Column(k, "string") for k in partition_keys)
         classification = "parquet" if fmt == "glueparquet" else fmt
-        table = Table(database, name, location, classification, columns, keys, {"written_by": "sparkmark"})
         try:
             existing = self.table(database, name)
         except SparkmarkError:
             existing = None
         self.ensure_database(database)
         if existing is None:
+            columns = tuple(Column(c.name.lower(), c.type) for c in written)
+            table = Table(
+                database, name, location, classification, columns, keys, {"written_by": "sparkmark"}
+            )
             self.create_table(table)
-        elif update_behavior == "UPDATE_IN_DATABASE" and (existing.columns, existing.partition_keys) != (
-            columns,
-            keys,
-        ):
-            self.replace_table(table)
         else:
             table = existing
+            merged = merge_columns(
+                existing.columns, written, [f for f in df.schema.fields if f.name not in partition_keys]
+            )
+            if update_behavior == "UPDATE_IN_DATABASE" and (merged, keys) != (
+                existing.columns,
+                existing.partition_keys,
+            ):
+                table = replace(existing, columns=merged, partition_keys=keys or existing.partition_keys)
+                self.replace_table(table)
         if keys:
             values = {
                 tuple(str(v) for v in r)
@@ -269,3 +279,20 @@ class HiveCatalog:
             raise SparkmarkError("pruning partitions by a predicate needs a Spark session")
 
         return prune(self.spark, table, self.store.partitions(table.database, table.name), [predicate or ""])
+
+
+def merge_columns(existing: tuple[Column, ...], written: list[Column], fields: list) -> tuple[Column, ...]:
+    """The table's columns after a write, as Glue's catalog update merges them: each
+    existing column keeps its name (matched without regard to case) and its type,
+    unless the frame holds it with another type that is not all null; columns new to
+    the table are added, in lower case, after them."""
+    by_name = {c.name.lower(): (c, f) for c, f in zip(written, fields, strict=False)}
+    merged = []
+    for column in existing:
+        found = by_name.pop(column.name.lower(), None)
+        if found is None or found[1].dataType.typeName() in ("void", "null") or found[0].type == column.type:
+            merged.append(column)
+        else:
+            merged.append(Column(column.name, found[0].type))
+    merged += [Column(c.name.lower(), c.type) for c, _ in by_name.values()]
+    return tuple(merged)
