@@ -19,7 +19,7 @@ from sparkmark.engine import storage
 from sparkmark.engine.listing import FileLister
 from sparkmark.engine.models import OutputState
 from sparkmark.engine.publish import CONTROL, KEY_IN_NAME
-from sparkmark.errors import SinkError, SourceError
+from sparkmark.errors import ConfigError, SinkError, SourceError
 from sparkmark.settings import Settings
 from sparkmark.spark import submit_args
 
@@ -575,3 +575,21 @@ def test_an_object_replaced_between_listing_and_reading_is_never_recorded_as_rea
     assert runner.store.latest_version(runner.name) is None
     assert runner.run(src)[0] == [3, 4]
     assert runner.run(src)[0] == []
+
+
+def test_a_bucket_with_dots_is_one_line_naming_it(s3env, spark, runner, s3_server):
+    """S3A (hadoop-aws 3.4, AWS SDK 2) cannot address a bucket whose name has dots: the
+    job stops at once with the bucket's name, instead of a NullPointerException from
+    inside a Spark task, and reads nothing, writes nothing, commits nothing."""
+    _bucket, client = s3env
+    dotted = f"glue.staging.{uuid.uuid4().hex[:8]}"
+    client.create_bucket(Bucket=dotted)
+    put_json(client, dotted, "in/a.json", [1])
+    job = runner.start()
+    with pytest.raises(ConfigError, match=f"S3 bucket '{dotted}' .* has dots in its name"):
+        job.read_files(f"s3://{dotted}/in", ctx="src").count()
+    df = spark.createDataFrame([(1,)], "id int")
+    with pytest.raises(ConfigError, match=f"S3 bucket '{dotted}' .* has dots in its name"):
+        job.write_files(df, f"s3://{dotted}/out", format="json", ctx="out")
+    job.fail("refused")
+    assert runner.store.latest_version(runner.name) is None

@@ -192,9 +192,19 @@ def _loadable(jvm, name: str) -> bool:
 
 def require_s3a(spark: SparkSession, url: str) -> None:
     """One line, before Spark fails deep inside a read or write, when an S3 URL cannot be
-    served: no S3A filesystem on Spark's classpath."""
+    served: no S3A filesystem on Spark's classpath, or a bucket whose name S3A cannot
+    address."""
     if not is_s3(url) or spark_base_path(url).startswith("file://"):
         return
+    bucket = url.partition("://")[2].split("/", 1)[0]
+    if "." in bucket:
+        # hadoop-aws 3.4 with the AWS SDK 2 fails on such a bucket with a
+        # NullPointerException ("host must not be null") in the middle of the job.
+        raise ConfigError(
+            f"S3 bucket {bucket!r} ({url}) has dots in its name, which Spark's S3A connector "
+            "(hadoop-aws 3.4) cannot address; copy the data to a bucket without dots, or set "
+            "SPARKMARK_S3_LOCAL_ROOT to map s3:// onto a local folder"
+        )
     jvm = getattr(spark, "_jvm", None)
     if jvm is None or _loadable(jvm, S3A):
         return
