@@ -896,3 +896,63 @@ def test_a_join_key_whose_case_differs_from_the_field_finds_it(glue, spark):
         match=r"join key 'serial' is not a field of frame r: no field has that name \(fields: serialnumber, value\)",
     ):
         Join.apply(readings, devices, "serial", "serialNumber")
+
+
+def test_studio_visual_transforms_as_generated_scripts_call_them(glue, spark, tmp_path):
+    """Glue Studio's built-in transforms, imported as Studio writes them (``import
+    gs_flatten`` …) and called as DynamicFrame methods with Studio's parameters, with the
+    results AWS's "Using the … transform" pages describe."""
+    import datetime
+    import importlib
+
+    shim.install()
+    for module in ("gs_flatten", "gs_explode", "gs_uuid", "gs_concat", "gs_split",
+                   "gs_array_to_cols", "gs_to_timestamp", "gs_format_timestamp", "gs_derived"):  # fmt: skip
+        importlib.import_module(module)
+    rows = spark.createDataFrame(
+        [
+            (
+                1,
+                ("Ann", ("Oslo", "0150")),
+                ["sports", "winter"],
+                "a-b c",
+                1_700_000_000,
+                "2026-01-02T03:04:05Z",
+                2.5,
+            )
+        ],
+        "id int, person struct<name:string, addr:struct<city:string, zip:string>>, category array<string>, "
+        "tags string, epoch long, iso string, price double",
+    )
+    frame = DynamicFrame.fromDF(rows, glue, "in")
+    flat = frame.gs_flatten(maxLevels=1, separator="_").toDF()
+    assert "person_name" in flat.columns and "person_addr" in flat.columns
+    assert frame.gs_flatten().toDF().first()["person.addr.city"] == "Oslo"
+
+    empty = DynamicFrame.fromDF(
+        spark.createDataFrame([(1, ["x", "y"]), (2, [])], "id int, category array<string>"), glue, "e"
+    )
+    exploded = empty.gs_explode(colName="category", newCol="category").toDF()
+    assert sorted((r["id"], r["category"]) for r in exploded.collect()) == [(1, "x"), (1, "y")]
+    outer = empty.gs_explode(colName="category", newCol="cat", outer=True).toDF()
+    assert sorted((r["id"], r["cat"]) for r in outer.collect()) == [(1, "x"), (1, "y"), (2, None)]
+
+    done = (
+        frame.gs_uuid(colName="uid")
+        .gs_concat(colName="label", colList=["id", "tags"], spacer="|")
+        .gs_split(colName="tags", pattern="[- ]", newColName="tag_parts")
+        .gs_array_to_cols(colName="tag_parts", colList="t1, t2, t3")
+        .gs_to_timestamp(colName="epoch", colType="autodetect", newColName="at")
+        .gs_to_timestamp(colName="iso", colType="iso")
+        .gs_format_timestamp(colName="at", dateFormat="%Y/%m/%d", newColName="day")
+        .gs_derived(colName="doubled", expr="price * 2")
+        .toDF()
+        .first()
+    )
+    assert len(done["uid"]) == 36 and done["label"] == "1|a-b c"
+    assert (done["t1"], done["t2"], done["t3"]) == ("a", "b", "c")
+    assert done["at"] == datetime.datetime(2023, 11, 14, 22, 13, 20)  # the session's zone is UTC
+    assert done["iso"] == datetime.datetime(2026, 1, 2, 3, 4, 5)
+    assert done["day"] == "2023/11/14" and done["doubled"] == 5.0
+    with pytest.raises(SparkmarkError, match="column 'nope' is not in the frame"):
+        frame.gs_explode(colName="nope")

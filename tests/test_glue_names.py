@@ -41,6 +41,13 @@ FORMS = {
         "StructType", "TimestampNTZType", "TimestampType", "UnknownType", "mergeDataTypes",
     ],
     "from awsgluedq.transforms import EvaluateDataQuality": ["EvaluateDataQuality"],
+    # Glue Studio's visual transforms: each its own module, adding its method to DynamicFrame.
+    "import gs_flatten, gs_explode, gs_uuid, gs_concat, gs_split, gs_array_to_cols, "
+    "gs_to_timestamp, gs_format_timestamp, gs_derived\nfrom awsglue.dynamicframe import DynamicFrame": [
+        "DynamicFrame.gs_flatten", "DynamicFrame.gs_explode", "DynamicFrame.gs_uuid", "DynamicFrame.gs_concat",
+        "DynamicFrame.gs_split", "DynamicFrame.gs_array_to_cols", "DynamicFrame.gs_to_timestamp",
+        "DynamicFrame.gs_format_timestamp", "DynamicFrame.gs_derived",
+    ],
     "from awsglueml.transforms import FillMissingValues, FindMatches, FindIncrementalMatches, "
     "EntityDetector": ["FillMissingValues", "FindMatches", "FindIncrementalMatches", "EntityDetector"],
 }  # fmt: skip

@@ -25,6 +25,7 @@ from ..errors import SourceError, SparkmarkError, TransformError
 from . import choice as choices
 from . import gluetypes, reading, records, writing
 from . import paths as fieldpaths
+from .visual import VisualTransforms
 
 log = logging.getLogger("sparkmark.glue")
 
@@ -47,7 +48,7 @@ def _error_frame(out: DataFrame, name: str) -> DataFrame:
     )
 
 
-class DynamicFrame:
+class DynamicFrame(VisualTransforms):
     """A frame of records. ``DynamicFrame(df, glue_ctx, name)`` wraps a DataFrame."""
 
     def __init__(self, df: DataFrame, glue_ctx=None, name: str = "", *, errors: tuple[ErrorStage, ...] = ()):

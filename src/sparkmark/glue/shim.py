@@ -33,6 +33,21 @@ ALIASES = {
     "awsglueml": "sparkmark.glue.ml",
 }  # Glue name → ours
 PTH_NAME = "sparkmark-awsglue.pth"
+# Glue Studio's visual transforms: a generated script imports each as a module of its own
+# (``import gs_flatten``), which adds its method to DynamicFrame; here they are all
+# methods of sparkmark's DynamicFrame (``glue/visual.py``), and each module is that one.
+VISUAL_MODULES = (
+    "gs_flatten",
+    "gs_explode",
+    "gs_uuid",
+    "gs_concat",
+    "gs_split",
+    "gs_array_to_cols",
+    "gs_to_timestamp",
+    "gs_format_timestamp",
+    "gs_derived",
+)
+VISUAL_TARGET = "sparkmark.glue.visual"
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -48,6 +63,8 @@ class _AliasLoader(importlib.abc.Loader):
 
 class AwsGlueFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
+        if fullname in VISUAL_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(VISUAL_TARGET))
         alias = next((a for a in ALIASES if fullname == a or fullname.startswith(a + ".")), None)
         if alias is None:
             return None

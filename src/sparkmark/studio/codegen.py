@@ -562,6 +562,60 @@ def custom_code(node: Node, var: str, inputs: list[str], script: Script) -> list
     return [f"{var} = {name}(glueContext, DynamicFrameCollection({collection}, glueContext))"]
 
 
+def _parameter(given: dict[str, Any], node: Node) -> Any:
+    """A DynamicTransform parameter's value as Python: ``Value`` is a list of strings,
+    read by ``Type`` (a ``list`` is the whole list, read by ``ListType``)."""
+    kind, values = given.get("Type") or "str", list(given.get("Value") or [])
+
+    def one(text: str, as_type: str) -> Any:
+        try:
+            if as_type == "int":
+                return int(text)
+            if as_type == "float":
+                return float(text)
+            if as_type == "bool":
+                return str(text).strip().lower() in ("true", "1", "yes")
+            if as_type == "null":
+                return None
+        except ValueError:
+            raise GraphError(
+                [f"{node.label()}: parameter {given.get('Name')!r} value {text!r} is not a {as_type}"]
+            ) from None
+        return text
+
+    if kind == "list":
+        return [one(v, given.get("ListType") or "str") for v in values]
+    return one(values[0], kind) if values else None
+
+
+def dynamic_transform(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """Glue Studio's built-in visual transforms (Flatten, Explode, UUID, Concatenate, Split
+    string, Array to columns, To timestamp, Format timestamp, Derived column): a
+    DynamicTransform whose function is one of the ``gs_*`` methods, called on the input
+    as Studio's scripts call it. A transform from the user's own library is refused: its
+    code is not in the job."""
+    from ..glue.shim import VISUAL_MODULES
+
+    function = node.spec.get("FunctionName") or node.spec.get("TransformName") or ""
+    if function not in VISUAL_MODULES:
+        raise GraphError(
+            [
+                f"{node.label()}: the visual transform {function!r} comes from a library of its own "
+                f"({node.spec.get('Path') or 'no path'}), whose code is not in the job; sparkmark runs "
+                f"Glue Studio's built-in ones ({', '.join(VISUAL_MODULES)})"
+            ]
+        )
+    script.need_import(f"import {function}")
+    arguments = {
+        p["Name"]: lit(_parameter(p, node))
+        for p in node.spec.get("Parameters") or []
+        if p.get("Value") is not None or not p.get("IsOptional")
+    }
+    if not arguments:
+        return [f"{var} = {inputs[0]}.{function}()"]
+    return call(var, f"{inputs[0]}.{function}", arguments)
+
+
 def evaluate_quality(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
     script.need_import("from awsgluedq.transforms import EvaluateDataQuality")
     publishing = node.spec.get("PublishingOptions") or {}
@@ -703,6 +757,7 @@ WRITERS: dict[str, Writer] = {
     "SelectFromCollection": select_from_collection,
     "SparkSQL": spark_sql,
     "CustomCode": custom_code,
+    "DynamicTransform": dynamic_transform,
     "EvaluateDataQuality": evaluate_quality,
     "S3DirectTarget": s3_direct,
     "S3GlueParquetTarget": s3_glue_parquet,
