@@ -402,20 +402,24 @@ def _data_types(condition: Condition) -> list[str]:
     return names
 
 
+def _sql(ctx: Context, sql: str, use: Callable[[DataFrame], Any]) -> Any:
+    """``use`` of a CustomSql statement's result, over ``primary`` and the references; a
+    statement that fails is the rule's failure."""
+    ctx.df.createOrReplaceTempView("primary")
+    for name, frame in ctx.references.items():
+        frame.createOrReplaceTempView(name)
+    try:
+        return use(ctx.df.sparkSession.sql(sql))
+    except Exception as exc:  # noqa: BLE001 - the user's SQL: report it as the rule's failure
+        raise RuleFailure(f"the SQL failed: {str(exc).splitlines()[0]}") from None
+
+
 def _custom_sql(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> Check:
     sql = rule.params[0]
     m = ctx.key("custom_sql")
 
     def run() -> dict[str, Any]:
-        spark = ctx.df.sparkSession
-        ctx.df.createOrReplaceTempView("primary")
-        for name, frame in ctx.references.items():
-            frame.createOrReplaceTempView(name)
-        try:
-            result = spark.sql(sql)
-            rows = result.limit(2).collect()
-        except Exception as exc:  # noqa: BLE001 - the user's SQL: report it as the rule's failure
-            raise RuleFailure(f"the SQL failed: {str(exc).splitlines()[0]}") from None
+        result, rows = _sql(ctx, sql, lambda found: (found, found.limit(2).collect()))
         if len(result.columns) != 1 or len(rows) != 1:
             raise RuleFailure(
                 "CustomSql needs a statement returning one value (one row, one column), "
@@ -434,15 +438,7 @@ def _custom_sql_rows(rule: Rule, ctx: Context) -> Check:
     n, p = ctx.key("rows"), ctx.key("custom_sql_rows")
 
     def run() -> dict[str, Any]:
-        spark = ctx.df.sparkSession
-        ctx.df.createOrReplaceTempView("primary")
-        for name, frame in ctx.references.items():
-            frame.createOrReplaceTempView(name)
-        try:
-            selected = spark.sql(sql).count()
-        except Exception as exc:  # noqa: BLE001 - the user's SQL: report it as the rule's failure
-            raise RuleFailure(f"the SQL failed: {str(exc).splitlines()[0]}") from None
-        return {p: selected}
+        return {p: _sql(ctx, sql, lambda found: found.count())}
 
     return Check(
         rule,

@@ -238,7 +238,7 @@ class MicroBatches:
             failures = redone = 0
             while True:
                 pending = pending_batch(self.options.checkpoint)
-                before = self.done + self.replayed
+                before = self.done
                 try:
                     self._run_query()
                 except _ReportingFailure:
@@ -268,7 +268,7 @@ class MicroBatches:
                         pending,
                     )
                     continue
-                if reads_ahead and self.done + self.replayed > before:
+                if reads_ahead and self.done > before:  # new batches: there may be more
                     log.info(
                         "job %s: the stream is read ahead one batch at a time; starting the query "
                         "again until it finds nothing new",
