@@ -629,3 +629,33 @@ def test_update_in_database_merges_the_schema_as_glue_does(spark, tmp_path, db):
         ("quantity", "bigint"),
         ("giftnote", "string"),
     ]
+
+
+def test_files_with_different_schemas_are_a_table_each(spark, tmp_path, db):
+    """AWS's crawler tutorial crawls a folder of persons.json, memberships.json … and gets
+    a table per file (persons_json, memberships_json): Glue's crawler groups files into
+    one table only when their schemas are similar. TableGroupingPolicy
+    CombineCompatibleSchemas keeps one table; files that share most fields stay one."""
+    folder = tmp_path / "legislators"
+    write_json(folder / "persons.json", [1, 2], name="Ann", gender="f", birth_date="1950")
+    write_json(folder / "memberships.json", [7], person_id=1, organization_id="o1", role="member")
+    record, store = crawl(spark, definition(db, folder))
+    assert record.state == "SUCCEEDED", record
+    tables = sorted(t.name for t in store.tables(db))
+    assert tables == ["memberships_json", "persons_json"]
+    persons = store.table(db, "persons_json")
+    assert {c.name for c in persons.columns} == {"id", "name", "gender", "birth_date"}
+    glue = GlueContext(spark)
+    read = glue.create_dynamic_frame.from_catalog(database=db, table_name="persons_json").toDF()
+    assert sorted(r["id"] for r in read.collect()) == [1, 2]
+
+    combined_db = f"{db}_c"
+    grouping = json.dumps({"Version": 1.0, "Grouping": {"TableGroupingPolicy": "CombineCompatibleSchemas"}})
+    record, store = crawl(spark, definition(combined_db, folder, Configuration=grouping))
+    assert [t.name for t in store.tables(combined_db)] == ["legislators"]
+
+    alike = tmp_path / "orders"
+    write_json(alike / "a.json", [1], amount=1, region="eu", day="d1")
+    write_json(alike / "b.json", [2], amount=2, region="us", day="d2", coupon="x")  # 5 of 6 fields shared
+    record, store = crawl(spark, definition(f"{db}_o", alike))
+    assert [t.name for t in store.tables(f"{db}_o")] == ["orders"]

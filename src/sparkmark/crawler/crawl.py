@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
@@ -148,6 +149,67 @@ def discover(listing: Listing, target_root: str, level: int, prefix: str, crawl:
             partitions[values] = f.dir
         found.append(Found(table_name(prefix, root), root, chosen, kind, names, partitions))
     return found
+
+
+SIMILAR = 0.7  # the share of fields two files must share to be one table's
+
+
+def file_fields(kind: str, url: str) -> frozenset[str] | None:
+    """The field names of one file, read from its first part as Glue's crawler reads a
+    file (the first 1,000 records or first megabyte): JSON objects' keys, a Parquet
+    file's schema, a CSV header. None when that is not known without reading the file
+    through Spark (other formats, a headerless CSV)."""
+    try:
+        if kind == "json":
+            names: set[str] = set()
+            with fsspec.open(url, "rt", encoding="utf-8", errors="replace") as fh:
+                text = fh.read(1 << 20)
+            for line in text.splitlines()[:1000]:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    names.update(k.lower() for k in record)
+            return frozenset(names) or None
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            with fsspec.open(url, "rb") as fh:
+                return frozenset(n.lower() for n in pq.read_schema(fh).names)
+        if kind == "csv":
+            with fsspec.open(url, "rt", encoding="utf-8", errors="replace") as fh:
+                lines = [line.rstrip("\r\n") for _, line in zip(range(CSV_SAMPLE_LINES), fh, strict=False)]
+            dialect = csv_dialect.detect(lines)
+            return frozenset(dialect.names) if dialect is not None and dialect.has_header else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two files' schemas are one table's when they share at least 70% of their fields
+    (Glue's crawler groups "similar" schemas and names no rule; 70% is the figure AWS's
+    support gives)."""
+    return len(a & b) >= SIMILAR * len(a | b)
+
+
+def by_schema(found: Found, prefix: str, combine: bool) -> list[Found]:
+    """A folder whose files (with no partition folders) have dissimilar schemas is a
+    table per file, named after the file (``persons.json`` → ``persons_json``), as
+    Glue's crawler makes them; ``TableGroupingPolicy: CombineCompatibleSchemas`` keeps
+    one table."""
+    if combine or found.partition_names or len(found.files) < 2:
+        return [found]
+    fields = [file_fields(found.classification, f.url) for f in found.files]
+    known = [f for f in fields if f is not None]
+    if len(known) < len(fields) or all(similar(a, b) for a in known for b in known):
+        return [found]
+    log.info("%s: its files' schemas differ; a table per file", found.root)
+    return [
+        Found(table_name(prefix, f.url), f.url, [f], found.classification, [], {(): f.dir})
+        for f in sorted(found.files, key=lambda f: f.url)
+    ]
 
 
 def _sample(found: Found) -> list[ListedFile]:
@@ -349,11 +411,19 @@ def _crawl_targets(
         crawled_roots.append(root)
         crawl.summary["files_listed"] += len(listing.files)
         crawl.summary["folders_skipped"] += len(listing.skipped_dirs)
-        for found in discover(listing, root, definition.table_level, definition.TablePrefix, crawl):
-            seen_tables.add(found.name)
-            _apply(
-                spark, catalog, definition, policy, crawl, found, existing.get(found.name), new_folders_only
-            )
+        for folder in discover(listing, root, definition.table_level, definition.TablePrefix, crawl):
+            for found in by_schema(folder, definition.TablePrefix, definition.combine_compatible_schemas):
+                seen_tables.add(found.name)
+                _apply(
+                    spark,
+                    catalog,
+                    definition,
+                    policy,
+                    crawl,
+                    found,
+                    existing.get(found.name),
+                    new_folders_only,
+                )
         if bookmark:
             bookmark.record(root, listing)
     for target in definition.Targets.JdbcTargets:
