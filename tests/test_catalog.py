@@ -659,3 +659,56 @@ def test_files_with_different_schemas_are_a_table_each(spark, tmp_path, db):
     write_json(alike / "b.json", [2], amount=2, region="us", day="d2", coupon="x")  # 5 of 6 fields shared
     record, store = crawl(spark, definition(f"{db}_o", alike))
     assert [t.name for t in store.tables(f"{db}_o")] == ["orders"]
+
+
+def test_a_csv_column_of_numbers_and_text_is_a_choice_from_the_data(spark, tmp_path, db, capsys):
+    """AWS's resolveChoice sample (aws-glue-samples examples/resolve_choice.md): a crawled
+    CSV whose `provider id` holds numbers and, at the end, text is read into a
+    DynamicFrame as a choice of long and string whatever the catalog says; `cast:long`
+    and `project:long` make the text null, `make_cols` gives `provider id_long` and
+    `provider id_string`, `make_struct` a struct of both. Whole-number columns are long."""
+    folder = tmp_path / "medicare"
+    folder.mkdir()
+    (folder / "m.csv").write_text(
+        "provider id,provider name,provider zip code,average covered charges\n"
+        "10001,Southeast,36301,$32963.07\n10005,Marshall,35957,$15131.85\n"
+        "ABC,Bad row,36301,$1.00\nXYZ,Bad row too,,$2.00\n"
+    )
+    record, _store = crawl(spark, definition(db, folder))
+    assert record.state == "SUCCEEDED", record
+    glue = GlueContext(spark)
+    medicare = glue.create_dynamic_frame.from_catalog(database=db, table_name="medicare")
+    medicare.printSchema()
+    printed = capsys.readouterr().out
+    assert "|-- provider id: choice\n|    |-- long\n|    |-- string" in printed
+    assert "|-- provider zip code: bigint" in printed and "|-- average covered charges: string" in printed
+
+    def values(frame, column):
+        return sorted((r[column] for r in frame.toDF().collect()), key=lambda v: (v is None, str(v)))
+
+    cast = medicare.resolveChoice(specs=[("provider id", "cast:long")])
+    assert values(cast, "provider id") == [10001, 10005, None, None]
+    project = medicare.resolveChoice(specs=[("provider id", "project:long")])
+    assert values(project, "provider id") == [10001, 10005, None, None]
+    cols = medicare.resolveChoice(specs=[("provider id", "make_cols")]).toDF()
+    assert "provider id_long" in cols.columns and "provider id_string" in cols.columns
+    assert sorted(r["provider id_string"] for r in cols.collect() if r["provider id_string"]) == [
+        "ABC",
+        "XYZ",
+    ]
+    struct = medicare.resolveChoice(specs=[("provider id", "make_struct")]).toDF()
+    assert struct.schema["provider id"].dataType.fieldNames() == ["long", "string"]
+
+    # The same from the files, without the catalog; a DataFrame read keeps Spark's text.
+    from_files = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(folder)]}, "csv", format_options={"withHeader": True}
+    )
+    assert {r["provider id"] for r in from_files.resolveChoice(choice="project:string").toDF().collect()} == {
+        "ABC",
+        "XYZ",
+        None,
+    }
+    as_df = glue.create_data_frame.from_options(
+        "s3", {"paths": [str(folder)]}, "csv", format_options={"withHeader": True}
+    )
+    assert dict(as_df.dtypes)["provider id"] == "string"

@@ -62,6 +62,61 @@ def glue_name(variant_type: str) -> str:
     return variant_type.lower()
 
 
+# Field metadata on a choice column: the Glue name of the integers it holds. A CSV
+# field's integers are Glue's ``long`` (AWS's resolveChoice sample: ``provider id``
+# is a choice of long and string); a JSON field's are ``int``.
+INT_NAME = "sparkmark.choice.int"
+_INT_TEXT = r"^[+-]?[0-9]{1,18}$"
+_NUMBER_TEXT = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def _int_name(df: DataFrame, parts: list[str]) -> str:
+    if len(parts) == 1 and parts[0] in df.columns:
+        return str(df.schema[parts[0]].metadata.get(INT_NAME, "int"))
+    return "int"
+
+
+def choice_names(df: DataFrame, parts: list[str], types: list[str]) -> list[str]:
+    """The Glue names of the VARIANT types a choice field holds."""
+    int_name = _int_name(df, parts)
+    return sorted({int_name if glue_name(t) == "int" else glue_name(t) for t in types})
+
+
+def type_text_columns(df: DataFrame, columns: list[str]) -> DataFrame:
+    """Text columns (a CSV's) typed by their values, as a Glue DynamicFrame types them: a
+    column of whole numbers is long, of numbers double, of text string; one holding
+    numbers and text is a choice of them (``long`` and ``string``). Empty values count
+    as missing. One Spark job reads what each column holds."""
+    if not columns:
+        return df
+    aggs = []
+    for i, name in enumerate(columns):
+        value = F.nullif(F.trim(F.col(paths.quote([name]))), F.lit(""))
+        aggs += [
+            F.count(value).alias(f"p{i}"),
+            F.count(F.when(value.rlike(_INT_TEXT), 1)).alias(f"i{i}"),
+            F.count(F.when(value.rlike(_NUMBER_TEXT), 1)).alias(f"n{i}"),
+        ]
+    counts = df.agg(*aggs).head(1)[0]
+    for i, name in enumerate(columns):
+        present, ints, numbers = counts[f"p{i}"], counts[f"i{i}"], counts[f"n{i}"]
+        if present == 0 or numbers == 0:
+            continue  # text (or nothing): a string, as read
+        column = F.col(paths.quote([name]))
+        value = F.nullif(F.trim(column), F.lit(""))
+        if ints == present:
+            df = df.withColumn(name, value.cast("bigint"))
+        elif numbers == present:
+            df = df.withColumn(name, value.cast("double"))
+        else:
+            text = F.expr(
+                f"try_variant_get(parse_json(to_json(named_struct('v', {paths.quote([name])}))), '$.v', 'variant')"
+            )
+            mixed = F.when(value.rlike(_NUMBER_TEXT), F.parse_json(value)).when(column.isNotNull(), text)
+            df = df.withColumn(name, mixed).withMetadata(name, {INT_NAME: "long"})
+    return df
+
+
 def spark_type(glue_type: str) -> str:
     return _SPARK_TYPES.get(glue_type.lower(), glue_type)
 
@@ -159,11 +214,8 @@ def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = Non
         return paths.replace(df, parts, lambda c: cast(c, target))
     if kind == "project":
         return paths.replace(df, parts, lambda c: project(c, target))
-    names = sorted(
-        {
-            glue_name(t)
-            for t in (types if types is not None else observed_types(df, [parts])[paths.quote(parts)])
-        }
+    names = choice_names(
+        df, parts, types if types is not None else observed_types(df, [parts])[paths.quote(parts)]
     )
     if kind == "make_struct":
         return paths.replace(df, parts, lambda c: F.struct(*[project(c, n).alias(n) for n in names]))

@@ -107,7 +107,9 @@ class DynamicFrame(VisualTransforms):
         records hold several types is a ChoiceType of them (one Spark job finds them)."""
         paths = choices.choice_paths(self._df.schema)
         held = choices.observed_types(self._df, paths)
-        named = {path: [choices.glue_name(t) for t in types] for path, types in held.items()}
+        named = {
+            fieldpaths.quote(p): choices.choice_names(self._df, p, held[fieldpaths.quote(p)]) for p in paths
+        }
         schema = gluetypes.from_spark(self._df.schema, named)
         assert isinstance(schema, gluetypes.StructType)
         return schema
@@ -522,8 +524,8 @@ def _schema_lines(df: DataFrame) -> list[str]:
             pad = "|    " * depth + "|-- "
             if isinstance(f.dataType, VariantType):
                 lines.append(f"{pad}{f.name}: choice")
-                for t in held.get(fieldpaths.quote(here), []):
-                    lines.append("|    " * (depth + 1) + f"|-- {choices.glue_name(t)}")
+                for name in choices.choice_names(df, here, held.get(fieldpaths.quote(here), [])):
+                    lines.append("|    " * (depth + 1) + f"|-- {name}")
             elif isinstance(f.dataType, StructType):
                 lines.append(f"{pad}{f.name}: struct")
                 walk(f.dataType, here, depth + 1)
@@ -568,9 +570,9 @@ def _catalog_casts(
 
 def _join_keys(df: DataFrame, keys: list[str], name: str) -> list[str]:
     """Each join key as the frame names it: the field itself, or the one field whose name
-    differs from it only in case (Spark resolves names so). A key no field matches is
-    refused, naming the frame's fields, unless the frame has no field at all (a run with
-    nothing new), where it matches no record."""
+    differs from it only in case (Spark resolves names so; several such fields are an
+    error). A key no field has joins no record, as on Glue, whose records need not share
+    fields; on a frame that has fields that is said in a warning naming them."""
     resolved = []
     for key in keys:
         parts = fieldpaths.split_path(key)
@@ -578,12 +580,20 @@ def _join_keys(df: DataFrame, keys: list[str], name: str) -> list[str]:
             resolved.append(key)
             continue
         matches = [c for c in df.columns if c.lower() == parts[0].lower()]
-        if len(matches) != 1:
-            what = f"fields {', '.join(matches)} all match it" if matches else "no field has that name"
+        if len(matches) > 1:
             raise TransformError(
-                f"join key {key!r} is not a field of frame {name or '(unnamed)'}: {what} "
-                f"(fields: {', '.join(df.columns)})"
+                f"join key {key!r} of frame {name or '(unnamed)'} matches fields {', '.join(matches)}, "
+                "which differ only in case: name one exactly"
             )
+        if not matches:
+            log.warning(
+                "join key %r is not a field of frame %s (fields: %s): no record of it joins",
+                key,
+                name or "(unnamed)",
+                ", ".join(df.columns),
+            )
+            resolved.append(key)
+            continue
         plain = "." not in matches[0] and "`" not in matches[0]
         resolved.append(matches[0] if plain else fieldpaths.quote([matches[0]]))
     return resolved
@@ -771,6 +781,7 @@ class DynamicFrameReader:
             format_options,
             transformation_ctx,
             push_down_predicate,
+            text_csv=True,
         )
         records, bad = reading.to_records(df, json_records)
         stages = (ErrorStage(transformation_ctx or "from_options", bad),) if bad is not None else ()
@@ -805,6 +816,7 @@ class DynamicFrameReader:
             push_down_predicate,
             dict(additional_options or {}),
             transformation_ctx,
+            text_csv=True,
         )
         records, bad = reading.to_records(df, json_records)
         stages = (ErrorStage(transformation_ctx or "from_catalog", bad),) if bad is not None else ()

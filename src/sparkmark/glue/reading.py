@@ -66,8 +66,10 @@ def read_files(
     format_options: dict,
     ctx: str | None,
     push_down_predicate: str | None = None,
+    text_csv: bool = False,
 ) -> tuple[DataFrame, bool]:
-    """Read files through the run's bookmark when there is one. Returns the frame and
+    """Read files through the run's bookmark when there is one. With ``text_csv`` (a
+    DynamicFrame's read) a CSV's columns are typed by their values. Returns the frame and
     whether its JSON needs choice typing."""
     fmt = (fmt or "json").lower()
     spark_opts: dict[str, Any] = {}
@@ -109,6 +111,8 @@ def read_files(
     df = read_source(gc.spark_session, source, gc.run)
     if spark_fmt == "csv" and spark_opts.get("header") != "true":
         df = glue_column_names(df)
+    if spark_fmt == "csv" and text_csv:
+        df = choice.type_text_columns(df, df.columns)
     if push_down_predicate:
         df = df.where(push_down_predicate)
     return df, json_records
@@ -242,6 +246,7 @@ def from_options(
     format_options: dict | None,
     transformation_ctx: str,
     push_down_predicate: str | None = None,
+    text_csv: bool = False,
 ) -> tuple[DataFrame, bool]:
     kind = (connection_type or "").lower()
     options = dict(connection_options or {})
@@ -262,6 +267,7 @@ def from_options(
             dict(format_options or {}),
             transformation_ctx,
             push_down_predicate,
+            text_csv=text_csv,
         )
     return read_jdbc(gc, kind, options, transformation_ctx), False
 
@@ -286,8 +292,17 @@ def stream_table(gc: GlueContext, database: str, table_name: str, options: dict)
 
 
 def from_catalog(
-    gc: GlueContext, database: str, table_name: str, push_down_predicate: str, options: dict, ctx: str
+    gc: GlueContext,
+    database: str,
+    table_name: str,
+    push_down_predicate: str,
+    options: dict,
+    ctx: str,
+    text_csv: bool = False,
 ) -> tuple[DataFrame, bool]:
+    """A catalog table's new data. With ``text_csv`` (a DynamicFrame's read) a CSV table's
+    columns are read as text and typed by their values, not by the catalog, as Glue's
+    DynamicFrame does (the crawler typed them from a sample)."""
     from ..catalog.reading import read_table
 
     database, table_name = database.lower(), table_name.lower()  # Glue's names are case-insensitive
@@ -322,9 +337,13 @@ def from_catalog(
     )
     file_opts = file_options(options)
 
+    as_text = text_csv and classification == "csv"
+
     def reader(paths, fmt_, columns, table_options):
         merged = {**table_options, **spark_opts, **file_opts}
         schema = merged.pop("schema", None)
+        if as_text:
+            schema = ", ".join(f"`{c.name.replace('`', '``')}` string" for c in found.columns)
         source = FileSource(
             paths, format=fmt_, ctx=ctx or None, schema=schema, path_columns=columns, options=merged
         )
@@ -333,6 +352,8 @@ def from_catalog(
     df, _table, _n = read_table(
         gc.spark_session, store, f"{database}.{table_name}", predicates, reader, fmt=fmt
     )
+    if as_text:
+        df = choice.type_text_columns(df, [c.name for c in found.columns if c.name in df.columns])
     return df, classification == "json"
 
 
