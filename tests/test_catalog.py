@@ -712,3 +712,20 @@ def test_a_csv_column_of_numbers_and_text_is_a_choice_from_the_data(spark, tmp_p
         "s3", {"paths": [str(folder)]}, "csv", format_options={"withHeader": True}
     )
     assert dict(as_df.dtypes)["provider id"] == "string"
+
+
+def test_the_crawler_types_a_csv_from_each_files_first_part(spark, tmp_path, db):
+    """Glue's crawler reads a CSV's first 1,000 records or first megabyte to type it
+    (AWS's resolveChoice sample: the crawler types `provider id` bigint from the file's
+    first part; text far down the file is seen by the DynamicFrame read, as a choice)."""
+    folder = tmp_path / "payments"
+    folder.mkdir()
+    rows = "".join(f"{10000 + i},hospital {i}\n" for i in range(1500))
+    (folder / "p.csv").write_text("provider id,provider name\n" + rows + "ABC,bad row\n")
+    record, store = crawl(spark, definition(db, folder))
+    assert record.state == "SUCCEEDED", record
+    columns = {c.name: c.type for c in store.table(db, "payments").columns}
+    assert columns == {"provider id": "bigint", "provider name": "string"}
+    frame = GlueContext(spark).create_dynamic_frame.from_catalog(database=db, table_name="payments")
+    strings = frame.resolveChoice(specs=[("provider id", "project:string")]).toDF()
+    assert [r["provider id"] for r in strings.collect() if r["provider id"]] == ["ABC"]

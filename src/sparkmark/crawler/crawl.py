@@ -216,9 +216,43 @@ def _sample(found: Found) -> list[ListedFile]:
     return sorted(found.files, key=lambda f: (-f.mtime_ms, f.url))[:SAMPLE_FILES]
 
 
+CSV_SAMPLE_RECORDS = 1000  # Glue's crawler types a CSV from each file's first 1,000
+CSV_SAMPLE_BYTES = 1 << 20  # records or first megabyte, whichever comes first
+
+
+def _csv_head(url: str) -> list[str]:
+    """A CSV file's first part, as Glue's crawler samples it: the first 1,000 records or
+    the first megabyte (a header line is kept besides)."""
+    with fsspec.open(url, "rt", encoding="utf-8", errors="replace") as fh:
+        text = fh.read(CSV_SAMPLE_BYTES)
+    lines = text.splitlines()
+    if len(text) == CSV_SAMPLE_BYTES and lines:
+        lines = lines[:-1]  # the last line was cut at the megabyte
+    return lines[: CSV_SAMPLE_RECORDS + 1]
+
+
+def _csv_schema(spark: SparkSession, urls: list[str], options: dict[str, str]) -> StructType | None:
+    """The schema Spark infers from the files' first parts (their header once), or None
+    where the session cannot read lines (Spark Connect)."""
+    header = options.get("header") == "true"
+    lines: list[str] = []
+    for i, url in enumerate(urls):
+        head = _csv_head(url)
+        lines += head[1:] if header and i > 0 else head
+    try:
+        rdd = spark.sparkContext.parallelize(lines, 1)
+    except Exception:  # noqa: BLE001 - no RDDs here (Spark Connect): Spark reads the files
+        return None
+    return spark.read.options(**options).csv(rdd).schema  # type: ignore[arg-type]  # an RDD of rows: PySpark takes it, its stubs do not say so
+
+
 def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[str, str]) -> StructType:
     from ..engine.storage import spark_path
 
+    if kind == "csv":
+        sampled = _csv_schema(spark, urls, options)
+        if sampled is not None:
+            return sampled
     paths = [spark_path(u) for u in urls]
     if kind == "avro":
         from ..sources.avro import read_avro
