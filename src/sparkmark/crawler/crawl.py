@@ -195,13 +195,15 @@ def similar(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 def by_schema(found: Found, prefix: str, combine: bool) -> list[Found]:
-    """A folder whose files (with no partition folders) have dissimilar schemas is a
-    table per file, named after the file (``persons.json`` → ``persons_json``), as
+    """A folder whose sampled files (with no partition folders) have dissimilar schemas
+    is a table per file, named after the file (``persons.json`` → ``persons_json``), as
     Glue's crawler makes them; ``TableGroupingPolicy: CombineCompatibleSchemas`` keeps
     one table."""
     if combine or found.partition_names or len(found.files) < 2:
         return [found]
-    fields = [file_fields(found.classification, f.url) for f in found.files]
+    # Decided from the files the schema is read from (the newest SAMPLE_FILES), so a flat
+    # folder of many files costs a crawl no more reads than its schema does.
+    fields = [file_fields(found.classification, f.url) for f in _sample(found)]
     known = [f for f in fields if f is not None]
     if len(known) < len(fields) or all(similar(a, b) for a in known for b in known):
         return [found]
