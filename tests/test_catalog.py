@@ -681,7 +681,7 @@ def test_a_csv_column_of_numbers_and_text_is_a_choice_from_the_data(spark, tmp_p
     medicare.printSchema()
     printed = capsys.readouterr().out
     assert "|-- provider id: choice\n|    |-- long\n|    |-- string" in printed
-    assert "|-- provider zip code: bigint" in printed and "|-- average covered charges: string" in printed
+    assert "|-- provider zip code: long" in printed and "|-- average covered charges: string" in printed
 
     def values(frame, column):
         return sorted((r[column] for r in frame.toDF().collect()), key=lambda v: (v is None, str(v)))

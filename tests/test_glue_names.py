@@ -134,3 +134,40 @@ def test_merge_data_types_as_glue_merges_schemas():
     assert [f.name for f in merged] == ["id", "name", "tags"]
     assert merged.getField("id").dataType == ChoiceType([LongType(), StringType()])
     assert mergeDataTypes(ArrayType(NullType()), ArrayType(LongType())) == ArrayType(LongType())
+
+
+def test_print_schema_speaks_glues_type_names_and_tree():
+    """printSchema's text as AWS's docs show it (the legislators walkthrough, the
+    resolveChoice sample): Glue's type names, an array's element on a line of its own,
+    a choice's types one level in."""
+    from sparkmark.glue import gluetypes as g
+
+    schema = g.StructType(
+        [
+            g.Field("family_name", g.StringType()),
+            g.Field(
+                "links",
+                g.ArrayType(g.StructType([g.Field("note", g.StringType()), g.Field("url", g.StringType())])),
+            ),
+            g.Field("provider id", g.ChoiceType([g.LongType(), g.StringType()])),
+            g.Field("provider zip code", g.LongType()),
+            g.Field("visits", g.IntegerType()),
+            g.Field("tags", g.ArrayType(g.StringType())),
+        ]
+    )
+    assert g.tree_lines(schema) == [
+        "root",
+        "|-- family_name: string",
+        "|-- links: array",
+        "|    |-- element: struct",
+        "|    |    |-- note: string",
+        "|    |    |-- url: string",
+        "|-- provider id: choice",
+        "|    |-- long",
+        "|    |-- string",
+        "|-- provider zip code: long",
+        "|-- visits: int",
+        "|-- tags: array",
+        "|    |-- element: string",
+    ]
+    assert g.tree_lines(g.StructType()) == ["root"]

@@ -82,3 +82,20 @@ def test_a_launched_document_of_another_shape_is_refused(monkeypatch, sent):
 def test_no_document_without_the_launchers_variable(monkeypatch):
     monkeypatch.delenv(launcher.ARGV_PIPE_ENV, raising=False)
     assert launcher.launched_document() is None
+
+
+def test_a_hosted_scripts_spark_context_is_the_running_one(spark):
+    """Glue scripts start with a bare ``SparkContext()``; hosted in a process whose Spark
+    runs (a test session, a notebook), that is the running context, while outside a
+    hosted run PySpark's own rule (one context per process) is untouched."""
+    from pyspark import SparkContext
+
+    from sparkmark.host.shared_context import sharing
+
+    with sharing():
+        assert SparkContext() is spark.sparkContext
+        assert SparkContext(master="local[1]", appName="other") is spark.sparkContext
+    assert spark.sparkContext.appName == "sparkmark-tests"
+    with pytest.raises(ValueError, match="Cannot run multiple SparkContexts"):
+        SparkContext(master="local[1]", appName="other")
+    assert spark.range(3).count() == 3

@@ -570,3 +570,39 @@ def test_custom_sql_selecting_the_rows_that_pass(data):
     assert found['CustomSql "select id from primary where amount > 15" with threshold > 0.7'][0] == "Failed"
     assert found['CustomSql "select id from primary where id > 0"'][0] == "Passed"
     assert found['CustomSql "select id from primary where id > 1"'][0] == "Failed"
+
+
+def test_custom_sql_rows_form_marks_each_row_it_returned(data, spark):
+    """AWS's CustomSql page: in Glue ETL the rows the statement returns are successful and
+    the others failed, found by joining its result back to the dataset on the columns it
+    selects (a key); a statement selecting no column of the dataset, or columns that are
+    not the dataset's, fails the rule with the reason."""
+    rule = 'CustomSql "select id from primary where amount > 15"'
+    result = evaluate(data, f"Rules = [ {rule} ]", now=NOW)
+    assert result.rows is not None
+    marked = {
+        r["id"]: (r["DataQualityEvaluationResult"], list(r["DataQualityRulesPass"]))
+        for r in result.rows.collect()
+    }
+    expected_pass = {r["id"] for r in data.where("amount > 15").collect()}
+    assert expected_pass and len(expected_pass) < len(marked)
+    for row_id, (verdict, passed) in marked.items():
+        if row_id in expected_pass:
+            assert (verdict, passed) == ("Passed", [rule])
+        else:
+            assert (verdict, passed) == ("Failed", [])
+    assert result.rows.columns == [*data.columns, "DataQualityRulesPass", "DataQualityRulesFail",
+                                   "DataQualityRulesSkip", "DataQualityEvaluationResult"]  # fmt: skip
+    assert result.rows.count() == data.count()
+
+    found = outcomes(
+        data,
+        [
+            'CustomSql "select count(*) as n from primary"',
+            'CustomSql "select id, amount * 2 as doubled from primary"',
+        ],
+    )
+    aggregate = found['CustomSql "select count(*) as n from primary"']
+    assert aggregate[0] == "Failed" and "at least one column of the dataset" in aggregate[2]
+    foreign = found['CustomSql "select id, amount * 2 as doubled from primary"']
+    assert foreign[0] == "Failed" and "not found: doubled" in foreign[2]

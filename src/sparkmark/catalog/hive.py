@@ -203,6 +203,28 @@ class HiveCatalog:
             )
         self.store.drop_partitions(table.database, table.name, parts)
 
+    def conform(self, df: DataFrame, database: str, name: str, partition_keys: list[str]) -> DataFrame:
+        """``df`` as a write that updates the table should hold it: a column that holds no
+        value in this frame (a JSON field null in every record reads as a string) takes
+        the table's type for it, so the files written agree with the table and a later
+        read of the table (or of the folder) does not meet two types for one column."""
+        from pyspark.sql import functions
+
+        try:
+            existing = self.table(database, name)
+        except SparkmarkError:
+            return df
+        written = [
+            Column(f.name, f.dataType.simpleString())
+            for f in df.schema.fields
+            if f.name not in partition_keys
+        ]
+        types = {c.name.lower(): c.type for c in existing.columns}
+        for column in sorted(_all_null(df, existing.columns, written)):
+            actual = next(c.name for c in written if c.name.lower() == column)
+            df = df.withColumn(actual, functions.col(f"`{actual}`").cast(types[column]))
+        return df
+
     def record_write(
         self,
         df: DataFrame,
@@ -243,9 +265,8 @@ class HiveCatalog:
             self.create_table(table)
         else:
             table = existing
-            merged = merge_columns(
-                existing.columns, written, [f for f in df.schema.fields if f.name not in partition_keys]
-            )
+            fields = [f for f in df.schema.fields if f.name not in partition_keys]
+            merged = merge_columns(existing.columns, written, fields)
             if update_behavior == "UPDATE_IN_DATABASE" and (merged, keys) != (
                 existing.columns,
                 existing.partition_keys,
@@ -281,16 +302,40 @@ class HiveCatalog:
         return prune(self.spark, table, self.store.partitions(table.database, table.name), [predicate or ""])
 
 
-def merge_columns(existing: tuple[Column, ...], written: list[Column], fields: list) -> tuple[Column, ...]:
+def _all_null(df: DataFrame, existing: tuple[Column, ...], written: list[Column]) -> frozenset[str]:
+    """The written columns (lower-cased) whose type differs from the table's and that
+    hold no value in this frame: one pass over it, only when some type differs."""
+    from pyspark.sql import functions
+
+    types = {c.name.lower(): c.type for c in existing}
+    differing = [c.name for c in written if types.get(c.name.lower(), c.type) != c.type]
+    if not differing:
+        return frozenset()
+    counts = df.select(
+        *[functions.count(functions.col(f"`{n}`")).alias(f"c{i}") for i, n in enumerate(differing)]
+    )
+    row = counts.first()
+    return frozenset(n.lower() for i, n in enumerate(differing) if row is None or row[f"c{i}"] == 0)
+
+
+def merge_columns(
+    existing: tuple[Column, ...], written: list[Column], fields: list, all_null: frozenset[str] = frozenset()
+) -> tuple[Column, ...]:
     """The table's columns after a write, as Glue's catalog update merges them: each
     existing column keeps its name (matched without regard to case) and its type,
-    unless the frame holds it with another type that is not all null; columns new to
-    the table are added, in lower case, after them."""
+    unless the frame holds it with another type that is not all null (``all_null``: the
+    lower-cased names of the written columns that hold no value); columns new to the
+    table are added, in lower case, after them."""
     by_name = {c.name.lower(): (c, f) for c, f in zip(written, fields, strict=False)}
     merged = []
     for column in existing:
         found = by_name.pop(column.name.lower(), None)
-        if found is None or found[1].dataType.typeName() in ("void", "null") or found[0].type == column.type:
+        if (
+            found is None
+            or found[1].dataType.typeName() in ("void", "null")
+            or column.name.lower() in all_null
+            or found[0].type == column.type
+        ):
             merged.append(column)
         else:
             merged.append(Column(column.name, found[0].type))

@@ -115,7 +115,7 @@ class DynamicFrame(VisualTransforms):
         return schema
 
     def printSchema(self) -> None:
-        print("\n".join(_schema_lines(self._df)))
+        print("\n".join(gluetypes.tree_lines(self.schema())))
 
     def show(self, num_rows: int = 20) -> None:
         for row in self._df.limit(num_rows).toJSON().collect():
@@ -511,33 +511,6 @@ class DynamicFrame(VisualTransforms):
 
     def __repr__(self) -> str:
         return f"DynamicFrame(name={self.name!r}, fields={self._df.columns})"
-
-
-def _schema_lines(df: DataFrame) -> list[str]:
-    """printSchema's lines: a field whose records hold several types is a choice of them."""
-    held = choices.observed_types(df, choices.choice_paths(df.schema))
-    lines = ["root"]
-
-    def walk(struct: StructType, prefix: list[str], depth: int) -> None:
-        for f in struct.fields:
-            here = prefix + [f.name]
-            pad = "|    " * depth + "|-- "
-            if isinstance(f.dataType, VariantType):
-                lines.append(f"{pad}{f.name}: choice")
-                for name in choices.choice_names(df, here, held.get(fieldpaths.quote(here), [])):
-                    lines.append("|    " * (depth + 1) + f"|-- {name}")
-            elif isinstance(f.dataType, StructType):
-                lines.append(f"{pad}{f.name}: struct")
-                walk(f.dataType, here, depth + 1)
-            elif isinstance(f.dataType, ArrayType):
-                inner = f.dataType.elementType
-                label = "choice" if isinstance(inner, VariantType) else inner.simpleString()
-                lines.append(f"{pad}{f.name}: array<{label}>")
-            else:
-                lines.append(f"{pad}{f.name}: {f.dataType.simpleString()}")
-
-    walk(df.schema, [], 0)
-    return lines
 
 
 def _catalog_casts(

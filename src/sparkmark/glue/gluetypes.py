@@ -336,3 +336,34 @@ def to_spark(data_type: DataType) -> T.DataType:
         if type(data_type) is glue_type:
             return spark_type()
     return T.StringType()  # UnknownType
+
+
+def tree_lines(schema: StructType) -> list[str]:
+    """``printSchema``'s text for a Glue schema, as Glue prints it: ``root``, then a line
+    per field with Glue's type name (``long``, ``int``, not Spark's ``bigint``,
+    ``integer``); a struct's fields, an array's ``element`` and the types a choice holds
+    one level further in. (A map's values are shown as its ``value``: Glue's own layout
+    for maps is not in its public material.)"""
+    lines = ["root"]
+
+    def pad(depth: int) -> str:
+        return "|    " * depth + "|-- "
+
+    def inside(data_type: DataType, depth: int) -> None:
+        if isinstance(data_type, StructType):
+            for field in data_type.fields:
+                lines.append(f"{pad(depth)}{field.name}: {field.dataType.typeName()}")
+                inside(field.dataType, depth + 1)
+        elif isinstance(data_type, (ArrayType, SetType)):
+            lines.append(f"{pad(depth)}element: {data_type.elementType.typeName()}")
+            inside(data_type.elementType, depth + 1)
+        elif isinstance(data_type, MapType):
+            lines.append(f"{pad(depth)}value: {data_type.valueType.typeName()}")
+            inside(data_type.valueType, depth + 1)
+        elif isinstance(data_type, ChoiceType):
+            for name, held in data_type.choices.items():
+                lines.append(f"{pad(depth)}{name}")
+                inside(held, depth + 1)
+
+    inside(schema, 0)
+    return lines

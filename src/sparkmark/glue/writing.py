@@ -129,22 +129,25 @@ def _write_files(
                 f"compression {options['compression']!r} for {fmt} is not one of {', '.join(TEXT_CODECS)}"
             )
         writer_options["compression"] = codec
-    sink = FileSink(path, fmt=spark_fmt, partition_by=tuple(keys), options=writer_options, ctx=ctx or None)
-    # With a ctx in a run, exactly-once: staged now, published when the job commits.
-    write_sink(sink, df, gc.run)
     target = catalog_target or (
         (options.get("catalogDatabase"), options.get("catalogTableName"))
         if options.get("catalogTableName")
         else None
     )
+    updated: tuple[str, str] | None = None
     if parse_bool("enableUpdateCatalog", options.get("enableUpdateCatalog", False)) and target:
         database_name, table_name = target
         if not database_name or not table_name:
             raise SourceError("enableUpdateCatalog needs catalogDatabase and catalogTableName")
+        updated = (database_name, table_name)
+        df = gc.hive_catalog().conform(df, database_name, table_name, keys)
+    sink = FileSink(path, fmt=spark_fmt, partition_by=tuple(keys), options=writer_options, ctx=ctx or None)
+    # With a ctx in a run, exactly-once: staged now, published when the job commits.
+    write_sink(sink, df, gc.run)
+    if updated is not None:
         gc.hive_catalog().record_write(
             df,
-            database_name,
-            table_name,
+            *updated,
             path,
             spark_fmt,
             keys,

@@ -4,6 +4,8 @@ The script runs as ``__main__`` with its Glue-style arguments in ``sys.argv``:
 ``import awsglue`` resolves to sparkmark's façade, a bare ``SparkContext()`` gets a
 master, the connectors and the catalog, and the script's first ``import boto3`` sets up
 the Glue endpoint its client talks to (the caller's hook, since the endpoint is a door).
+In a process whose Spark already runs, the script's ``SparkContext()`` is that one
+(``shared_context``).
 Runs the script leaves open are ended as its outcome says: finished without a commit
 when it returned, failed or stopped when it did not. What happened comes back as a
 ``HostOutcome`` for the caller to print; nothing here writes to the terminal.
@@ -29,6 +31,7 @@ from ..engine.models import RunState
 from ..errors import ArgumentError, SparkmarkError
 from ..settings import Settings
 from .request import RunRequest
+from .shared_context import sharing
 
 log = logging.getLogger("sparkmark.run")
 
@@ -238,7 +241,8 @@ def _run(
     stopping.install()
     try:
         try:
-            runpy.run_path(str(script), run_name="__main__")
+            with sharing():
+                runpy.run_path(str(script), run_name="__main__")
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 error = exc

@@ -310,6 +310,13 @@ def _row_level(
     df: DataFrame, parsed: Ruleset, checks: dict[int, Check | RuleFailure], filtered_rows: str
 ) -> DataFrame:
     passed, failed, skipped = [], [], []
+    marked = df
+    markers: list[str] = []
+    for check in checks.values():
+        if isinstance(check, Check) and check.mark is not None:
+            before = set(marked.columns)
+            marked = check.mark(marked)
+            markers += [c for c in marked.columns if c not in before]
     for entry in parsed.rules:
         verdict = _row_pass(entry, checks)
         if verdict is None:
@@ -328,12 +335,13 @@ def _row_level(
             return F.array().cast("array<string>")
         return F.filter(F.array(*items), lambda x: x.isNotNull())
 
-    out = df
+    out = marked
     for name in ROW_COLUMNS:
         if name in out.columns:
             out = out.drop(name)
     out = out.withColumn(PASS_COLUMN, listed(passed)).withColumn(FAIL_COLUMN, listed(failed))
     out = out.withColumn(SKIP_COLUMN, listed(skipped))
-    return out.withColumn(
+    out = out.withColumn(
         RESULT_COLUMN, F.when(F.size(F.col(FAIL_COLUMN)) > 0, F.lit(FAILED)).otherwise(F.lit(PASSED))
     )
+    return out.drop(*markers)

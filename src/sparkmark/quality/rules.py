@@ -13,7 +13,9 @@ Each rule compiles to a ``Check``:
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +47,9 @@ class Check:
     grouped: tuple[str, ...] | None = None
     separate: Callable[[], dict[str, Any]] | None = None
     row_pass: Column | None = None
+    # Adds the column row_pass reads, when it is not an expression over the data's own
+    # columns (CustomSql's rows form marks the rows its statement returned by a join).
+    mark: Callable[[DataFrame], DataFrame] | None = None
     extra_metrics: Callable[[Results], dict[str, Any]] | None = None
 
 
@@ -433,12 +438,41 @@ def _custom_sql(rule: Rule, ctx: Context, condition: Callable[[Any], bool]) -> C
 def _custom_sql_rows(rule: Rule, ctx: Context) -> Check:
     """CustomSql without a condition: the statement selects the rows of ``primary`` that
     pass, and the rule's value is their share of the dataset's rows, held to the
-    threshold (every row, without one)."""
+    threshold (every row, without one). Its columns must all be the dataset's: each row
+    of the dataset is marked passed when the statement returned its values of them."""
     sql = rule.params[0]
     n, p = ctx.key("rows"), ctx.key("custom_sql_rows")
+    marker = f"__dq_{p}"
+
+    def selected(frame: DataFrame) -> DataFrame:
+        columns = list(frame.columns)
+        shared = [c for c in columns if c in ctx.df.columns]
+        if not shared:
+            raise RuleFailure(
+                "the output from CustomSql must contain at least one column of the dataset, to mark "
+                "its rows; select the rows' key, not an aggregate"
+            )
+        others = [c for c in columns if c not in ctx.df.columns]
+        if others:
+            raise RuleFailure(
+                "the columns the statement returns must all be the dataset's; not found: " + ", ".join(others)
+            )
+        return frame
 
     def run() -> dict[str, Any]:
-        return {p: _sql(ctx, sql, lambda found: found.count())}
+        return {p: _sql(ctx, sql, lambda found: selected(found).count())}
+
+    def mark(frame: DataFrame) -> DataFrame:
+        found = _sql(ctx, sql, selected)
+        keys = [f"{marker}_{i}" for i in range(len(found.columns))]
+        returned = (
+            found.select(*[F.col(f"`{c}`").alias(k) for c, k in zip(found.columns, keys, strict=True)])
+            .distinct()
+            .withColumn(marker, F.lit(True))
+        )
+        on = [frame[f"`{c}`"].eqNullSafe(returned[k]) for c, k in zip(found.columns, keys, strict=True)]
+        joined = frame.join(returned, on=functools.reduce(operator.and_, on), how="left")
+        return joined.drop(*keys)
 
     return Check(
         rule,
@@ -447,6 +481,8 @@ def _custom_sql_rows(rule: Rule, ctx: Context) -> Check:
         passes=_all_or_threshold(rule, ctx.now),
         aggregates={n: F.count(F.lit(1))},
         separate=run,
+        row_pass=F.col(f"`{marker}`"),
+        mark=mark,
     )
 
 
