@@ -23,6 +23,7 @@ from botocore.config import Config
 
 from sparkmark.access import local_token
 from sparkmark.api.server import start_in_thread
+from sparkmark.crawler.store import CrawlerStore
 from sparkmark.engine.store import StateStore
 from sparkmark.errors import ConfigError
 from sparkmark.settings import Settings
@@ -844,3 +845,130 @@ def test_sparkmark_api_serves_records_itself_and_starts_what_it_queues(config, s
         server.terminate()
         server.wait(timeout=30)
     assert running_endpoint(Settings.from_env()) is None  # it removed its record on the way out
+
+
+# ------------------------------------------------------------------ what the ecosystem's clients call
+# Terraform's provider reads tags after each create and batch-gets what it manages; the
+# AWS CLI and awswrangler list crawlers and triggers. Expectations are Glue's API
+# reference: names not found listed beside the ones found, tags keyed by the resource's
+# ARN, crawls newest first as CrawlerHistory.
+
+ARN = "arn:aws:glue:eu-west-1:123456789012:{}"
+
+
+def _job(glue, name: str, **extra) -> None:
+    glue.create_job(
+        Name=name, Role="r", Command={"Name": "glueetl", "ScriptLocation": "/tmp/none.py"}, **extra
+    )
+
+
+def _crawler(glue, name: str, tmp_path, **extra) -> None:
+    glue.create_crawler(
+        Name=name, Role="r", DatabaseName="sales", Targets={"S3Targets": [{"Path": str(tmp_path)}]}, **extra
+    )
+
+
+def test_batch_gets_list_what_is_found_and_what_is_not(glue, tmp_path):
+    _job(glue, "load")
+    _job(glue, "report")
+    _crawler(glue, "orders", tmp_path)
+    glue.create_workflow(Name="nightly")
+    glue.create_trigger(Name="go", WorkflowName="nightly", Type="ON_DEMAND", Actions=[{"JobName": "load"}])
+
+    jobs = glue.batch_get_jobs(JobNames=["report", "missing", "load"])
+    assert [j["Name"] for j in jobs["Jobs"]] == ["report", "load"]
+    assert jobs["JobsNotFound"] == ["missing"]
+    crawlers = glue.batch_get_crawlers(CrawlerNames=["orders", "nope"])
+    assert [c["Name"] for c in crawlers["Crawlers"]] == ["orders"] and crawlers["CrawlersNotFound"] == [
+        "nope"
+    ]
+    triggers = glue.batch_get_triggers(TriggerNames=["go", "gone"])
+    assert [t["Name"] for t in triggers["Triggers"]] == ["go"] and triggers["TriggersNotFound"] == ["gone"]
+    workflows = glue.batch_get_workflows(Names=["nightly", "weekly"], IncludeGraph=True)
+    assert workflows["MissingWorkflows"] == ["weekly"]
+    assert {n["Name"] for n in workflows["Workflows"][0]["Graph"]["Nodes"]} == {"go", "load"}
+    assert glue.batch_get_jobs(JobNames=["missing"])["Jobs"] == []
+
+    assert glue.list_crawlers()["CrawlerNames"] == ["orders"]
+    assert glue.list_triggers()["TriggerNames"] == ["go"]
+    assert glue.list_triggers(DependentJobName="load")["TriggerNames"] == ["go"]
+    assert glue.list_triggers(DependentJobName="report")["TriggerNames"] == []
+    first = glue.list_crawlers(MaxResults=1)
+    assert first["CrawlerNames"] == ["orders"] and "NextToken" not in first
+
+
+def test_tags_given_on_create_added_removed_and_read_by_arn(glue, tmp_path):
+    _job(glue, "load", Tags={"team": "data", "cost": "etl"})
+    job_arn = ARN.format("job/load")
+    assert glue.get_tags(ResourceArn=job_arn)["Tags"] == {"team": "data", "cost": "etl"}
+    # Another region and account in the ARN name the same job.
+    assert glue.get_tags(ResourceArn="arn:aws:glue:us-east-1:000000000000:job/load")["Tags"]["team"] == "data"
+    glue.tag_resource(ResourceArn=job_arn, TagsToAdd={"team": "platform", "tier": "gold"})
+    glue.untag_resource(ResourceArn=job_arn, TagsToRemove=["cost", "absent"])
+    assert glue.get_tags(ResourceArn=job_arn)["Tags"] == {"team": "platform", "tier": "gold"}
+
+    _crawler(glue, "orders", tmp_path, Tags={"owner": "ann"})
+    assert glue.get_tags(ResourceArn=ARN.format("crawler/orders"))["Tags"] == {"owner": "ann"}
+    glue.create_workflow(Name="nightly", Tags={"k": "v"})
+    assert glue.get_tags(ResourceArn=ARN.format("workflow/nightly"))["Tags"] == {"k": "v"}
+    glue.create_database(DatabaseInput={"Name": "sales"}, Tags={"domain": "sales"})
+    assert glue.get_tags(ResourceArn=ARN.format("database/sales"))["Tags"] == {"domain": "sales"}
+    glue.create_trigger(Name="go", Type="ON_DEMAND", Actions=[{"JobName": "load"}])
+    assert glue.get_tags(ResourceArn=ARN.format("trigger/go"))["Tags"] == {}
+
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_tags(ResourceArn=ARN.format("job/never"))
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.tag_resource(ResourceArn=ARN.format("crawler/never"), TagsToAdd={"a": "b"})
+    with pytest.raises(glue.exceptions.InvalidInputException, match="not the ARN of a Glue"):
+        glue.get_tags(ResourceArn="arn:aws:s3:::bucket")
+
+    glue.delete_trigger(Name="go")
+    glue.delete_job(JobName="load")  # a job made again under the name starts with no tags
+    _job(glue, "load")
+    assert glue.get_tags(ResourceArn=job_arn)["Tags"] == {}
+
+
+def test_list_crawls_newest_first_with_filters(glue, tmp_path):
+    _crawler(glue, "orders", tmp_path)
+    assert glue.list_crawls(CrawlerName="orders")["Crawls"] == []
+    crawlers = CrawlerStore(StateStore.from_settings())
+    crawlers.begin("orders", "cr_1")
+    crawlers.finish("orders", "cr_1", "SUCCEEDED", {"tables_created": 1}, [])
+    crawlers.begin("orders", "cr_2")
+    crawlers.finish("orders", "cr_2", "FAILED", {}, [{"path": "s3://b/x.csv", "error": "unreadable"}])
+
+    crawls = glue.list_crawls(CrawlerName="orders")["Crawls"]
+    assert [(c["CrawlId"], c["State"]) for c in crawls] == [("cr_2", "FAILED"), ("cr_1", "COMPLETED")]
+    assert json.loads(crawls[1]["Summary"]) == {"tables_created": 1}
+    assert "unreadable" in crawls[0]["ErrorMessage"]
+    assert crawls[0]["LogGroup"] == "/aws-glue/crawlers" and crawls[0]["LogStream"] == "orders"
+    failed = glue.list_crawls(
+        CrawlerName="orders", Filters=[{"FieldName": "STATE", "FilterOperator": "EQ", "FieldValue": "FAILED"}]
+    )["Crawls"]
+    assert [c["CrawlId"] for c in failed] == ["cr_2"]
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.list_crawls(CrawlerName="nope")
+    with pytest.raises(glue.exceptions.InvalidInputException, match="does not apply"):
+        glue.list_crawls(
+            CrawlerName="orders", Filters=[{"FieldName": "STATE", "FilterOperator": "GT", "FieldValue": "A"}]
+        )
+
+
+def test_classifiers_are_the_ones_the_project_declares(glue, config):
+    assert glue.get_classifiers()["Classifiers"] == []
+    config.write_text(
+        '[classifiers.pipes.CsvClassifier]\nDelimiter = "|"\nContainsHeader = "PRESENT"\n', encoding="utf-8"
+    )
+    found = glue.get_classifiers()["Classifiers"]
+    assert found == [
+        {
+            "CsvClassifier": {
+                "Name": "pipes",
+                "Delimiter": "|",
+                "QuoteSymbol": '"',
+                "ContainsHeader": "PRESENT",
+                "AllowSingleColumn": False,
+            }
+        }
+    ]

@@ -6,6 +6,7 @@ for the scheduler that leads."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Any
 
@@ -231,3 +232,107 @@ def delete_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         raise not_found(f"Crawler with name {name} not found") from None
     svc.registry.delete("crawler", name)
     return {}
+
+
+@handler("ListCrawlers")
+def list_crawlers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    chunk, token = page(sorted(svc.crawlers.names()), p)
+    return {"CrawlerNames": chunk, "NextToken": token}
+
+
+@handler("BatchGetCrawlers")
+def batch_get_crawlers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    known = set(svc.crawlers.names())
+    names = list(dict.fromkeys(p["CrawlerNames"]))
+    return {
+        "Crawlers": [_crawler_doc(svc, n) for n in names if n in known],
+        "CrawlersNotFound": [n for n in names if n not in known],
+    }
+
+
+_CRAWL_STATES = {"SUCCEEDED": "COMPLETED", "CANCELLED": "STOPPED", "RUNNING": "RUNNING", "FAILED": "FAILED"}
+
+
+def _crawl_history(record) -> dict[str, Any]:
+    return {
+        "CrawlId": record.crawl_id,
+        "State": _CRAWL_STATES.get(record.state, "FAILED"),
+        "StartTime": record.started_at,
+        "EndTime": record.ended_at,
+        "Summary": json.dumps(record.summary, sort_keys=True),
+        "ErrorMessage": "; ".join(f"{e.get('path', '')}: {e.get('error', '')}" for e in record.errors)
+        or None,
+        "LogGroup": "/aws-glue/crawlers",
+        "LogStream": record.crawler,
+    }
+
+
+def _crawl_filter(found: dict[str, Any], criterion: dict[str, Any]) -> bool:
+    """One of ListCrawls' Filters: CrawlId or State compared (EQ, NE), StartTime or
+    EndTime compared (GT, GE, LT, LE, EQ, NE) with an ISO or epoch value."""
+    field, op, value = (
+        criterion.get("FieldName"),
+        criterion.get("FilterOperator"),
+        criterion.get("FieldValue"),
+    )
+    if field not in ("CRAWL_ID", "STATE", "START_TIME", "END_TIME"):
+        raise invalid(f"ListCrawls filters on CRAWL_ID, STATE, START_TIME or END_TIME, not {field}")
+    mine = found[
+        {"CRAWL_ID": "CrawlId", "STATE": "State", "START_TIME": "StartTime", "END_TIME": "EndTime"}[field]
+    ]
+    theirs: Any = value
+    if field in ("START_TIME", "END_TIME"):
+        from botocore.utils import parse_timestamp
+
+        if mine is None:
+            return False
+        theirs = parse_timestamp(str(value))
+        mine = mine if mine.tzinfo else mine.replace(tzinfo=theirs.tzinfo)
+    compare = {
+        "EQ": lambda a, b: a == b,
+        "NE": lambda a, b: a != b,
+        "GT": lambda a, b: a > b,
+        "GE": lambda a, b: a >= b,
+        "LT": lambda a, b: a < b,
+        "LE": lambda a, b: a <= b,
+    }
+    if op not in compare or (field in ("CRAWL_ID", "STATE") and op not in ("EQ", "NE")):
+        raise invalid(f"filter operator {op} does not apply to {field}")
+    return bool(compare[op](mine, theirs))
+
+
+@handler("ListCrawls")
+def list_crawls(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """The crawler's crawls, newest first, as Glue's CrawlerHistory."""
+    name = p["CrawlerName"]
+    if name not in svc.crawlers.names():
+        raise not_found(f"Crawler with name {name} not found")
+    found = [_crawl_history(r) for r in svc.crawlers.crawls(name, limit=1000)]
+    for criterion in p.get("Filters") or ():
+        found = [c for c in found if _crawl_filter(c, criterion)]
+    chunk, token = page(found, p, default=20)
+    return {"Crawls": chunk, "NextToken": token}
+
+
+@handler("GetClassifiers")
+def get_classifiers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """The CSV classifiers ``sparkmark.toml`` declares (``[classifiers.NAME.CsvClassifier]``),
+    in Glue's Classifier shape."""
+    from ..crawler.classifiers import load_classifiers
+
+    found = load_classifiers(svc.settings.config)
+    docs = [
+        {
+            "CsvClassifier": {
+                "Name": name,
+                "Delimiter": rules.delimiter,
+                "QuoteSymbol": rules.quote,
+                "ContainsHeader": rules.contains_header,
+                "Header": list(rules.header) or None,
+                "AllowSingleColumn": rules.allow_single_column,
+            }
+        }
+        for name, rules in sorted(found.items())
+    ]
+    chunk, token = page(docs, p)
+    return {"Classifiers": chunk, "NextToken": token}

@@ -276,3 +276,13 @@ def reset_job_bookmark(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     except UnknownRun as exc:
         raise not_found(str(exc)) from None
     return {"JobBookmarkEntry": _entry(bookmark_entry(version, name))}
+
+
+@handler("BatchGetJobs")
+def batch_get_jobs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    jobs = _jobs(svc)
+    names = list(dict.fromkeys(p["JobNames"]))
+    return {
+        "Jobs": [jobs[n] for n in names if n in jobs],
+        "JobsNotFound": [n for n in names if n not in jobs],
+    }

@@ -16,6 +16,8 @@ log = logging.getLogger("sparkmark.api")
 
 Handler = Callable[["Service", dict[str, Any]], dict[str, Any]]
 HANDLERS: dict[str, Handler] = {}
+# Run after an operation succeeds, with its name and parameters (tags given on create).
+AFTER: list[Callable[[Service, str, dict[str, Any]], None]] = []
 CATALOG_ID = "000000000000"  # Glue's catalog id is the account's; sparkmark has one catalog
 
 
@@ -39,7 +41,10 @@ class Service(App):
                 f"{operation} is a Glue operation sparkmark's endpoint does not serve; see docs/glue-api.md",
             )
         try:
-            return fn(self, params)
+            answer = fn(self, params)
+            for after in AFTER:
+                after(self, operation, params)
+            return answer
         except GlueApiError:
             raise
         except NotFound as exc:

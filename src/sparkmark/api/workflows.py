@@ -182,7 +182,7 @@ def _workflow(svc: Service, name: str) -> WorkflowDefinition:
 
 def _clean_run(svc: Service, doc: dict[str, Any]) -> dict[str, Any]:
     """sparkmark's workflow-run report in Glue's WorkflowRun shape."""
-    doc = {k: v for k, v in doc.items() if k != "StartTrigger"}
+    doc = glue_workflow_run(doc)
     triggers = svc.project.triggers
     for node in (doc.get("Graph") or {}).get("Nodes", []):
         if "TriggerDetails" in node:
@@ -190,21 +190,36 @@ def _clean_run(svc: Service, doc: dict[str, Any]) -> dict[str, Any]:
             node["TriggerDetails"] = (
                 {"Trigger": _trigger_doc(trigger, _trigger_state(svc, trigger))} if trigger else {}
             )
+    return doc
+
+
+CRAWLER_LOG_GROUP = "/aws-glue/crawlers"  # where Glue's crawlers log, a stream per crawler
+
+
+def glue_workflow_run(doc: dict[str, Any]) -> dict[str, Any]:
+    """A workflow-run report's runs and crawls in Glue's shapes (JobRun, Crawl): only the
+    fields Glue's model has, and the states it knows (a trigger node's details are left
+    for the caller, who has the triggers)."""
+    doc = {k: v for k, v in doc.items() if k != "StartTrigger"}
+    for node in (doc.get("Graph") or {}).get("Nodes", []):
+        if "TriggerDetails" in node:
+            node["TriggerDetails"] = {}  # Glue's has the trigger itself, which the caller adds
         for run in (node.get("JobDetails") or {}).get("JobRuns", []):
             run.pop("LogPath", None)
             if run.get("ExecutionTime") is not None:
                 run["ExecutionTime"] = int(run["ExecutionTime"])
             if run.get("JobRunState") == "WAITING":
                 run["JobRunState"] = "STARTING"
-        for crawl in (node.get("CrawlerDetails") or {}).get("Crawls", []):
-            crawl.pop("LogPath", None)
-            crawl.pop("ExecutionTime", None)
-            if crawl.get("State") == "WAITING":
-                crawl["State"] = "RUNNING"
-            elif crawl.get("State") not in ("RUNNING", "COMPLETED", "FAILED", "STOPPED", "CANCELLING"):
-                crawl["State"] = {"SUCCEEDED": "COMPLETED", "CANCELLED": "STOPPED"}.get(
-                    crawl["State"], "FAILED"
-                )
+        crawls = (node.get("CrawlerDetails") or {}).get("Crawls", [])
+        for number, crawl in enumerate(crawls):
+            shaped = {k: crawl.get(k) for k in ("StartedOn", "CompletedOn", "ErrorMessage")}
+            state = crawl.get("State")
+            if state == "WAITING":
+                state = "RUNNING"
+            elif state not in ("RUNNING", "COMPLETED", "FAILED", "STOPPED", "CANCELLING"):
+                state = {"SUCCEEDED": "COMPLETED", "CANCELLED": "STOPPED"}.get(state or "", "FAILED")
+            shaped.update(State=state, LogGroup=CRAWLER_LOG_GROUP, LogStream=node.get("Name"))
+            crawls[number] = shaped
     return doc
 
 
@@ -281,3 +296,38 @@ def get_workflow_run_properties(svc: Service, p: dict[str, Any]) -> dict[str, An
 def put_workflow_run_properties(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     svc.workflows.put_run_properties(p["Name"], p["RunId"], dict(p["RunProperties"]))
     return {}
+
+
+@handler("ListTriggers")
+def list_triggers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    triggers = sorted(svc.project.triggers.values(), key=lambda t: t.Name)
+    if p.get("DependentJobName"):
+        job = p["DependentJobName"]
+        triggers = [t for t in triggers if any(a.JobName == job for a in t.Actions)]
+    chunk, token = page([t.Name for t in triggers], p)
+    return {"TriggerNames": chunk, "NextToken": token}
+
+
+@handler("BatchGetTriggers")
+def batch_get_triggers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    triggers = svc.project.triggers
+    names = list(dict.fromkeys(p["TriggerNames"]))
+    return {
+        "Triggers": [
+            _trigger_doc(triggers[n], _trigger_state(svc, triggers[n])) for n in names if n in triggers
+        ],
+        "TriggersNotFound": [n for n in names if n not in triggers],
+    }
+
+
+@handler("BatchGetWorkflows")
+def batch_get_workflows(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    names = list(dict.fromkeys(p["Names"]))
+    known = svc.project.workflows
+    graph = bool(p.get("IncludeGraph"))
+    return {
+        "Workflows": [
+            get_workflow(svc, {"Name": n, "IncludeGraph": graph})["Workflow"] for n in names if n in known
+        ],
+        "MissingWorkflows": [n for n in names if n not in known],
+    }

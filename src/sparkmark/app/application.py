@@ -26,6 +26,12 @@ class App:
         return CatalogStore(self.state)
 
     @cached_property
+    def tags(self):
+        from .tags import TagStore
+
+        return TagStore(self.state)
+
+    @cached_property
     def crawlers(self):
         from ..crawler.store import CrawlerStore
 
