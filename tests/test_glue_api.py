@@ -612,8 +612,12 @@ def test_workflow_run_through_the_api_with_run_properties(glue, tmp_path):
     assert sorted(t["Name"] for t in glue.get_triggers(DependentJobName="second")["Triggers"]) == [
         "after-first"
     ]
-    with pytest.raises(glue.exceptions.InvalidInputException, match="not declared"):
+    # An API user is advised in the API's terms, not told to edit a project file.
+    with pytest.raises(
+        glue.exceptions.InvalidInputException, match=r"create it first \(CreateJob\)"
+    ) as refused:
         glue.create_trigger(Name="dangling", Type="ON_DEMAND", Actions=[{"JobName": "no-such-job"}])
+    assert "[jobs." not in str(refused.value) and "sparkmark.toml" not in str(refused.value)
     with pytest.raises(glue.exceptions.InvalidInputException, match="cycle"):
         glue.create_trigger(
             Name="loop",
@@ -923,6 +927,8 @@ def test_tags_given_on_create_added_removed_and_read_by_arn(glue, tmp_path):
     with pytest.raises(glue.exceptions.InvalidInputException, match="not the ARN of a Glue"):
         glue.get_tags(ResourceArn="arn:aws:s3:::bucket")
 
+    with pytest.raises(glue.exceptions.InvalidInputException, match=r"named by trigger\(s\) go"):
+        glue.delete_job(JobName="load")  # the trigger would name nothing
     glue.delete_trigger(Name="go")
     glue.delete_job(JobName="load")  # a job made again under the name starts with no tags
     _job(glue, "load")
@@ -972,3 +978,151 @@ def test_classifiers_are_the_ones_the_project_declares(glue, config):
             }
         }
     ]
+
+
+LOGGING_SCRIPT = """
+import sys
+from awsglue.utils import getResolvedOptions
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "day"])
+for number in range(3):
+    print(f"processed batch {number} of day {args['day']}")
+print("connecting to postgresql://etl:hunter2pw@db.internal/sales")
+print("WARN a warning for the error group", file=sys.stderr)
+"""
+
+
+def logs_client(url: str):
+    return boto3.client(
+        "logs",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key=home_token(),
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+def test_a_runs_logs_are_served_as_cloudwatch_logs_glue_tools_read(glue, endpoint, tmp_path):
+    """Glue writes a run's stdout to the log group /aws-glue/jobs/output and its stderr to
+    /aws-glue/jobs/error, a stream per run named by its id, and JobRun.LogGroupName names
+    the prefix (Airflow's Glue operator with verbose=True reads them so, through
+    FilterLogEvents with the run id as the stream)."""
+    script = tmp_path / "logging.py"
+    script.write_text(LOGGING_SCRIPT)
+    glue.create_job(Name="chatty", Role="r", Command={"Name": "glueetl", "ScriptLocation": str(script)})
+    run_id = glue.start_job_run(JobName="chatty", Arguments={"--day": "2026-11-26"})["JobRunId"]
+    drive(lambda: glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]["JobRunState"] == "SUCCEEDED")
+    run = glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]
+    assert run["LogGroupName"] == "/aws-glue/jobs"
+    assert (run["GlueVersion"], run["WorkerType"], run["NumberOfWorkers"]) == ("5.0", "G.1X", 1)
+    assert run["Arguments"] == {"--day": "2026-11-26"}
+
+    logs = logs_client(endpoint.url)
+    output = logs.get_log_events(
+        logGroupName=f"{run['LogGroupName']}/output", logStreamName=run_id, startFromHead=True
+    )
+    printed = [e["message"] for e in output["events"]]
+    assert printed[:3] == [f"processed batch {n} of day 2026-11-26" for n in range(3)]
+    assert not any("hunter2pw" in line for line in printed)  # masked, as everywhere
+    assert any("postgresql://etl:" in line for line in printed)
+    more = logs.get_log_events(
+        logGroupName="/aws-glue/jobs/output", logStreamName=run_id, nextToken=output["nextForwardToken"]
+    )
+    assert more["events"] == []  # nothing after the last line
+
+    # Airflow's way: a paginator over FilterLogEvents, then a later call from its last token.
+    pages = logs.get_paginator("filter_log_events").paginate(
+        logGroupName="/aws-glue/jobs/error", logStreamNames=[run_id]
+    )
+    seen, token = [], None
+    for page in pages:
+        seen += [e["message"] for e in page["events"]]
+        token = page.get("nextToken") or token
+    assert "WARN a warning for the error group" in seen
+    assert not any(line.startswith("processed batch") for line in seen)
+    later = logs.filter_log_events(
+        logGroupName="/aws-glue/jobs/error", logStreamNames=[run_id], nextToken=token
+    )
+    assert later["events"] == [] and "nextToken" not in later
+    only = logs.filter_log_events(
+        logGroupName="/aws-glue/jobs/output", logStreamNames=[run_id], filterPattern='"batch 1"'
+    )
+    assert [e["message"] for e in only["events"]] == ["processed batch 1 of day 2026-11-26"]
+    streams = logs.describe_log_streams(logGroupName="/aws-glue/jobs/output")["logStreams"]
+    assert [s["logStreamName"] for s in streams] == [run_id]
+
+    with pytest.raises(logs.exceptions.ResourceNotFoundException):
+        logs.get_log_events(logGroupName="/aws-glue/jobs/logs-v2", logStreamName=run_id)
+    with pytest.raises(logs.exceptions.ResourceNotFoundException):
+        logs.get_log_events(logGroupName="/aws-glue/jobs/output", logStreamName="jr_unknown")
+    assert (
+        logs.filter_log_events(logGroupName="/aws-glue/jobs/output", logStreamNames=["jr_unknown"])["events"]
+        == []
+    )
+
+
+def test_a_run_started_by_sparkmark_run_shows_its_arguments_as_glue_does(glue, spark):
+    """JobRun.Arguments are the run's arguments in Glue's form (``--job-bookmark-option``),
+    not the names sparkmark records them under, and not what it adds itself."""
+    from sparkmark import Job
+
+    job = Job.from_args(
+        [
+            "job.py",
+            "--JOB_NAME",
+            "cli-run",
+            "--job-bookmark-option",
+            "job-bookmark-enable",
+            "--input",
+            "s3://b/in",
+        ],
+        spark=spark,
+        store=StateStore.from_settings(),
+        settings=Settings.from_env(),
+    )
+    job.commit()
+    run = glue.get_job_run(JobName="cli-run", RunId=job.run_id)["JobRun"]
+    assert run["Arguments"] == {"--job-bookmark-option": "job-bookmark-enable", "--input": "s3://b/in"}
+    assert run["LogGroupName"] == "/aws-glue/jobs"
+
+
+def test_tables_carry_their_create_and_update_times(glue, tmp_path):
+    """Glue's Table has CreateTime and UpdateTime: an update moves UpdateTime, never
+    CreateTime. GetTables gives them for every table."""
+    glue.create_database(DatabaseInput={"Name": "timed"})
+    glue.create_table(DatabaseName="timed", TableInput=orders_table(str(tmp_path / "orders"), name="orders"))
+    made = glue.get_table(DatabaseName="timed", Name="orders")["Table"]
+    assert made["CreateTime"] <= made["UpdateTime"]
+    changed = orders_table(str(tmp_path / "orders"), name="orders")
+    changed["StorageDescriptor"]["Columns"].append({"Name": "note", "Type": "string"})
+    glue.update_table(DatabaseName="timed", TableInput=changed)
+    after = glue.get_table(DatabaseName="timed", Name="orders")["Table"]
+    assert after["CreateTime"] == made["CreateTime"]
+    assert after["UpdateTime"] >= made["UpdateTime"]
+    listed = glue.get_tables(DatabaseName="timed")["TableList"]
+    assert [(t["Name"], t["CreateTime"]) for t in listed] == [("orders", made["CreateTime"])]
+
+
+def test_sts_get_caller_identity_answers_an_authenticated_caller(endpoint):
+    """Terraform's provider and Airflow's crawler operator ask STS who they are before
+    building ARNs; the endpoint answers for the caller it authenticated, and no one else."""
+    from botocore.exceptions import ClientError
+
+    def sts(secret: str):
+        return boto3.client(
+            "sts",
+            endpoint_url=endpoint.url,
+            region_name="us-east-1",
+            aws_access_key_id="etl-user",
+            aws_secret_access_key=secret,
+            config=Config(retries={"max_attempts": 1}),
+        )
+
+    me = sts(home_token()).get_caller_identity()
+    assert (me["Account"], me["Arn"], me["UserId"]) == (
+        "000000000000",
+        "arn:aws:iam::000000000000:user/etl-user",
+        "etl-user",
+    )
+    with pytest.raises(ClientError, match="AccessDeniedException"):
+        sts("not-the-token").get_caller_identity()

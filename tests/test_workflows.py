@@ -212,7 +212,7 @@ Actions = [{ JobName = "a" }]
         ),
         (
             '[triggers.t]\nType = "ON_DEMAND"\nWorkflowName = "other"\nActions = [{ JobName = "b" }]\n',
-            "belongs to workflow 'other', which is not declared",
+            "names workflow 'other', which is not declared: add [workflows.other]",
         ),
         ("[schedules.x]\nA = 1\n", "unknown section 'schedules'"),
         (

@@ -16,6 +16,18 @@ class ConfigError(SparkmarkError):
     """A setting (environment variable, URL, option value) is invalid."""
 
 
+class UndeclaredReference(ConfigError):
+    """A definition names a job, crawler or workflow that is not defined. The message
+    advises the project file; a front door that defines things otherwise (the Glue API)
+    advises in its own terms from ``where``, ``kind`` and ``name``."""
+
+    def __init__(self, where: str, kind: str, name: str):
+        self.where, self.kind, self.name = where, kind, name
+        super().__init__(
+            f"{where} names {kind} {name!r}, which is not declared: add [{kind}s.{name}] or fix the name"
+        )
+
+
 class ArgumentError(SparkmarkError):
     """A job argument is missing or invalid (Glue's getResolvedOptions rules)."""
 

@@ -22,6 +22,12 @@ _AUTH = re.compile(
 )
 
 
+def access_key(headers: Mapping[str, str]) -> str:
+    """The access key id a signed request names (checked by ``check_signature`` first)."""
+    found = _AUTH.fullmatch(str(headers.get("authorization", "")).strip())
+    return found["key"] if found else ""
+
+
 def _refused(message: str) -> GlueApiError:
     return GlueApiError("AccessDeniedException", message, status=403)
 

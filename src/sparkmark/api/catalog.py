@@ -10,6 +10,7 @@ Names are kept in lower case, as Glue keeps them. A table's Glue-only fields
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from ..catalog.expression import select_partitions
@@ -236,7 +237,9 @@ def _storage(table: Table, location: str, extra: dict[str, Any], comments: dict[
     }
 
 
-def table_doc(table: Table, version: int | None = None) -> dict[str, Any]:
+def table_doc(
+    table: Table, version: int | None = None, times: tuple[datetime | None, datetime] | None = None
+) -> dict[str, Any]:
     extra = _glue_extra(table)
     comments = extra.get("Comments") or {}
     params = {
@@ -261,6 +264,8 @@ def table_doc(table: Table, version: int | None = None) -> dict[str, Any]:
         "CatalogId": CATALOG_ID,
         "IsRegisteredWithLakeFormation": False,
     }
+    if times is not None:  # created: its first schema's time; updated: its last change
+        doc["CreateTime"], doc["UpdateTime"] = times[0] or times[1], times[1]
     if version is not None:
         doc["VersionId"] = str(version)
     return doc
@@ -308,7 +313,8 @@ def update_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def get_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     table = _table(svc, p["DatabaseName"], p["Name"])
     versions = svc.catalog.versions(table.database, table.name)
-    return {"Table": table_doc(table, versions[-1].version if versions else None)}
+    times = svc.catalog.times(table.database).get(table.name)
+    return {"Table": table_doc(table, versions[-1].version if versions else None, times)}
 
 
 @handler("GetTables")
@@ -320,7 +326,8 @@ def get_tables(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     if p.get("Expression"):  # Glue's name pattern: `*` any run, `|` alternatives
         pattern = NamePattern(p["Expression"])
         tables = [t for t in tables if pattern.matches(t.name)]
-    chunk, token = page([table_doc(t) for t in tables], p)
+    times = svc.catalog.times(db)
+    chunk, token = page([table_doc(t, times=times.get(t.name)) for t in tables], p)
     return {"TableList": chunk, "NextToken": token}
 
 

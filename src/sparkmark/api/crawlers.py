@@ -15,7 +15,7 @@ from ..engine.schema import utcnow
 from ..errors import NotFound
 from ..workflow.records import ActionState
 from .protocol import GlueApiError, exists, invalid, not_found
-from .service import Service, handler, page
+from .service import Service, handler, page, refuse_named_by_triggers
 
 _ACTED_ON = (
     "Name",
@@ -224,6 +224,7 @@ def stop_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def delete_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
     svc.refuse_file_owned("crawler", name)
+    refuse_named_by_triggers(svc, "crawler", name)
     if _pending(svc, name):
         raise GlueApiError("CrawlerRunningException", f"Crawler with name {name} is running")
     try:

@@ -22,8 +22,9 @@ from ..errors import NotFound, RunFinished, UnknownRun
 from ..workflow.definition import JobDefinition
 from ..workflow.records import ActionRecord, ActionState
 from ..workflow.report import bookmark_entry
+from .logs import JOBS_LOG_GROUP
 from .protocol import GlueApiError, exists, invalid, not_found
-from .service import Service, handler, page
+from .service import Service, handler, page, refuse_named_by_triggers
 
 
 def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None, modified: datetime | None):
@@ -83,6 +84,7 @@ def delete_job(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     the state store (``sparkmark bookmark reset`` clears it)."""
     name = p["JobName"]
     svc.refuse_file_owned("job", name)
+    refuse_named_by_triggers(svc, "job", name)
     svc.registry.delete("job", name)
     return {"JobName": name}
 
@@ -125,6 +127,9 @@ def start_job_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 
 
 _QUEUED = {ActionState.WAITING: "STARTING", ActionState.RUNNING: "RUNNING"}
+# What a job that names no GlueVersion reports: the Glue release whose Python (3.11) and
+# Spark generation sparkmark's runs match most closely.
+GLUE_VERSION = "5.0"
 
 
 def _run_doc(run: RunRecord | None, action: ActionRecord | None) -> dict[str, Any]:
@@ -177,14 +182,56 @@ _GLUE_STATES = {
 }
 
 
+# The names a run records for Glue's own arguments, and the ones it adds for itself.
+_GLUE_NAMES = {
+    "job_bookmark_option": "--job-bookmark-option",
+    "job_bookmark_from": "--job-bookmark-from",
+    "job_bookmark_to": "--job-bookmark-to",
+}
+_ADDED = ("JOB_NAME", "RedshiftTempDir")
+
+
+def glue_arguments(recorded: dict[str, str], default_temp_dir: str) -> dict[str, str]:
+    """A run's recorded arguments as Glue's JobRun.Arguments: ``--name`` as passed,
+    without what the run added itself (its name, the temporary directory it was given
+    by default, the bookmark option it defaults to)."""
+    out: dict[str, str] = {}
+    for name, value in recorded.items():
+        if name in _ADDED or (name == "TempDir" and value == default_temp_dir):
+            continue
+        if name == "job_bookmark_option" and value == "job-bookmark-disable":
+            continue
+        out[_GLUE_NAMES.get(name, f"--{name}")] = value
+    return out
+
+
 def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
     actions = {a.action_id: a for a in svc.workflows.actions_of(kind="JOB", name=job)}
     try:
         records = svc.state.list_runs(job)
     except NotFound:
         records = []
-    docs = [_run_doc(r, actions.pop(r.run_id, None)) for r in records]
+    docs = []
+    for record in records:
+        action = actions.pop(record.run_id, None)
+        doc = _run_doc(record, action)
+        # A run the scheduler started has the arguments StartJobRun gave; one started by
+        # `sparkmark run` has the ones it recorded, in Glue's form.
+        doc["Arguments"] = (
+            action.arguments
+            if action is not None
+            else glue_arguments(record.arguments, str(svc.settings.temp_dir))
+        )
+        docs.append(doc)
     docs += [_run_doc(None, a) for a in actions.values()]  # queued, or ended before recording a run
+    definition = _jobs(svc).get(job, {})
+    for doc in docs:
+        # Glue gives the script --JOB_NAME; the run's Arguments are what it was started with.
+        doc["Arguments"] = {k: v for k, v in (doc.get("Arguments") or {}).items() if k != "--JOB_NAME"}
+        doc["LogGroupName"] = JOBS_LOG_GROUP
+        doc["GlueVersion"] = definition.get("GlueVersion") or GLUE_VERSION
+        doc["WorkerType"] = definition.get("WorkerType") or "G.1X"
+        doc["NumberOfWorkers"] = definition.get("NumberOfWorkers") or 1
     return sorted(docs, key=lambda d: d["StartedOn"], reverse=True)
 
 

@@ -50,32 +50,38 @@ def exists(message: str) -> GlueApiError:
     return GlueApiError("AlreadyExistsException", message)
 
 
+# The services the endpoint speaks, by the X-Amz-Target prefix their clients send: Glue,
+# and the CloudWatch Logs operations Glue's tools read a run's logs with.
+SERVICES = {TARGET_PREFIX: "glue", "Logs_20140328.": "logs"}
+
+
 @cache
-def service_model():
-    """botocore's model of the Glue service, loaded once."""
+def service_model(service: str = "glue"):
+    """botocore's model of a service (Glue's unless named), loaded once."""
     import botocore.session
 
-    return botocore.session.get_session().get_service_model("glue")
+    return botocore.session.get_session().get_service_model(service)
 
 
-def operation(name: str):
+def operation(name: str, service: str = "glue"):
     from botocore.model import OperationNotFoundError
 
     try:
-        return service_model().operation_model(name)
+        return service_model(service).operation_model(name)
     except OperationNotFoundError:
-        raise GlueApiError(
-            "InvalidAction", f"{name} is not an operation of the Glue API", status=400
-        ) from None
+        what = "the Glue API" if service == "glue" else f"the {service} API"
+        raise GlueApiError("InvalidAction", f"{name} is not an operation of {what}", status=400) from None
 
 
-def operation_name(target: str | None) -> str:
-    if not target or not target.startswith(TARGET_PREFIX):
-        raise GlueApiError(
-            "UnknownOperationException",
-            f"the X-Amz-Target header must be {TARGET_PREFIX}<Operation>, got {target!r}",
-        )
-    return target[len(TARGET_PREFIX) :]
+def target_of(target: str | None) -> tuple[str, str]:
+    """(service, operation) of an X-Amz-Target header."""
+    for prefix, service in SERVICES.items():
+        if target and target.startswith(prefix):
+            return service, target[len(prefix) :]
+    raise GlueApiError(
+        "UnknownOperationException",
+        f"the X-Amz-Target header must be {TARGET_PREFIX}<Operation>, got {target!r}",
+    )
 
 
 def parse_request(op, body: bytes) -> dict[str, Any]:

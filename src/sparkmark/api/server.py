@@ -31,13 +31,13 @@ from pathlib import Path
 from .. import serving
 from ..access import FailureLimiter, RequestGuard, client_address, resolve_token, token_path
 from ..settings import Settings
-from . import auth, protocol
+from . import auth, protocol, sts
 from .service import Service
 
 log = logging.getLogger("sparkmark.api")
 
 # Operations register themselves on import.
-from . import catalog, crawlers, jobs, quality, tags, workflows  # noqa: E402, F401
+from . import catalog, crawlers, jobs, logs, quality, tags, workflows  # noqa: E402, F401
 
 HOW_TO_TOKEN = "set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)"
 
@@ -63,6 +63,10 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
         headers = {"Content-Type": protocol.CONTENT_TYPE}
         name = "?"
         client = client_address(request.scope)
+        # STS is called in the query protocol and answered in XML, its errors too.
+        querying = request.headers.get("x-amz-target") is None and sts.is_sts(
+            request.headers.get("content-type"), body
+        )
         try:
             if limiter.blocked(client):
                 raise protocol.GlueApiError(
@@ -75,13 +79,18 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             except protocol.GlueApiError:
                 limiter.failed(client)
                 raise
-            name = protocol.operation_name(request.headers.get("x-amz-target"))
-            op = protocol.operation(name)
+            if querying:
+                name = "sts"
+                return Response(sts.answer(body, auth.access_key(request.headers)), media_type="text/xml")
+            kind, name = protocol.target_of(request.headers.get("x-amz-target"))
+            op = protocol.operation(name, kind)
             params = protocol.parse_request(op, body)
-            result = await asyncio.to_thread(service.call, name, params)
+            result = await asyncio.to_thread(service.call, name, params, kind)
             return Response(protocol.render_response(op, result), headers=headers)
         except protocol.GlueApiError as exc:
             log.info("%s: %s %s", name, exc.code, exc.message)
+            if querying:
+                return Response(sts.error(exc), status_code=exc.status, media_type="text/xml")
             return Response(
                 protocol.render_error(exc),
                 status_code=exc.status,

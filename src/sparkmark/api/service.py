@@ -9,21 +9,22 @@ from collections.abc import Callable
 from typing import Any
 
 from ..app import App
-from ..errors import AlreadyExists, NotFound, SparkmarkError
+from ..errors import AlreadyExists, NotFound, SparkmarkError, UndeclaredReference
 from .protocol import GlueApiError, exists, invalid, not_found
 
 log = logging.getLogger("sparkmark.api")
 
 Handler = Callable[["Service", dict[str, Any]], dict[str, Any]]
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: dict[str, Handler] = {}  # Glue's operations
+LOGS_HANDLERS: dict[str, Handler] = {}  # CloudWatch Logs' operations (a run's logs)
 # Run after an operation succeeds, with its name and parameters (tags given on create).
 AFTER: list[Callable[[Service, str, dict[str, Any]], None]] = []
 CATALOG_ID = "000000000000"  # Glue's catalog id is the account's; sparkmark has one catalog
 
 
-def handler(name: str) -> Callable[[Handler], Handler]:
+def handler(name: str, service: str = "glue") -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
-        HANDLERS[name] = fn
+        (HANDLERS if service == "glue" else LOGS_HANDLERS)[name] = fn
         return fn
 
     return register
@@ -33,12 +34,13 @@ class Service(App):
     """The application, answering Glue's operations: :meth:`call` runs one and turns
     sparkmark's errors into Glue's."""
 
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        fn = HANDLERS.get(operation)
+    def call(self, operation: str, params: dict[str, Any], service: str = "glue") -> dict[str, Any]:
+        fn = (HANDLERS if service == "glue" else LOGS_HANDLERS).get(operation)
         if fn is None:
+            what = "a Glue" if service == "glue" else f"a {service}"
             raise GlueApiError(
                 "UnsupportedOperationException",
-                f"{operation} is a Glue operation sparkmark's endpoint does not serve; see docs/glue-api.md",
+                f"{operation} is {what} operation sparkmark's endpoint does not serve; see docs/glue-api.md",
             )
         try:
             answer = fn(self, params)
@@ -51,8 +53,31 @@ class Service(App):
             raise not_found(str(exc)) from None
         except AlreadyExists as exc:
             raise exists(str(exc)) from None
+        except UndeclaredReference as exc:  # advice in the API's terms, not the project file's
+            create = {"job": "CreateJob", "crawler": "CreateCrawler", "workflow": "CreateWorkflow"}[exc.kind]
+            raise invalid(
+                f"{exc.where} names {exc.kind} {exc.name!r}, which does not exist: create it first "
+                f"({create}) or fix the name"
+            ) from None
         except SparkmarkError as exc:
             raise invalid(str(exc)) from None
+
+
+def refuse_named_by_triggers(svc: Service, kind: str, name: str) -> None:
+    """A job or crawler a trigger names is not deleted: the trigger would name nothing,
+    and every definition is checked with the others. Glue leaves such a trigger
+    dangling; here the caller is told which triggers to change first."""
+    naming = sorted(
+        t.Name
+        for t in svc.project.triggers.values()
+        if (kind.upper(), name) in [a.node for a in t.Actions]
+        or (t.Predicate is not None and (kind.upper(), name) in [c.node for c in t.Predicate.Conditions])
+    )
+    if naming:
+        raise invalid(
+            f"{kind} {name!r} is named by trigger(s) {', '.join(naming)}: delete them or change their "
+            "actions and conditions first (DeleteTrigger, UpdateTrigger)"
+        )
 
 
 def page(items: list[Any], params: dict[str, Any], default: int = 100) -> tuple[list[Any], str | None]:

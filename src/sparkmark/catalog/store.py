@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 
 from sqlalchemy import (
     Column as SAColumn,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     delete,
+    func,
     insert,
     select,
     update,
@@ -272,6 +274,20 @@ class CatalogStore:
                 )
             ).all()
         return sorted((Partition(tuple(json.loads(v)), loc) for v, loc in rows), key=lambda p: p.values)
+
+    def times(self, database: str) -> dict[str, tuple[datetime | None, datetime]]:
+        """Each table of ``database``: (when it was created, when it was last changed)."""
+        with self.state.connect() as conn:
+            changed = conn.execute(
+                select(tables.c.name, tables.c.updated_at).where(tables.c.database == database)
+            ).all()
+            created = conn.execute(
+                select(versions.c.table, func.min(versions.c.created_at))
+                .where(versions.c.database == database)
+                .group_by(versions.c.table)
+            ).all()
+        first = {r[0]: r[1] for r in created}
+        return {r.name: (first.get(r.name), r.updated_at) for r in changed}
 
     def versions(self, database: str, name: str) -> list[SchemaVersion]:
         with self.state.connect() as conn:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -25,6 +26,7 @@ from ..sources.registry import FILES, kind_of_metrics, kind_of_state
 from ..sources.states import parse_state
 from ..workflow import report
 from ..workflow.definition import TriggerType
+from ..workflow.launcher import error_path
 from .graph import layout
 from .security import CSRF_FIELD, guard_of
 
@@ -269,15 +271,21 @@ def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
         return None, None
     if not action.log_path:
         return None, None
-    try:
-        with open(action.log_path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - LOG_BYTES))
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
+    parts = []
+    for path, heading in ((Path(action.log_path), None), (error_path(Path(action.log_path)), "stderr")):
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - LOG_BYTES))
+                text = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if text:
+            parts.append(f"--- {heading} ---\n{text}" if heading else text)
+    if not parts:
         return action.log_path, None
-    return action.log_path, mask_text(text)
+    return action.log_path, mask_text("\n".join(parts))
 
 
 def run_page(request: Request) -> Response:

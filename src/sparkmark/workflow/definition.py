@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.names import check_name
-from ..errors import ArgumentError, ConfigError
+from ..errors import ArgumentError, ConfigError, UndeclaredReference
 from ..tomlfile import read_toml
 from . import cron
 
@@ -305,20 +305,13 @@ class Project:
         for trigger in self.triggers.values():
             where = f"trigger {trigger.Name!r}"
             if trigger.WorkflowName and trigger.WorkflowName not in self.workflows:
-                raise ConfigError(
-                    f"{where} belongs to workflow {trigger.WorkflowName!r}, which is "
-                    f"not declared: add [workflows.{trigger.WorkflowName}]"
-                )
+                raise UndeclaredReference(where, "workflow", trigger.WorkflowName)
             named = [a.node for a in trigger.Actions]
             if trigger.Predicate:
                 named += [c.node for c in trigger.Predicate.Conditions]
             for kind, name in named:
                 if not self._exists(kind, name):
-                    section = "jobs" if kind == "JOB" else "crawlers"
-                    raise ConfigError(
-                        f"{where} names {kind.lower()} {name!r}, which is not declared: "
-                        f"add [{section}.{name}] or fix the name"
-                    )
+                    raise UndeclaredReference(where, kind.lower(), name)
         for workflow in self.workflows:
             members = self.workflow_triggers(workflow)
             starts = [t.Name for t in members if t.is_start]

@@ -57,13 +57,14 @@ class Launcher:
         env.pop("PYSPARK_SUBMIT_ARGS", None)  # each run builds its own Spark arguments
         private_dir(spec.log_path.parent)
         fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with open(fd, "ab") as log:
+        err_fd = os.open(error_path(spec.log_path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with open(fd, "ab") as log, open(err_fd, "ab") as err:
             private_file(spec.log_path)  # made by an earlier version under a loose umask
             child = subprocess.Popen(
                 [sys.executable, "-m", "sparkmark"],
                 stdin=subprocess.PIPE,
                 stdout=log,
-                stderr=subprocess.STDOUT,
+                stderr=err,
                 env=env,
                 start_new_session=True,
                 close_fds=True,
@@ -144,6 +145,12 @@ def exit_path(log_path: Path) -> Path:
     return log_path.with_suffix(".exit")
 
 
+def error_path(log_path: Path) -> Path:
+    """Where a launched process's stderr goes: beside its stdout (the action's log_path),
+    as Glue keeps a run's output and its errors in two log groups."""
+    return log_path.with_suffix(".err")
+
+
 def read_exit(log_path: str | None) -> int | None:
     if not log_path:
         return None
@@ -178,11 +185,16 @@ def record_exit(code: int) -> None:
 
 
 def log_tail(log_path: str | None, lines: int = 8) -> str:
+    """The last lines a launched process wrote: its stderr's (where failures are told),
+    or its stdout's when it wrote nothing there."""
     if not log_path:
         return ""
-    try:
-        text = Path(log_path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    kept = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
+    for path in (error_path(Path(log_path)), Path(log_path)):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        kept = [line for line in text.splitlines() if line.strip()]
+        if kept:
+            return "\n".join(kept[-lines:])
+    return ""
