@@ -1126,3 +1126,156 @@ def test_sts_get_caller_identity_answers_an_authenticated_caller(endpoint):
     )
     with pytest.raises(ClientError, match="AccessDeniedException"):
         sts("not-the-token").get_caller_identity()
+
+
+# ------------------------------------------------------------------ connections
+
+
+PG_JDBC = "jdbc:postgresql://127.0.0.1:5432/test"
+
+
+def test_connections_created_read_updated_and_deleted_as_glue_does(glue, config, sparkmark_home):
+    """CreateConnection keeps a JDBC connection; GetConnection answers its password only
+    when HidePassword is false; UpdateConnection without a password keeps it; the ones
+    sparkmark.toml declares are listed (never with a password) and read-only here."""
+    config.write_text('[connections.filed]\nurl = "jdbc:postgresql://db.internal/x"\nuser = "etl"\n')
+    glue.create_connection(
+        ConnectionInput={
+            "Name": "warehouse",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {
+                "JDBC_CONNECTION_URL": PG_JDBC,
+                "USERNAME": "postgres",
+                "PASSWORD": "pw-0xC0FFEE",
+            },
+            "MatchCriteria": ["prod"],
+        },
+        Tags={"team": "data"},
+    )
+    shown = glue.get_connection(Name="warehouse")["Connection"]
+    assert shown["ConnectionType"] == "JDBC" and shown["MatchCriteria"] == ["prod"]
+    assert shown["ConnectionProperties"] == {
+        "JDBC_CONNECTION_URL": PG_JDBC,
+        "USERNAME": "postgres",
+        "PASSWORD": "pw-0xC0FFEE",
+    }
+    hidden = glue.get_connection(Name="warehouse", HidePassword=True)["Connection"]
+    assert "PASSWORD" not in hidden["ConnectionProperties"]
+    stored = b"".join(p.read_bytes() for p in sparkmark_home.glob("state.db*"))
+    assert b"pw-0xC0FFEE" not in stored  # sealed in the state store
+    assert glue.get_tags(ResourceArn=ARN.format("connection/warehouse"))["Tags"] == {"team": "data"}
+    assert [
+        c["Name"] for c in glue.get_connections(Filter={"MatchCriteria": ["prod"]})["ConnectionList"]
+    ] == ["warehouse"]
+    assert glue.get_connections(Filter={"MatchCriteria": ["test"]})["ConnectionList"] == []
+
+    glue.update_connection(
+        Name="warehouse",
+        ConnectionInput={
+            "Name": "warehouse",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "USERNAME": "etl_user"},
+        },
+    )
+    updated = glue.get_connection(Name="warehouse")["Connection"]["ConnectionProperties"]
+    assert (updated["USERNAME"], updated["PASSWORD"]) == ("etl_user", "pw-0xC0FFEE")
+
+    listed = glue.get_connections(HidePassword=True)["ConnectionList"]
+    assert [c["Name"] for c in listed] == ["filed", "warehouse"]
+    filed = glue.get_connection(Name="filed")["Connection"]
+    assert filed["ConnectionProperties"] == {
+        "JDBC_CONNECTION_URL": "jdbc:postgresql://db.internal/x",
+        "USERNAME": "etl",
+    }
+    with pytest.raises(glue.exceptions.InvalidInputException, match="declared in"):
+        glue.delete_connection(ConnectionName="filed")
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_connection(
+            ConnectionInput={"Name": "warehouse", "ConnectionType": "JDBC",
+                             "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC}}
+        )  # fmt: skip
+    with pytest.raises(glue.exceptions.InvalidInputException, match="not supported"):
+        glue.create_connection(
+            ConnectionInput={"Name": "net", "ConnectionType": "NETWORK", "ConnectionProperties": {}}
+        )
+    with pytest.raises(glue.exceptions.InvalidInputException, match="JDBC_CONNECTION_URL"):
+        glue.create_connection(
+            ConnectionInput={
+                "Name": "nourl",
+                "ConnectionType": "JDBC",
+                "ConnectionProperties": {"USERNAME": "u"},
+            }
+        )
+    glue.delete_connection(ConnectionName="warehouse")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_connection(Name="warehouse")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.delete_connection(ConnectionName="warehouse")
+
+
+def test_a_script_reads_postgresql_through_a_connection_made_by_the_api(glue, spark, pg_schemas):
+    """connectionName and extract_jdbc_conf resolve a connection created with
+    CreateConnection as they resolve one of sparkmark.toml."""
+    import psycopg
+
+    from sparkmark.glue.context import GlueContext
+
+    from .conftest import PG_DSN
+
+    schema = pg_schemas()
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {schema}.customers (id int primary key, name text)")
+        conn.execute(f"INSERT INTO {schema}.customers VALUES (1, 'ann'), (2, 'bob')")
+    glue.create_connection(
+        ConnectionInput={
+            "Name": "pg-api",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "USERNAME": "postgres", "PASSWORD": "unused"},
+        }
+    )
+    context = GlueContext(spark)
+    assert context.extract_jdbc_conf("pg-api")["url"] == PG_JDBC
+    frame = context.create_dynamic_frame.from_options(
+        "postgresql", {"connectionName": "pg-api", "dbtable": f"{schema}.customers"}
+    )
+    assert sorted(r["name"] for r in frame.toDF().collect()) == ["ann", "bob"]
+
+
+def test_a_connection_whose_credentials_are_in_secrets_manager(glue, s3_server, monkeypatch):
+    """A connection may name a secret (SECRET_ID) instead of a password: its username and
+    password are read from the Secrets Manager endpoint AWS's variables name, here
+    moto's server."""
+    from sparkmark.connections import Connections
+    from sparkmark.errors import ConfigError as SparkmarkConfigError
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    secrets = boto3.client("secretsmanager", endpoint_url=s3_server.endpoint_url, region_name="us-east-1")
+    secret = secrets.create_secret(
+        Name="pg-creds", SecretString=json.dumps({"username": "etl", "password": "s3cr3t"})
+    )
+    glue.create_connection(
+        ConnectionInput={
+            "Name": "via-secret",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "SECRET_ID": secret["ARN"]},
+        }
+    )
+    resolved = Connections.from_settings(Settings.from_env()).resolve("via-secret")
+    assert (resolved.url, resolved.user, resolved.password) == (PG_JDBC, "etl", "s3cr3t")
+    assert (
+        glue.get_connection(Name="via-secret")["Connection"]["ConnectionProperties"]["SECRET_ID"]
+        == secret["ARN"]
+    )
+
+    glue.create_connection(
+        ConnectionInput={
+            "Name": "lost-secret",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "SECRET_ID": "no-such-secret"},
+        }
+    )
+    with pytest.raises(SparkmarkConfigError, match="secret 'no-such-secret', which could not be read"):
+        Connections.from_settings(Settings.from_env()).resolve("lost-secret")

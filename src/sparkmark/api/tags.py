@@ -44,7 +44,15 @@ def _exists(svc: Service, kind: str, name: str) -> bool:
         except NotFound:
             return False
         return True
-    return True  # connections and tables: their stores are named, not listed here
+    if kind == "connection":
+        from ..connections import Connections
+        from ..engine.connection_store import ConnectionStore
+
+        return (
+            name in Connections.from_settings(svc.settings).declared()
+            or ConnectionStore(svc.state).get(name) is not None
+        )
+    return True  # tables: named database/table, checked by the catalog operations
 
 
 def _resource(svc: Service, arn: str) -> tuple[str, str]:
