@@ -1230,7 +1230,11 @@ def test_a_script_reads_postgresql_through_a_connection_made_by_the_api(glue, sp
         ConnectionInput={
             "Name": "pg-api",
             "ConnectionType": "JDBC",
-            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "USERNAME": "postgres", "PASSWORD": "unused"},
+            "ConnectionProperties": {
+                "JDBC_CONNECTION_URL": PG_JDBC,
+                "USERNAME": "postgres",
+                "PASSWORD": "unused",
+            },
         }
     )
     context = GlueContext(spark)
