@@ -1283,3 +1283,115 @@ def test_a_connection_whose_credentials_are_in_secrets_manager(glue, s3_server, 
     )
     with pytest.raises(SparkmarkConfigError, match="secret 'no-such-secret', which could not be read"):
         Connections.from_settings(Settings.from_env()).resolve("lost-secret")
+
+
+# ------------------------------------------------------------------ awswrangler, a client nobody here wrote
+
+
+@pytest.fixture
+def wrangler(endpoint, s3_server, monkeypatch):
+    """awswrangler as its users run it: boto3's default session, with AWS's variables
+    pointing Glue at the endpoint and S3 at moto's server; a fresh bucket."""
+    import uuid
+
+    import awswrangler as wr
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", endpoint.url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrangler")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", home_token())
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    bucket = f"wr-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_server.endpoint_url).create_bucket(Bucket=bucket)
+    boto3.setup_default_session()
+    yield wr, bucket
+    boto3.DEFAULT_SESSION = None
+
+
+def test_awswrangler_catalog_functions_against_the_endpoint(wrangler):
+    """awswrangler's catalog module: every call below is its own, unchanged, over HTTP."""
+    import pandas as pd
+
+    wr, bucket = wrangler
+    wr.catalog.create_database("sales", description="sales data")
+    assert "sales" in wr.catalog.databases()["Database"].tolist()
+    assert wr.catalog.does_table_exist(database="sales", table="orders") is False
+
+    frame = pd.DataFrame({"id": [1, 2, 3], "amount": [10.5, 3.0, 7.25], "day": ["d1", "d1", "d2"]})
+    wr.s3.to_parquet(
+        frame,
+        path=f"s3://{bucket}/orders/",
+        dataset=True,
+        database="sales",
+        table="orders",
+        partition_cols=["day"],
+        glue_table_settings={
+            "description": "the orders",
+            "parameters": {"owner": "ann"},
+            "columns_comments": {"amount": "in euros"},
+        },
+    )
+    assert wr.catalog.does_table_exist(database="sales", table="orders") is True
+    assert wr.catalog.get_table_types(database="sales", table="orders") == {
+        "id": "bigint",
+        "amount": "double",
+        "day": "string",
+    }
+    assert wr.catalog.get_table_location(database="sales", table="orders") == f"s3://{bucket}/orders/"
+    assert wr.catalog.get_table_description(database="sales", table="orders") == "the orders"
+    assert wr.catalog.get_columns_comments(database="sales", table="orders")["amount"] == "in euros"
+    assert wr.catalog.get_table_parameters(database="sales", table="orders")["owner"] == "ann"
+    wr.catalog.upsert_table_parameters(parameters={"tier": "gold"}, database="sales", table="orders")
+    assert wr.catalog.get_table_parameters(database="sales", table="orders")["tier"] == "gold"
+    partitions = wr.catalog.get_parquet_partitions(database="sales", table="orders")
+    assert sorted(v for values in partitions.values() for v in values) == ["d1", "d2"]
+
+    back = wr.s3.read_parquet_table(database="sales", table="orders")
+    assert sorted(back["id"].tolist()) == [1, 2, 3]
+
+    wr.catalog.create_csv_table(
+        database="sales",
+        table="refunds",
+        path=f"s3://{bucket}/refunds/",
+        columns_types={"id": "bigint", "reason": "string"},
+    )
+    names = lambda **kw: sorted(t["Name"] for t in wr.catalog.get_tables(database="sales", **kw))  # noqa: E731
+    assert names() == ["orders", "refunds"]
+    assert names(name_contains="der") == ["orders"]
+    assert names(name_prefix="ref") == ["refunds"]
+    assert names(name_suffix="ers") == ["orders"]
+    assert names(name_prefix="zz") == []
+    assert wr.catalog.get_table_number_of_versions(database="sales", table="orders") >= 1
+    assert [t["Name"] for t in wr.catalog.search_tables(text="refund")] == ["refunds"]
+    boto3.client("glue").create_connection(
+        ConnectionInput={
+            "Name": "pg",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "USERNAME": "etl", "PASSWORD": "pw"},
+        }
+    )
+    connection = wr.catalog.get_connection("pg")
+    assert connection["ConnectionProperties"]["PASSWORD"] == "pw"
+    assert wr.catalog.delete_table_if_exists(database="sales", table="refunds") is True
+    assert wr.catalog.delete_table_if_exists(database="sales", table="refunds") is False
+    wr.catalog.delete_database("sales")
+    assert "sales" not in wr.catalog.databases()["Database"].tolist()
+
+
+def test_search_tables_by_text_and_by_token_filters(glue, tmp_path):
+    """SearchTables (AWS's API reference): text is found in names, descriptions and
+    columns, a quoted text must equal one of them; a filter on a string field splits it
+    on punctuation and matches a whole token (Name=link finds customer-link, not xxlinkyy)."""
+    glue.create_database(DatabaseInput={"Name": "web"})
+    for name in ("customer-link", "xx-link-yy", "xxlinkyy"):
+        glue.create_table(DatabaseName="web", TableInput=orders_table(str(tmp_path / name), name=name))
+    found = lambda **kw: sorted(t["Name"] for t in glue.search_tables(**kw)["TableList"])  # noqa: E731
+    assert found(Filters=[{"Key": "Name", "Value": "link"}]) == ["customer-link", "xx-link-yy"]
+    assert found(SearchText="link") == ["customer-link", "xx-link-yy", "xxlinkyy"]
+    assert found(SearchText='"xxlinkyy"') == ["xxlinkyy"]
+    assert found(SearchText="amount") == ["customer-link", "xx-link-yy", "xxlinkyy"]  # a column's name
+    assert found(SearchText="nothing-like-it") == []
+    assert found(Filters=[{"Key": "DatabaseName", "Value": "other"}]) == []
+    newest_first = glue.search_tables(SortCriteria=[{"FieldName": "Name", "Sort": "DESC"}])["TableList"]
+    assert [t["Name"] for t in newest_first] == ["xxlinkyy", "xx-link-yy", "customer-link"]

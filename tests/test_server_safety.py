@@ -263,6 +263,16 @@ def test_an_aws_profile_is_the_one_step_for_the_aws_cli(project, sparkmark_home,
             timeout=120,
         )
         assert listed.stdout.split() == ["from_cli"], listed.stderr
+        # The profile points the logs and STS calls Glue's tools make at the endpoint too.
+        for command, expected in (
+            (["aws", "sts", "get-caller-identity", "--query", "Account", "--output", "text"], "000000000000"),
+            (["aws", "logs", "describe-log-groups", "--query", "logGroups[0].logGroupName", "--output", "text"],
+             "/aws-glue/jobs/error"),
+        ):  # fmt: skip
+            answered = subprocess.run(
+                command, capture_output=True, text=True, env={**env, "AWS_PROFILE": "sparkmark"}, timeout=120
+            )
+            assert answered.stdout.strip() == expected, answered.stderr
     finally:
         stop(proc)
 

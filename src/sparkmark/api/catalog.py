@@ -10,6 +10,7 @@ Names are kept in lower case, as Glue keeps them. A table's Glue-only fields
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -477,3 +478,66 @@ def batch_delete_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
             gone.append(current[values])
     svc.catalog.drop_partitions(table.database, table.name, gone)
     return {"Errors": errors}
+
+
+_TOKENS = re.compile(r"[^\w]+")
+
+
+def _text_fields(doc: dict[str, Any]) -> list[str]:
+    columns = (doc.get("StorageDescriptor") or {}).get("Columns") or []
+    fields = [doc["Name"], doc["DatabaseName"], doc.get("Description") or ""]
+    fields += [c.get("Name", "") for c in [*columns, *doc.get("PartitionKeys", [])]]
+    fields += [c.get("Comment", "") for c in columns]
+    return [f for f in fields if f]
+
+
+def _predicate(doc: dict[str, Any], predicate: dict[str, Any]) -> bool:
+    """One of SearchTables' Filters: a string field is split on punctuation into tokens
+    and one token must equal the value (AWS's example: Name=link finds customer-link and
+    xx-link-yy, not xxlinkyy); a time field is compared with the Comparator."""
+    key, value, comparator = predicate.get("Key"), predicate.get("Value"), predicate.get("Comparator")
+    if key in ("CreateTime", "UpdateTime"):
+        from botocore.utils import parse_timestamp
+
+        mine = doc.get(key)
+        if mine is None or value is None:
+            return False
+        theirs = parse_timestamp(value)
+        mine = mine if mine.tzinfo else mine.replace(tzinfo=theirs.tzinfo)
+        compare = {
+            "EQUALS": mine == theirs,
+            "GREATER_THAN": mine > theirs,
+            "LESS_THAN": mine < theirs,
+            "GREATER_THAN_EQUALS": mine >= theirs,
+            "LESS_THAN_EQUALS": mine <= theirs,
+        }
+        return compare.get(comparator or "EQUALS", False)
+    found = doc.get(key) if key in doc else (doc.get("Parameters") or {}).get(str(key))
+    if found is None or value is None:
+        return False
+    tokens = [t.lower() for t in _TOKENS.split(str(found)) if t]
+    return str(value).lower() in tokens or str(found).lower() == str(value).lower()
+
+
+@handler("SearchTables")
+def search_tables(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """Tables of every database whose name, database, description or columns hold
+    ``SearchText`` (a quoted text: one of them equal to it), that pass every filter."""
+    docs = []
+    for database in svc.catalog.databases():
+        times = svc.catalog.times(database)
+        docs += [table_doc(t, times=times.get(t.name)) for t in svc.catalog.tables(database)]
+    text = (p.get("SearchText") or "").strip()
+    if text:
+        if len(text) > 1 and text[0] == text[-1] == '"':
+            exact = text[1:-1].lower()
+            docs = [d for d in docs if any(f.lower() == exact for f in _text_fields(d))]
+        else:
+            docs = [d for d in docs if any(text.lower() in f.lower() for f in _text_fields(d))]
+    for predicate in p.get("Filters") or ():
+        docs = [d for d in docs if _predicate(d, predicate)]
+    for criterion in reversed(p.get("SortCriteria") or [{"FieldName": "Name"}]):
+        field = criterion.get("FieldName") or "Name"
+        docs.sort(key=lambda d: str(d.get(field) or ""), reverse=criterion.get("Sort") == "DESC")
+    chunk, token = page(docs, p)
+    return {"TableList": chunk, "NextToken": token}
