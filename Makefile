@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-fast lint soak bench bench-quick clean
+.PHONY: install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-fast lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -14,6 +14,17 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# Clients of the Glue endpoint nobody here wrote that cannot share sparkmark's
+# virtualenv: Airflow with its Amazon provider, in a virtualenv of its own, which the
+# tests drive as a process.
+CLIENTS := .venv-clients
+$(CLIENTS)/airflow/.installed: Makefile
+	python3 -m venv $(CLIENTS)/airflow
+	$(CLIENTS)/airflow/bin/python -m pip install -q "apache-airflow==3.3.2" "apache-airflow-providers-amazon==9.39.0"
+	touch $@
+
+clients: $(CLIENTS)/airflow/.installed
 
 # PostgreSQL and MariaDB on 127.0.0.1 from Debian's packages, with database `test`
 # (installed and started when missing; a no-op when both answer). Needs root.
@@ -77,7 +88,7 @@ demo: install
 	@echo "== all of it in the web console: run this, then open the sign-in URL it prints"
 	@echo "   make console      (that is: SPARKMARK_CONFIG=demo/sparkmark.toml $(SM) console)"
 
-test: install services jars browser
+test: install clients services jars browser
 	$(PY) -m pytest -q
 
 # The inner loop: every test that needs no JVM, database server, broker or browser
@@ -123,4 +134,4 @@ bench-quick: install services jars $(VENV)/.bench
 	$(PY) bench/table.py
 
 clean:
-	rm -rf $(VENV) $(DEMO) .sparkmark build
+	rm -rf $(VENV) $(CLIENTS) $(DEMO) .sparkmark build

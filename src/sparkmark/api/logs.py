@@ -11,9 +11,6 @@ after it."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -85,20 +82,25 @@ def _streams(svc: Service, which: str, names: list[str] | None, prefix: str | No
     return found
 
 
+TOKEN_MARK = "sm1"
+
+
 def _decode(token: str | None) -> dict[str, int]:
+    """Positions from a token: ``sm1|<stream>|<line>|…``. Plain text on purpose: botocore's
+    paginators take a token that decodes as base64 JSON for one of their own."""
     if not token:
         return {}
-    try:
-        document = json.loads(base64.urlsafe_b64decode(token.encode()))
-    except (ValueError, binascii.Error):
-        raise invalid("The specified nextToken is invalid.") from None
-    if not isinstance(document, dict) or not all(isinstance(v, int) for v in document.values()):
+    parts = token.split("|")
+    if parts[0] != TOKEN_MARK or len(parts) % 2 != 1:
         raise invalid("The specified nextToken is invalid.")
-    return document
+    try:
+        return {parts[i]: int(parts[i + 1]) for i in range(1, len(parts), 2)}
+    except ValueError:
+        raise invalid("The specified nextToken is invalid.") from None
 
 
 def _encode(positions: dict[str, int]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(positions, sort_keys=True).encode()).decode()
+    return "|".join([TOKEN_MARK, *(f"{name}|{line}" for name, line in sorted(positions.items()))])
 
 
 def _within(stream: _Stream, p: dict[str, Any]) -> bool:
