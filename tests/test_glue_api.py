@@ -1395,3 +1395,194 @@ def test_search_tables_by_text_and_by_token_filters(glue, tmp_path):
     assert found(Filters=[{"Key": "DatabaseName", "Value": "other"}]) == []
     newest_first = glue.search_tables(SortCriteria=[{"FieldName": "Name", "Sort": "DESC"}])["TableList"]
     assert [t["Name"] for t in newest_first] == ["xxlinkyy", "xx-link-yy", "customer-link"]
+
+
+# ------------------------------------------------------------------ Terraform's calls, replayed
+
+
+def test_terraform_resources_call_sequences_replayed(glue, endpoint, tmp_path):
+    """Each Glue resource of Terraform's AWS provider (internal/service/glue/*.go in
+    hashicorp/terraform-provider-aws) makes these calls on apply, refresh, change and
+    destroy: create (tags given), read back with Get*, tags read with GetTags on the ARN
+    it builds (its account from STS, or empty with skip_requesting_account_id), update
+    (Update* and TagResource/UntagResource), delete (a missing resource is no error to it)
+    and, for a trigger, polling GetTrigger until it is gone. Replayed here through boto3."""
+    sts = boto3.client(
+        "sts",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id="terraform",
+        aws_secret_access_key=home_token(),
+    )
+    account = sts.get_caller_identity()["Account"]
+    arn = lambda resource: f"arn:aws:glue:us-east-1:{account}:{resource}"  # noqa: E731
+
+    def tags_of(resource: str) -> dict:
+        # Terraform reads tags after every create and refresh.
+        return glue.get_tags(ResourceArn=arn(resource))["Tags"]
+
+    def retag(resource: str, old: dict, new: dict) -> None:  # the provider's UpdateTags
+        removed = [k for k in old if k not in new]
+        if removed:
+            glue.untag_resource(ResourceArn=arn(resource), TagsToRemove=removed)
+        changed = {k: v for k, v in new.items() if old.get(k) != v}
+        if changed:
+            glue.tag_resource(ResourceArn=arn(resource), TagsToAdd=changed)
+
+    # aws_glue_catalog_database
+    glue.create_database(
+        CatalogId=account,
+        DatabaseInput={"Name": "lake", "Description": "raw", "Parameters": {"k": "v"}},
+        Tags={"env": "dev"},
+    )
+    assert glue.get_database(CatalogId=account, Name="lake")["Database"]["Description"] == "raw"
+    assert tags_of("database/lake") == {"env": "dev"}
+    glue.update_database(
+        CatalogId=account, Name="lake", DatabaseInput={"Name": "lake", "Description": "curated"}
+    )
+    retag("database/lake", {"env": "dev"}, {"env": "prod"})
+    assert glue.get_database(Name="lake")["Database"]["Description"] == "curated"
+    assert tags_of("database/lake") == {"env": "prod"}
+
+    # aws_glue_catalog_table and aws_glue_partition
+    table = orders_table(str(tmp_path / "orders"), name="orders")
+    table["PartitionKeys"] = [{"Name": "dt", "Type": "string"}]
+    glue.create_table(CatalogId=account, DatabaseName="lake", TableInput=table)
+    assert glue.get_table(CatalogId=account, DatabaseName="lake", Name="orders")["Table"]["PartitionKeys"]
+    table["Description"] = "orders, daily"
+    glue.update_table(CatalogId=account, DatabaseName="lake", TableInput=table)
+    assert glue.get_table(DatabaseName="lake", Name="orders")["Table"]["Description"] == "orders, daily"
+    part = {
+        "Values": ["2026-11-26"],
+        "StorageDescriptor": {"Location": str(tmp_path / "orders" / "dt=2026-11-26")},
+    }
+    glue.create_partition(CatalogId=account, DatabaseName="lake", TableName="orders", PartitionInput=part)
+    assert glue.get_partition(DatabaseName="lake", TableName="orders", PartitionValues=["2026-11-26"])[
+        "Partition"
+    ]
+    glue.update_partition(
+        DatabaseName="lake", TableName="orders", PartitionValueList=["2026-11-26"], PartitionInput=part
+    )
+
+    # aws_glue_connection
+    glue.create_connection(
+        CatalogId=account,
+        ConnectionInput={
+            "Name": "warehouse",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "USERNAME": "u", "PASSWORD": "p"},
+        },
+        Tags={"owner": "data"},
+    )
+    assert glue.get_connection(CatalogId=account, Name="warehouse")["Connection"]["ConnectionType"] == "JDBC"
+    assert tags_of("connection/warehouse") == {"owner": "data"}
+    glue.update_connection(
+        CatalogId=account,
+        Name="warehouse",
+        ConnectionInput={
+            "Name": "warehouse",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {"JDBC_CONNECTION_URL": PG_JDBC, "USERNAME": "v", "PASSWORD": "q"},
+        },
+    )
+
+    # aws_glue_job
+    script = tmp_path / "job.py"
+    script.write_text("print('hello')\n")
+    glue.create_job(
+        Name="nightly",
+        Role="arn:aws:iam::000000000000:role/glue",
+        Command={"Name": "glueetl", "ScriptLocation": str(script), "PythonVersion": "3"},
+        DefaultArguments={"--job-bookmark-option": "job-bookmark-enable"},
+        GlueVersion="5.0",
+        WorkerType="G.1X",
+        NumberOfWorkers=2,
+        Timeout=60,
+        MaxRetries=0,
+        ExecutionProperty={"MaxConcurrentRuns": 1},
+        Tags={"team": "data"},
+    )
+    job = glue.get_job(JobName="nightly")["Job"]
+    assert (job["GlueVersion"], job["WorkerType"], job["NumberOfWorkers"]) == ("5.0", "G.1X", 2)
+    assert tags_of("job/nightly") == {"team": "data"}
+    glue.update_job(
+        JobName="nightly",
+        JobUpdate={
+            "Command": {"Name": "glueetl", "ScriptLocation": str(script)},
+            "Role": "arn:aws:iam::000000000000:role/glue",
+            "Timeout": 30,
+        },
+    )
+    assert glue.get_job(JobName="nightly")["Job"]["Timeout"] == 30
+    # With skip_requesting_account_id the provider builds ARNs with no account in them.
+    assert glue.get_tags(ResourceArn="arn:aws:glue:us-east-1::job/nightly")["Tags"] == {"team": "data"}
+
+    # aws_glue_crawler
+    glue.create_crawler(
+        Name="lake-crawler",
+        Role="arn:aws:iam::000000000000:role/glue",
+        DatabaseName="lake",
+        Targets={"S3Targets": [{"Path": str(tmp_path / "orders")}]},
+        SchemaChangePolicy={"UpdateBehavior": "UPDATE_IN_DATABASE", "DeleteBehavior": "LOG"},
+        Tags={"team": "data"},
+    )
+    assert glue.get_crawler(Name="lake-crawler")["Crawler"]["DatabaseName"] == "lake"
+    assert tags_of("crawler/lake-crawler") == {"team": "data"}
+    glue.update_crawler(Name="lake-crawler", Role="arn:aws:iam::000000000000:role/glue", TablePrefix="raw_")
+    assert glue.get_crawler(Name="lake-crawler")["Crawler"]["TablePrefix"] == "raw_"
+
+    # aws_glue_workflow
+    glue.create_workflow(
+        Name="daily", Description="d", DefaultRunProperties={"a": "1"}, MaxConcurrentRuns=1, Tags={"x": "y"}
+    )
+    assert glue.get_workflow(Name="daily")["Workflow"]["DefaultRunProperties"] == {"a": "1"}
+    assert tags_of("workflow/daily") == {"x": "y"}
+    glue.update_workflow(
+        Name="daily", Description="daily loads", DefaultRunProperties={"a": "2"}, MaxConcurrentRuns=2
+    )
+    updated = glue.get_workflow(Name="daily")["Workflow"]
+    assert (updated["Description"], updated["DefaultRunProperties"], updated["MaxConcurrentRuns"]) == (
+        "daily loads",
+        {"a": "2"},
+        2,
+    )
+
+    # aws_glue_trigger: created, waited for, changed, disabled, deleted and waited for
+    glue.create_trigger(
+        Name="nightly-at-two",
+        Type="SCHEDULED",
+        Schedule="cron(0 2 * * ? *)",
+        Actions=[{"JobName": "nightly"}],
+        StartOnCreation=True,
+        Tags={"team": "data"},
+    )
+    assert glue.get_trigger(Name="nightly-at-two")["Trigger"]["State"] == "ACTIVATED"
+    assert tags_of("trigger/nightly-at-two") == {"team": "data"}
+    glue.update_trigger(
+        Name="nightly-at-two",
+        TriggerUpdate={"Actions": [{"JobName": "nightly"}], "Schedule": "cron(0 3 * * ? *)"},
+    )
+    assert glue.get_trigger(Name="nightly-at-two")["Trigger"]["Schedule"] == "cron(0 3 * * ? *)"
+    glue.stop_trigger(Name="nightly-at-two")
+    assert glue.get_trigger(Name="nightly-at-two")["Trigger"]["State"] == "DEACTIVATED"
+
+    # terraform destroy, in dependency order; each delete ignores a missing resource
+    glue.delete_trigger(Name="nightly-at-two")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_trigger(Name="nightly-at-two")
+    glue.delete_job(JobName="nightly")
+    glue.delete_crawler(Name="lake-crawler")
+    glue.delete_workflow(Name="daily")
+    glue.delete_connection(CatalogId=account, ConnectionName="warehouse")
+    glue.delete_partition(DatabaseName="lake", TableName="orders", PartitionValues=["2026-11-26"])
+    glue.delete_table(CatalogId=account, DatabaseName="lake", Name="orders")
+    glue.delete_database(CatalogId=account, Name="lake")
+    for gone in (
+        lambda: glue.get_job(JobName="nightly"),
+        lambda: glue.get_crawler(Name="lake-crawler"),
+        lambda: glue.get_workflow(Name="daily"),
+        lambda: glue.get_connection(Name="warehouse"),
+        lambda: glue.get_database(Name="lake"),
+    ):
+        with pytest.raises(glue.exceptions.EntityNotFoundException):
+            gone()

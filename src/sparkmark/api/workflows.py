@@ -162,6 +162,25 @@ def create_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     return {"Name": name}
 
 
+@handler("UpdateWorkflow")
+def update_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """The fields the update gives replace the workflow's; the others keep their values."""
+    name = p["Name"]
+    svc.refuse_file_owned("workflow", name)
+    entry = svc.registry.get("workflow", name)
+    if entry is None:
+        raise not_found(f"Workflow {name} not found")
+    doc = {**entry.definition, **{k: p[k] for k in ("Description", "DefaultRunProperties") if k in p}}
+    workflow = _validate(WorkflowDefinition, "workflows", name, doc)
+    _check_with(svc, "workflow", workflow)
+    glue = {
+        **entry.glue,
+        **{k: v for k, v in p.items() if k not in ("Name", "Description", "DefaultRunProperties")},
+    }
+    svc.registry.put("workflow", name, doc, glue, create=False)
+    return {"Name": name}
+
+
 @handler("DeleteWorkflow")
 def delete_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
@@ -240,6 +259,7 @@ def get_workflow(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         "CreatedOn": entry.created_at if entry else None,
         "LastModifiedOn": entry.updated_at if entry else None,
         "LastRun": _run_doc(svc, runs[0], False) if runs else None,
+        "MaxConcurrentRuns": entry.glue.get("MaxConcurrentRuns") if entry else None,
     }
     if p.get("IncludeGraph"):
         doc["Graph"] = svc.project.graph(workflow.Name)
