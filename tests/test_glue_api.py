@@ -1586,3 +1586,49 @@ def test_terraform_resources_call_sequences_replayed(glue, endpoint, tmp_path):
     ):
         with pytest.raises(glue.exceptions.EntityNotFoundException):
             gone()
+
+
+def test_awswrangler_table_and_partition_functions(wrangler):
+    """More of awswrangler's catalog module, each call its own and unchanged."""
+    wr, bucket = wrangler
+    wr.catalog.create_database("shop")
+    wr.catalog.create_parquet_table(
+        database="shop",
+        table="events",
+        path=f"s3://{bucket}/events/",
+        columns_types={"id": "bigint", "kind": "string"},
+        partitions_types={"dt": "string"},
+        description="clicks",
+    )
+    wr.catalog.create_json_table(
+        database="shop", table="raw", path=f"s3://{bucket}/raw/", columns_types={"payload": "string"}
+    )
+    assert sorted(wr.catalog.tables(database="shop")["Table"].tolist()) == ["events", "raw"]
+    assert wr.catalog.table(database="shop", table="events")["Column Name"].tolist() == ["id", "kind", "dt"]
+    wr.catalog.add_parquet_partitions(
+        database="shop",
+        table="events",
+        partitions_values={f"s3://{bucket}/events/dt=2026-11-25/": ["2026-11-25"],
+                           f"s3://{bucket}/events/dt=2026-11-26/": ["2026-11-26"]},
+    )  # fmt: skip
+    found = wr.catalog.get_partitions(database="shop", table="events")
+    assert sorted(v[0] for v in found.values()) == ["2026-11-25", "2026-11-26"]
+    only = wr.catalog.get_partitions(database="shop", table="events", expression="dt = '2026-11-26'")
+    assert list(only.values()) == [["2026-11-26"]]
+    wr.catalog.delete_partitions(database="shop", table="events", partitions_values=[["2026-11-25"]])
+    assert [v for v in wr.catalog.get_partitions(database="shop", table="events").values()] == [
+        ["2026-11-26"]
+    ]
+    wr.catalog.add_column(
+        database="shop", table="events", column_name="amount", column_type="double", column_comment="euros"
+    )  # without a comment it sends Comment=None, which botocore refuses before sending
+    assert wr.catalog.get_table_types(database="shop", table="events")["amount"] == "double"
+    wr.catalog.delete_column(database="shop", table="events", column_name="amount")
+    assert "amount" not in wr.catalog.get_table_types(database="shop", table="events")
+    wr.catalog.overwrite_table_parameters(parameters={"only": "this"}, database="shop", table="raw")
+    assert wr.catalog.get_table_parameters(database="shop", table="raw") == {"only": "this"}
+    versions = wr.catalog.get_table_versions(database="shop", table="events")
+    assert len(versions) >= 2  # the column added, then removed
+    assert [d["Name"] for d in wr.catalog.get_databases()] == ["shop"]
+    wr.catalog.delete_all_partitions(database="shop", table="events")
+    assert wr.catalog.get_partitions(database="shop", table="events") == {}

@@ -202,6 +202,9 @@ def table_from_input(database: str, given: dict[str, Any]) -> Table:
         "Retention": given.get("Retention"),
         "Comments": {**comments, **key_comments},
         "StorageDescriptor": {k: v for k, v in sd.items() if k not in ("Columns", "Location")},
+        # Parameters answer as given: a classification sparkmark derived (from the SerDe)
+        # is kept for reading, not shown.
+        "DerivedClassification": "classification" not in (given.get("Parameters") or {}),
     }
     params.update(_reader_options(classification, sd))
     params["classification"] = classification
@@ -248,7 +251,10 @@ def table_doc(
         for k, v in table.parameters.items()
         if not k.startswith("sparkmark.") and not k.startswith("option.")
     }
-    params.setdefault("classification", table.classification)
+    if extra.get("DerivedClassification"):
+        params.pop("classification", None)
+    else:
+        params.setdefault("classification", table.classification)
     doc = {
         "Name": table.name,
         "DatabaseName": table.database,
