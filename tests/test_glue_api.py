@@ -1616,9 +1616,7 @@ def test_awswrangler_table_and_partition_functions(wrangler):
     only = wr.catalog.get_partitions(database="shop", table="events", expression="dt = '2026-11-26'")
     assert list(only.values()) == [["2026-11-26"]]
     wr.catalog.delete_partitions(database="shop", table="events", partitions_values=[["2026-11-25"]])
-    assert [v for v in wr.catalog.get_partitions(database="shop", table="events").values()] == [
-        ["2026-11-26"]
-    ]
+    assert list(wr.catalog.get_partitions(database="shop", table="events").values()) == [["2026-11-26"]]
     wr.catalog.add_column(
         database="shop", table="events", column_name="amount", column_type="double", column_comment="euros"
     )  # without a comment it sends Comment=None, which botocore refuses before sending
