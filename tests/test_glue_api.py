@@ -1630,3 +1630,49 @@ def test_awswrangler_table_and_partition_functions(wrangler):
     assert [d["Name"] for d in wr.catalog.get_databases()] == ["shop"]
     wr.catalog.delete_all_partitions(database="shop", table="events")
     assert wr.catalog.get_partitions(database="shop", table="events") == {}
+
+
+TERMINAL_SCRIPT = """
+import sys
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME"])
+job = Job(GlueContext(SparkContext()))
+job.init(args["JOB_NAME"], args)
+print("written by a run from a terminal")
+print("and a warning", file=sys.stderr)
+job.commit()
+"""
+
+
+def test_a_terminal_runs_output_is_kept_with_the_run_and_served_as_logs(
+    glue, endpoint, spark, tmp_path, caplog
+):
+    """`sparkmark run` shows what the script prints and keeps a copy with the run, so
+    its logs are read as a scheduled run's are (CloudWatch Logs' groups, the console)."""
+    import logging
+
+    from sparkmark.cli.run import run
+    from sparkmark.host import RunRequest
+
+    caplog.set_level(logging.INFO, logger="sparkmark")  # as `sparkmark` sets its log (SPARKMARK_LOG_LEVEL)
+    script = tmp_path / "terminal.py"
+    script.write_text(TERMINAL_SCRIPT)
+    code = run(RunRequest(script=str(script), arguments=["--JOB_NAME", "from_terminal"]), keep_output=True)
+    assert code == 0
+    run_id = glue.get_job_runs(JobName="from_terminal")["JobRuns"][0]["Id"]
+    logs = logs_client(endpoint.url)
+    output = logs.get_log_events(
+        logGroupName="/aws-glue/jobs/output", logStreamName=run_id, startFromHead=True
+    )
+    printed = [e["message"] for e in output["events"]]
+    assert "written by a run from a terminal" in printed
+    assert any(line.endswith(f"run {run_id} of job from_terminal: SUCCEEDED") for line in printed)
+    errors = logs.filter_log_events(logGroupName="/aws-glue/jobs/error", logStreamNames=[run_id])["events"]
+    assert "and a warning" in [e["message"] for e in errors]
+    assert any(f"run {run_id} started" in e["message"] for e in errors)  # sparkmark's own log lines
+    streams = logs.describe_log_streams(logGroupName="/aws-glue/jobs/output")["logStreams"]
+    assert run_id in [s["logStreamName"] for s in streams]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.masking import mask_text
+from ..engine.run_logs import error_path, log_path
 from ..errors import NotFound
-from ..workflow.launcher import error_path
 from .protocol import GlueApiError, invalid
 from .service import CATALOG_ID, Service, handler
 
@@ -40,14 +40,22 @@ def _group(name: str | None) -> str:
 
 
 def _file(svc: Service, which: str, stream: str) -> Path | None:
-    """The file holding ``stream`` (a run id) of the group ``which``, or None."""
+    """The file holding ``stream`` (a run id) of the group ``which``, or None: the
+    scheduler's log of a run it started, else the copy a run from a terminal kept."""
     try:
         action = svc.workflows.action(stream)
     except NotFound:
-        return None
-    if action.kind != "JOB" or not action.log_path:
-        return None
-    path = Path(action.log_path)
+        action = None
+    if action is not None:
+        if action.kind != "JOB" or not action.log_path:
+            return None
+        path = Path(action.log_path)
+    else:
+        try:
+            record = svc.state.get_run(stream)
+        except NotFound:
+            return None
+        path = log_path(svc.settings.home, "JOB", record.job_name, stream)
     return path if which == "output" else error_path(path)
 
 
@@ -72,6 +80,9 @@ def _streams(svc: Service, which: str, names: list[str] | None, prefix: str | No
     if names is None:
         actions = svc.workflows.actions_of(kind="JOB")
         names = sorted(a.action_id for a in actions if a.log_path)
+        folder = svc.settings.home / "logs" / "jobs"
+        kept = {p.stem for p in folder.glob("*/*.log")} if folder.exists() else set()
+        names = sorted(set(names) | kept)
     found = []
     for name in names:
         if prefix and not name.startswith(prefix):

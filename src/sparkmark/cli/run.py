@@ -80,15 +80,31 @@ def run_script(
         )
     except SparkmarkError as exc:
         fail(str(exc))
-    return run(request)
+    return run(request, keep_output=True)
 
 
-def run(request: RunRequest) -> int:
-    """Run ``request`` through the job host and print its outcome; the exit code."""
+def run(request: RunRequest, *, keep_output: bool = False) -> int:
+    """Run ``request`` through the job host and print its outcome; the exit code. With
+    ``keep_output`` (a run from a terminal; a scheduler keeps its runs' output itself),
+    what the run printed is also kept with each run it started."""
+    from ..engine.run_logs import Capture
+    from ..settings import Settings
+
+    capture = Capture(Settings.from_env().home) if keep_output else None
     try:
-        outcome = run_request(request, endpoint=glue_endpoint)
+        if capture is None:
+            outcome = run_request(request, endpoint=glue_endpoint)
+        else:
+            with capture:
+                outcome = run_request(request, endpoint=glue_endpoint)
+                report(outcome)
+            capture.keep([(line.job_name, line.run_id) for line in outcome.runs])
+            return outcome.code
     except SparkmarkError as exc:
         fail(str(exc))
+    finally:
+        if capture is not None:
+            capture.discard()
     report(outcome)
     return outcome.code
 

@@ -21,12 +21,12 @@ from ..engine.masking import mask_text
 from ..engine.models import BookmarkVersion, RunRecord, RunState
 from ..engine.names import check_name, check_run_id
 from ..engine.preview import preview_job, preview_rewind
+from ..engine.run_logs import error_path, log_path
 from ..errors import ArgumentError, NotFound, SparkmarkError
 from ..sources.registry import FILES, kind_of_metrics, kind_of_state
 from ..sources.states import parse_state
 from ..workflow import report
 from ..workflow.definition import TriggerType
-from ..workflow.launcher import error_path
 from .graph import layout
 from .security import CSRF_FIELD, guard_of
 
@@ -264,15 +264,18 @@ def _manifest(run: RunRecord) -> list[dict[str, Any]]:
 
 
 def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
-    """(log path, its last LOG_BYTES, masked) of a run the scheduler started."""
+    """(log path, its last LOG_BYTES, masked) of a run: the scheduler's for a run it
+    started, else the copy a run from a terminal kept."""
+    service = request.app.state.service
     try:
-        action = request.app.state.service.workflows.action(run.run_id)
+        kept = service.workflows.action(run.run_id).log_path
     except NotFound:
-        return None, None
-    if not action.log_path:
+        kept = None
+    stdout = Path(kept) if kept else log_path(service.settings.home, "JOB", run.job_name, run.run_id)
+    if not stdout.exists() and not error_path(stdout).exists():
         return None, None
     parts = []
-    for path, heading in ((Path(action.log_path), None), (error_path(Path(action.log_path)), "stderr")):
+    for path, heading in ((stdout, None), (error_path(stdout), "stderr")):
         try:
             with open(path, "rb") as f:
                 f.seek(0, 2)
@@ -284,8 +287,8 @@ def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
         if text:
             parts.append(f"--- {heading} ---\n{text}" if heading else text)
     if not parts:
-        return action.log_path, None
-    return action.log_path, mask_text("\n".join(parts))
+        return str(stdout), None
+    return str(stdout), mask_text("\n".join(parts))
 
 
 def run_page(request: Request) -> Response:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.owner import is_dead
+from ..engine.run_logs import error_path
 from ..engine.store import private_dir, private_file
 
 EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"
@@ -143,12 +144,6 @@ def _is_zombie(pid: int) -> bool:
 
 def exit_path(log_path: Path) -> Path:
     return log_path.with_suffix(".exit")
-
-
-def error_path(log_path: Path) -> Path:
-    """Where a launched process's stderr goes: beside its stdout (the action's log_path),
-    as Glue keeps a run's output and its errors in two log groups."""
-    return log_path.with_suffix(".err")
 
 
 def read_exit(log_path: str | None) -> int | None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..crawler.store import CrawlerStore
+from ..engine import run_logs
 from ..engine.masking import MASK
 from ..engine.models import RunState
 from ..engine.schema import utcnow
@@ -270,8 +271,7 @@ class ActionSupervisor:
         )
 
     def _spec(self, action: ActionRecord) -> LaunchSpec:
-        logs = self.settings.home / "logs" / ("jobs" if action.kind == "JOB" else "crawlers") / action.name
-        log_path = logs / f"{action.action_id}.log"
+        log_path = run_logs.log_path(self.settings.home, action.kind, action.name, action.action_id)
         if action.kind == "CRAWLER":
             if action.name not in self.project.crawlers:
                 raise ConfigError(f"crawler {action.name!r} is no longer declared in {self.project.path}")

@@ -1,0 +1,101 @@
+"""Where a run's output is kept, and keeping it.
+
+A run's stdout is ``<home>/logs/<kind>s/<name>/<run id>.log`` and its stderr is beside
+it with ``.err``, private to the owner: the scheduler's launcher writes there for the
+processes it starts, and a run from a terminal keeps a copy there of what it printed
+(``Capture``), so both are read the same way (as CloudWatch Logs' streams, on the
+console).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from .masking import MaskingFilter
+from .store import private_dir, private_file
+
+
+def log_path(home: Path, kind: str, name: str, run_id: str) -> Path:
+    """Where run ``run_id`` of job or crawler ``name`` keeps its stdout."""
+    return home / "logs" / ("jobs" if kind.upper() == "JOB" else "crawlers") / name / f"{run_id}.log"
+
+
+def error_path(path: Path) -> Path:
+    """Where the run whose stdout is ``path`` keeps its stderr."""
+    return path.with_suffix(".err")
+
+
+class _Tee(io.TextIOBase):
+    """Writes to the terminal's stream and to a file."""
+
+    def __init__(self, shown: TextIO, kept: TextIO):
+        self.shown, self.kept = shown, kept
+
+    def write(self, text: str) -> int:
+        self.kept.write(text)
+        return self.shown.write(text)
+
+    def flush(self) -> None:
+        self.kept.flush()
+        self.shown.flush()
+
+    def isatty(self) -> bool:
+        return self.shown.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.shown, "encoding", "utf-8")
+
+    def fileno(self) -> int:
+        return self.shown.fileno()
+
+
+class Capture:
+    """While open, what this process prints (``print``, and sparkmark's log records at
+    the level the log is set to, masked) is also written to two files; ``keep`` then gives each run started meanwhile a copy,
+    at its log path. What the JVM writes to the file descriptors is not captured."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self._dir = Path(tempfile.mkdtemp(prefix="sparkmark-run-"))
+        private_dir(self._dir)
+        self.out_file = self._dir / "out"
+        self.err_file = self._dir / "err"
+
+    def __enter__(self) -> Capture:
+        self._out = open(self.out_file, "w", encoding="utf-8")
+        self._err = open(self.err_file, "w", encoding="utf-8")
+        for path in (self.out_file, self.err_file):
+            private_file(path)
+        self._saved = sys.stdout, sys.stderr
+        sys.stdout = _Tee(sys.stdout, self._out)
+        sys.stderr = _Tee(sys.stderr, self._err)
+        self._handler = logging.StreamHandler(self._err)
+        self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self._handler.addFilter(MaskingFilter())  # as every handler of sparkmark's log
+        logging.getLogger("sparkmark").addHandler(self._handler)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        logging.getLogger("sparkmark").removeHandler(self._handler)
+        sys.stdout, sys.stderr = self._saved
+        self._out.close()
+        self._err.close()
+
+    def keep(self, runs: list[tuple[str, str]]) -> None:
+        """Copy what was captured to the log path of each (job name, run id)."""
+        for name, run_id in runs:
+            target = log_path(self.home, "JOB", name, run_id)
+            private_dir(target.parent)
+            for source, destination in ((self.out_file, target), (self.err_file, error_path(target))):
+                shutil.copyfile(source, destination)
+                private_file(destination)
+
+    def discard(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
