@@ -768,6 +768,11 @@ def test_the_seed_guides_cli_commands_run_against_the_endpoint(glue, spark, tmp_
     runs = glue.get_workflow_runs(Name="daily-orders-pipeline")["Runs"]
     assert len(runs) == 1
     assert f"workflow run: {runs[0]['WorkflowRunId']}" in lines
+    graph_types = {t for line in lines for t in line.split() if t in ("TRIGGER", "JOB", "CRAWLER")}
+    assert graph_types == {"TRIGGER", "JOB", "CRAWLER"}  # --include-graph, crawler nodes included
+    connection = glue.get_connection(Name="rds-postgres-prod", HidePassword=True)["Connection"]
+    assert connection["ConnectionProperties"]["USERNAME"] == "glue_reader"
+    assert connection["PhysicalConnectionRequirements"]["SubnetId"] == "subnet-0abc1234"
 
 
 DEVUTILS_SCRIPT = """
