@@ -14,6 +14,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_CONNECTORS`` | connectors | ``auto`` (or ``none``, or a list of s3, kafka, avro, jdbc) |
 | ``SPARKMARK_JDBC_JARS`` | jdbc_jars | unset: resolved or Debian drivers; a comma list replaces them |
 | ``SPARKMARK_SPARK_CONF`` | spark_conf | a JSON object of Spark settings (a declared job's ``Spark.conf``) |
+| ``SPARKMARK_DATALAKE_FORMATS`` | datalake_formats | unset; ``iceberg``, ``delta`` (comma list): their jars on Spark's class path (a job's ``--datalake-formats`` sets it for its run) |
 | ``SPARKMARK_CATALOG`` | catalog | ``hive`` (``none``: sessions without Hive support) |
 | ``SPARKMARK_METASTORE_URL`` | metastore_url | embedded Derby in the home |
 | ``SPARKMARK_METASTORE_USER`` / ``_PASSWORD`` | metastore_user / metastore_password | unset |
@@ -97,6 +98,7 @@ class Settings(BaseModel):
     connectors: str = "auto"
     jdbc_jars: str | None = None
     spark_conf: str | None = None
+    datalake_formats: str | None = None
     catalog: str = "hive"
     metastore_url: str | None = None
     metastore_user: str | None = None

@@ -50,7 +50,24 @@ def session_jars(settings: Settings) -> list[str]:
     the JDBC drivers."""
     others = tuple(c.name for c in connectors.CONNECTORS if c.name != "jdbc")
     jars = connectors.classpath(settings.jars_dir, settings.connectors, include=others)
-    return list(dict.fromkeys(jars + jdbc_jars(settings)))
+    return list(dict.fromkeys(jars + jdbc_jars(settings) + format_jars(settings)))
+
+
+def format_jars(settings: Settings) -> list[str]:
+    """The jars of the table formats ``datalake_formats`` names (a job's
+    ``--datalake-formats``); one ConfigError line when one was not resolved."""
+    from .table_formats import FORMATS, parse_formats
+
+    jars: list[str] = []
+    for name in parse_formats(settings.datalake_formats):
+        found = connectors.resolved_jars(settings.jars_dir, FORMATS[name])
+        if not found:
+            raise ConfigError(
+                f"--datalake-formats {name}: its jars are not resolved in {settings.jars_dir}; run `make jars` "
+                f"(or give Spark {FORMATS[name].coordinates} through spark.jars.packages)"
+            )
+        jars += found
+    return jars
 
 
 def session_confs(settings: Settings, master: str | None = None) -> dict[str, str]:

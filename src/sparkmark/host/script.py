@@ -75,6 +75,34 @@ def _prepare_spark_and_glue(settings: Settings) -> None:
         os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(settings)
 
 
+def _glue_spark_parameters(resolved: job_args.JobArguments, env: ScriptEnvironment) -> None:
+    """Glue's job parameters that configure Spark rather than the script:
+    ``--datalake-formats`` (the table formats' jars) and ``--conf`` (Spark settings, in
+    Glue's ``k=v --conf k2=v2`` form, over the ones the settings already give)."""
+    import json
+
+    from ..table_formats import glue_conf, parse_formats
+
+    formats = parse_formats(resolved.values.get("datalake-formats"))
+    confs = glue_conf(resolved.values.get("conf"))
+    if formats:
+        env.set("SPARKMARK_DATALAKE_FORMATS", ",".join(formats))
+    if confs:
+        given = Settings.from_env().spark_conf_map()
+        env.set("SPARKMARK_SPARK_CONF", json.dumps({**given, **confs}))
+    if (formats or confs) and _running_spark():
+        log.warning(
+            "--datalake-formats / --conf apply to a Spark session this run starts; this process's "
+            "session is already running, so they are not applied to it"
+        )
+
+
+def _running_spark() -> bool:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None
+
+
 def _skip_without_spark(script: Path, resolved: job_args.JobArguments, settings: Settings) -> str | None:
     """Record a skipped run when the job has nothing new to read; the line saying so."""
     from ..engine.masking import mask_arguments
@@ -207,6 +235,7 @@ def run_request(
     try:
         for name, value in request.environment().items():
             env.set(name, value)
+        _glue_spark_parameters(resolved, env)
         settings = Settings.from_env()
         if request.skip_if_no_new_data:
             skipped = _skip_without_spark(script, resolved, settings)

@@ -1,0 +1,68 @@
+"""Open table formats as Glue enables them: the job parameter ``--datalake-formats``
+(``iceberg``, ``delta``, ``hudi``, comma-separated) puts the format's jars on Spark's
+class path, and ``--conf`` (Glue's one parameter holding ``k=v --conf k=v …``) gives the
+Spark settings AWS's pages tell users to set (the SQL extensions, the catalogs).
+
+The jars come from ``make jars`` (``jars/iceberg``: Iceberg's Spark 4.1 runtime and its
+AWS bundle; ``jars/delta``: Delta Lake for Spark 4.1). No Hudi bundle for Spark 4.1
+resolves from Maven Central, so ``hudi`` is refused in one line.
+"""
+
+from __future__ import annotations
+
+from .connectors import Connector
+from .errors import ConfigError
+
+FORMATS: dict[str, Connector] = {
+    "iceberg": Connector(
+        "iceberg",
+        "iceberg",
+        "Apache Iceberg tables (Iceberg's Spark runtime and its AWS bundle: GlueCatalog, S3FileIO)",
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0,org.apache.iceberg:iceberg-aws-bundle:1.11.0",
+        ("Cannot find catalog plugin class", "org.apache.iceberg"),
+    ),
+    "delta": Connector(
+        "delta",
+        "delta",
+        "Delta Lake tables (delta-spark)",
+        "io.delta:delta-spark_2.13:4.1.0",
+        ("Failed to find the data source: delta", "io.delta"),
+    ),
+}
+UNAVAILABLE = {
+    "hudi": (
+        "no Apache Hudi bundle for Spark 4.1 resolves from Maven Central "
+        "(hudi-spark4.1-bundle_2.13 and hudi-spark4.0-bundle_2.13 were tried); use iceberg or delta"
+    ),
+}
+
+
+def parse_formats(text: str | None) -> tuple[str, ...]:
+    """The formats ``--datalake-formats`` names (``iceberg,delta``), each once, or one
+    ConfigError line naming the value."""
+    names = [n.strip().lower() for n in (text or "").split(",") if n.strip()]
+    for name in names:
+        if name in UNAVAILABLE:
+            raise ConfigError(f"--datalake-formats {name}: {UNAVAILABLE[name]}")
+        if name not in FORMATS:
+            raise ConfigError(
+                f"--datalake-formats names {name!r}; Glue's formats here are {', '.join(FORMATS)}"
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def glue_conf(text: str | None) -> dict[str, str]:
+    """Glue's ``--conf`` job parameter, one value that holds several settings:
+    ``spark.a=1 --conf spark.b=2``. Each must be ``key=value``."""
+    found: dict[str, str] = {}
+    if not text or not text.strip():
+        return found
+    for given in text.split("--conf"):
+        part = given.strip()
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"--conf {part!r} is not key=value (Glue's form: k=v --conf k2=v2)")
+        found[key.strip()] = value.strip()
+    return found
