@@ -1681,3 +1681,35 @@ def test_a_terminal_runs_output_is_kept_with_the_run_and_served_as_logs(
     assert any(f"run {run_id} started" in e["message"] for e in errors)  # sparkmark's own log lines
     streams = logs.describe_log_streams(logGroupName="/aws-glue/jobs/output")["logStreams"]
     assert run_id in [s["logStreamName"] for s in streams]
+
+
+def test_update_table_checks_the_version_id_as_glue_does(glue, tmp_path):
+    """UpdateTable's VersionId is an optimistic lock (Iceberg's GlueCatalog commits with
+    it): the table's VersionId moves at every change, and an update naming an older one
+    is refused with ConcurrentModificationException, leaving the table as it was."""
+    glue.create_database(DatabaseInput={"Name": "ice"})
+    table = {
+        "Name": "events",
+        "TableType": "EXTERNAL_TABLE",
+        "Parameters": {"table_type": "ICEBERG", "metadata_location": "s3://b/w/events/metadata/00000.json"},
+        "StorageDescriptor": {"Location": "s3://b/w/events", "Columns": [{"Name": "id", "Type": "bigint"}]},
+    }
+    glue.create_table(DatabaseName="ice", TableInput=table)
+    first = glue.get_table(DatabaseName="ice", Name="events")["Table"]
+    assert first["Parameters"]["table_type"] == "ICEBERG" and "classification" not in first["Parameters"]
+    assert first["StorageDescriptor"]["Columns"] == [{"Name": "id", "Type": "bigint"}]
+    committed = {
+        **table,
+        "Parameters": {**table["Parameters"], "metadata_location": "s3://b/w/events/metadata/00001.json"},
+    }
+    glue.update_table(DatabaseName="ice", TableInput=committed, VersionId=first["VersionId"])
+    second = glue.get_table(DatabaseName="ice", Name="events")["Table"]
+    assert second["VersionId"] != first["VersionId"]  # no schema change, still a new version
+    late = {
+        **table,
+        "Parameters": {**table["Parameters"], "metadata_location": "s3://b/w/events/metadata/late.json"},
+    }
+    with pytest.raises(glue.exceptions.ConcurrentModificationException):
+        glue.update_table(DatabaseName="ice", TableInput=late, VersionId=first["VersionId"])
+    kept = glue.get_table(DatabaseName="ice", Name="events")["Table"]["Parameters"]["metadata_location"]
+    assert kept.endswith("00001.json")

@@ -17,7 +17,7 @@ from typing import Any
 from ..catalog.expression import select_partitions
 from ..catalog.models import Column, Database, Partition, Table
 from ..errors import NotFound
-from .protocol import exists, invalid, not_found
+from .protocol import GlueApiError, exists, invalid, not_found
 from .service import CATALOG_ID, Service, handler, page
 
 GLUE_KEY = "sparkmark.glue"
@@ -133,9 +133,15 @@ def _columns(given: list[dict[str, Any]] | None) -> tuple[tuple[Column, ...], di
     return tuple(cols), comments
 
 
+TABLE_FORMATS = ("iceberg", "delta", "hudi")  # open table formats: their files are theirs to name
+
+
 def _classification(params: dict[str, str], sd: dict[str, Any]) -> str:
     if params.get("classification"):
         return params["classification"].lower()
+    table_type = (params.get("table_type") or params.get("spark.sql.sources.provider") or "").lower()
+    if table_type in TABLE_FORMATS:  # Iceberg's GlueCatalog writes table_type=ICEBERG
+        return table_type
     serde = (sd.get("SerdeInfo") or {}).get("SerializationLibrary", "") or ""
     informat = sd.get("InputFormat", "") or ""
     for kind, (fmt_in, _out, lib) in FORMATS.items():
@@ -202,6 +208,7 @@ def table_from_input(database: str, given: dict[str, Any]) -> Table:
         "Retention": given.get("Retention"),
         "Comments": {**comments, **key_comments},
         "StorageDescriptor": {k: v for k, v in sd.items() if k not in ("Columns", "Location")},
+        "Columns": sd.get("Columns") if classification in TABLE_FORMATS else None,
         # Parameters answer as given: a classification sparkmark derived (from the SerDe)
         # is kept for reading, not shown.
         "DerivedClassification": "classification" not in (given.get("Parameters") or {}),
@@ -220,8 +227,10 @@ def _glue_extra(table: Table) -> dict[str, Any]:
 
 
 def _storage(table: Table, location: str, extra: dict[str, Any], comments: dict[str, str]) -> dict[str, Any]:
-    fmt_in, fmt_out, lib = FORMATS.get(table.classification, FORMATS["csv"])
     given = dict(extra.get("StorageDescriptor") or {})
+    if table.classification in TABLE_FORMATS:  # the format's own descriptor, as its catalog wrote it
+        return {**given, "Columns": extra.get("Columns") or [], "Location": location}
+    fmt_in, fmt_out, lib = FORMATS.get(table.classification, FORMATS["csv"])
     serde = given.get("SerdeInfo") or {"SerializationLibrary": lib, "Parameters": {}}
     if not given.get("SerdeInfo") and table.parameters.get("option.sep"):
         serde["Parameters"] = {"field.delim": table.parameters["option.sep"]}
@@ -302,17 +311,40 @@ def create_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     table = table_from_input(db, p["TableInput"])
     if any(t.name == table.name for t in svc.catalog.tables(db)):
         raise exists(f"Table {table.name} already exists.")
+    table.parameters[VERSION_KEY] = "1"
     svc.catalog.put_table(table)
     return {}
 
 
+VERSION_KEY = "sparkmark.version_id"  # counts the table's changes: Glue's VersionId
+
+
+def version_id(table: Table, schema_version: int | None) -> str | None:
+    """The table's VersionId: it moves at every change (what UpdateTable's VersionId is
+    checked against); a table written before it was counted has its schema version."""
+    if VERSION_KEY in table.parameters:
+        return table.parameters[VERSION_KEY]
+    return str(schema_version) if schema_version is not None else None
+
+
 @handler("UpdateTable")
 def update_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """As Glue's: a VersionId given must be the table's current one (an optimistic lock,
+    which Iceberg's GlueCatalog commits with), else ConcurrentModificationException."""
     given = p.get("TableInput")
     if not given:
         raise invalid("UpdateTable needs TableInput")
     old = _table(svc, p["DatabaseName"], given["Name"])
-    svc.catalog.put_table(table_from_input(old.database, given))
+    versions = svc.catalog.versions(old.database, old.name)
+    current = version_id(old, versions[-1].version if versions else None)
+    if p.get("VersionId") is not None and p["VersionId"] != current:
+        raise GlueApiError(
+            "ConcurrentModificationException",
+            f"Table {old.name} was changed by another writer: its VersionId is {current}, not {p['VersionId']}",
+        )
+    new = table_from_input(old.database, given)
+    new.parameters[VERSION_KEY] = str(int(current or 0) + 1)
+    svc.catalog.put_table(new)
     return {}
 
 
@@ -321,7 +353,9 @@ def get_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     table = _table(svc, p["DatabaseName"], p["Name"])
     versions = svc.catalog.versions(table.database, table.name)
     times = svc.catalog.times(table.database).get(table.name)
-    return {"Table": table_doc(table, versions[-1].version if versions else None, times)}
+    doc = table_doc(table, versions[-1].version if versions else None, times)
+    doc["VersionId"] = version_id(table, versions[-1].version if versions else None)
+    return {"Table": doc}
 
 
 @handler("GetTables")

@@ -97,6 +97,43 @@ def _glue_spark_parameters(resolved: job_args.JobArguments, env: ScriptEnvironme
         )
 
 
+GLUE_CATALOG = "org.apache.iceberg.aws.glue.GlueCatalog"
+
+
+def _endpoint_for_glue_catalogs(
+    settings: Settings, env: ScriptEnvironment, endpoint: Callable[[ScriptEnvironment], Any] | None
+) -> Any:
+    """Iceberg's GlueCatalog is a Glue client inside the JVM: when the Spark settings
+    declare one, the Glue endpoint is set up before Spark starts, and each such catalog
+    is pointed at it (``glue.endpoint``, ``client.region``) and at the S3 endpoint AWS's
+    variables name (``s3.endpoint``, path-style), unless its settings already say.
+    Returns what to stop after the run, or False when there is no such catalog."""
+    import json
+
+    confs = settings.spark_conf_map()
+    catalogs = [
+        key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
+        for key, value in confs.items()
+        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == GLUE_CATALOG
+    ]
+    if not catalogs or endpoint is None or settings.spark_remote:
+        return False
+    started = endpoint(env)
+    url = os.environ.get("AWS_ENDPOINT_URL_GLUE")
+    for name in catalogs:
+        prefix = f"spark.sql.catalog.{name}."
+        wanted = {"client.region": settings.aws_region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}
+        if url:
+            wanted["glue.endpoint"] = url
+        if settings.aws_endpoint_url_s3:
+            wanted.update({"s3.endpoint": settings.aws_endpoint_url_s3, "s3.path-style-access": "true"})
+        for key, value in wanted.items():
+            confs.setdefault(prefix + key, value)
+    env.set("SPARKMARK_SPARK_CONF", json.dumps(confs))
+    log.info("Iceberg catalog(s) %s talk to sparkmark's Glue API at %s", ", ".join(catalogs), url)
+    return started
+
+
 def _running_spark() -> bool:
     from pyspark.sql import SparkSession
 
@@ -241,8 +278,11 @@ def run_request(
             skipped = _skip_without_spark(script, resolved, settings)
             if skipped is not None:
                 return HostOutcome(0, skipped=skipped)
+        started = _endpoint_for_glue_catalogs(settings, env, endpoint)
+        if started is not False:
+            settings = Settings.from_env()
         _prepare_spark_and_glue(settings)
-        return _run(script, request, settings, env, endpoint)
+        return _run(script, request, settings, env, endpoint, None if started is False else started)
     finally:
         env.restore()
 
@@ -253,11 +293,15 @@ def _run(
     settings: Settings,
     env: ScriptEnvironment,
     endpoint: Callable[[ScriptEnvironment], Any] | None,
+    started: Any = None,
 ) -> HostOutcome:
     from ..runtime import describe_error, running_runs, started_runs, stopping
 
     hook = _EndpointOnImport(lambda: endpoint(env) if endpoint is not None else None)
-    if "boto3" in sys.modules:  # imported already (a notebook, a test): set up now
+    if started is not None:  # set up already, for the JVM's Glue clients
+        hook.done = True
+        hook.running = started
+    elif "boto3" in sys.modules:  # imported already (a notebook, a test): set up now
         hook.done = True
         hook.running = hook.hook()
     sys.meta_path.insert(0, hook)
