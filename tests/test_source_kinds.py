@@ -79,6 +79,6 @@ def test_every_kind_has_a_fixture_row():
 
 
 def test_a_state_of_a_kind_this_release_does_not_know_reads_as_files():
-    state = parse_state({"type": "iceberg", "paths": ["s3://lake/t"], "snapshot": 7})
+    state = parse_state({"type": "hudi", "paths": ["s3://lake/t"], "instant": 7})
     assert state.type == "files" and state.source() == "s3://lake/t"
-    assert kind_of_state({"type": "iceberg"}) is FILES
+    assert kind_of_state({"type": "hudi"}) is FILES

@@ -228,3 +228,84 @@ def test_icebergs_glue_catalog_talks_to_sparkmarks_glue_api_on_s3(tmp_path, s3_s
         assert done.returncode == 0, done.stderr[-6000:]
         assert printed(done, "ROWS") == f"ROWS {expected}"
         assert printed(done, "GLUE") == "GLUE ICEBERG True"
+
+
+INCREMENTAL_SCRIPT = """
+import sys
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "batch", "change"])
+glueContext = GlueContext(SparkContext.getOrCreate())
+spark = glueContext.spark_session
+job = Job(glueContext)
+job.init(args["JOB_NAME"], args)
+spark.sql("CREATE NAMESPACE IF NOT EXISTS glue_catalog.lake")
+spark.sql("CREATE TABLE IF NOT EXISTS glue_catalog.lake.clicks (id bigint, batch string) USING iceberg")
+if args["change"] == "append":
+    spark.sql(f"INSERT INTO glue_catalog.lake.clicks VALUES (1, '{args['batch']}'), (2, '{args['batch']}')")
+elif args["change"] == "delete":
+    spark.sql("DELETE FROM glue_catalog.lake.clicks WHERE id = 1")
+new = glueContext.create_data_frame.from_catalog(database="lake", table_name="clicks", transformation_ctx="clicks")
+print("READ", sorted((r.id, r.batch) for r in new.collect()))
+job.commit()
+"""
+
+
+@pytest.mark.slow
+def test_a_bookmark_on_an_iceberg_table_reads_only_new_snapshots(tmp_path, s3_server):
+    """Beyond Glue (which bookmarks no Iceberg table): a catalog read of an Iceberg table
+    with a transformation_ctx reads, at each run, only the snapshots committed since the
+    last successful run; a snapshot that changed rows (a DELETE) fails the run in one line
+    and the bookmark stays where it was."""
+    import boto3
+
+    bucket = "clicks-warehouse"
+    boto3.client(
+        "s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
+        aws_access_key_id="test", aws_secret_access_key="test",
+    ).create_bucket(Bucket=bucket)  # fmt: skip
+    script = tmp_path / "incremental.py"
+    script.write_text(INCREMENTAL_SCRIPT)
+    conf = (
+        "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        " --conf spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog"
+        f" --conf spark.sql.catalog.glue_catalog.warehouse=s3://{bucket}/warehouse/"
+        " --conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog"
+        " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
+    )
+    aws = {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": s3_server.endpoint_url,
+    }
+    home = tmp_path / "home"
+
+    def job(batch: str, change: str) -> subprocess.CompletedProcess:
+        args = [
+            "--JOB_NAME", "clicks_reader", "--job-bookmark-option", "job-bookmark-enable",
+            "--batch", batch, "--change", change, "--datalake-formats", "iceberg", "--conf", conf,
+        ]  # fmt: skip
+        return run(script, args, home, **aws)
+
+    first = job("b1", "append")
+    assert first.returncode == 0, first.stderr[-6000:]
+    assert printed(first, "READ") == "READ [(1, 'b1'), (2, 'b1')]"
+    second = job("b2", "append")
+    assert second.returncode == 0, second.stderr[-6000:]
+    assert printed(second, "READ") == "READ [(1, 'b2'), (2, 'b2')]"  # only the new snapshot
+    shown = subprocess.run(
+        [str(SPARKMARK), "bookmark", "get", "clicks_reader"],
+        capture_output=True, text=True, timeout=120,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, "SPARKMARK_HOME": str(home)},
+    )  # fmt: skip
+    assert shown.returncode == 0 and "snapshot" in shown.stdout, shown.stdout + shown.stderr
+    changed = job("b3", "delete")
+    assert changed.returncode != 0
+    errors = [line for line in changed.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, changed.stderr[-3000:]
+    assert "is an overwrite" in errors[0] or "is an delete" in errors[0], errors[0]
+    assert "the bookmark stays at snapshot" in errors[0]

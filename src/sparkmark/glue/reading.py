@@ -310,6 +310,8 @@ def from_catalog(
     store = gc.catalog_store()
     found = store.table(database, table_name)
     classification = found.classification
+    if classification == "iceberg":  # beyond Glue: bookmarked by snapshot
+        return read_iceberg(gc, database, table_name, ctx), False
     if found.parameters.get("connectionName"):  # a crawled JDBC table
         resolved = gc.connections.resolve(found.parameters["connectionName"])
         keys = options.get("jobBookmarkKeys") or [
@@ -355,6 +357,32 @@ def from_catalog(
     if as_text:
         df = choice.type_text_columns(df, [c.name for c in found.columns if c.name in df.columns])
     return df, classification == "json"
+
+
+GLUE_CATALOG = "org.apache.iceberg.aws.glue.GlueCatalog"
+
+
+def read_iceberg(gc: GlueContext, database: str, table_name: str, ctx: str | None) -> DataFrame:
+    """An Iceberg table of the catalog, through the session's Iceberg catalog over the
+    Glue catalog (the one whose ``catalog-impl`` is GlueCatalog); with a ctx in a run,
+    only the snapshots committed since the bookmark (``sources/iceberg.py``)."""
+    from ..sources.iceberg import IcebergSource
+
+    conf = gc.spark_session.sparkContext.getConf().getAll()
+    names = sorted(
+        key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
+        for key, value in conf
+        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == GLUE_CATALOG
+    )
+    if not names:
+        raise SourceError(
+            f"{database}.{table_name} is an Iceberg table: reading it needs an Iceberg catalog over the Glue "
+            "catalog (--datalake-formats iceberg and --conf spark.sql.catalog.glue_catalog="
+            "org.apache.iceberg.spark.SparkCatalog --conf spark.sql.catalog.glue_catalog.catalog-impl="
+            f"{GLUE_CATALOG}, as AWS's Iceberg page gives them)"
+        )
+    source = IcebergSource(f"{names[0]}.{database}.{table_name}", ctx=ctx or None)
+    return read_source(gc.spark_session, source, gc.run)
 
 
 class DataFrameReader:

@@ -35,11 +35,16 @@ def _records_read(m: Mapping[str, Any]) -> str:
     return f"{m.get('numRecords', m.get('records', 0))} records"
 
 
+def _snapshots_read(m: Mapping[str, Any]) -> str:
+    return f"{m.get('snapshots_read', 0)} snapshots, up to {m.get('snapshot_id')}"
+
+
 FILES = SourceKind("files", ("s3", "file", "local"), False, _files_read)
 JDBC = SourceKind("jdbc", (), False, _rows_read)
 KAFKA = SourceKind("kafka", ("kafka",), True, _records_read)
 KINESIS = SourceKind("kinesis", ("kinesis",), True, _records_read)
-KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS)}
+ICEBERG = SourceKind("iceberg", (), False, _snapshots_read)
+KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS, ICEBERG)}
 STREAM_CONNECTION_TYPES = tuple(t for k in KINDS.values() if k.streaming for t in k.connection_types)
 
 

@@ -136,14 +136,35 @@ class StreamState(_State):
         return f"batch {self._given('last_batch')}"
 
 
-SourceState = Annotated[FileState | JdbcState | StreamState, Field(discriminator="type")]
-_ADAPTER: TypeAdapter[FileState | JdbcState | StreamState] = TypeAdapter(SourceState)
+class TableState(_State):
+    """An Iceberg table: the snapshot the bookmark has read up to."""
+
+    type: Literal["iceberg"] = "iceberg"
+    table: str | None = None
+    snapshot_id: int | None = None
+
+    def source(self) -> str:
+        return self.table or "-"
+
+    def progress(self) -> str:
+        return f"snapshot {self.snapshot_id}"
+
+    def latest(self) -> str:
+        return f"{self.last_run.get('snapshots', 0)} snapshots"
+
+    def change(self, previous: SourceState | None, files_added: int) -> str:
+        before = previous._given("snapshot_id") if isinstance(previous, TableState) else "-"
+        return f"snapshot {before} → {self._given('snapshot_id')}"
 
 
-KNOWN_TYPES = ("files", "jdbc", "kafka", "kinesis")
+SourceState = Annotated[FileState | JdbcState | StreamState | TableState, Field(discriminator="type")]
+_ADAPTER: TypeAdapter[FileState | JdbcState | StreamState | TableState] = TypeAdapter(SourceState)
 
 
-def parse_state(state: dict[str, Any]) -> FileState | JdbcState | StreamState:
+KNOWN_TYPES = ("files", "jdbc", "kafka", "kinesis", "iceberg")
+
+
+def parse_state(state: dict[str, Any]) -> FileState | JdbcState | StreamState | TableState:
     """The typed model of a committed state: files when it names no type, or a type
     this release does not know (as ``registry.kind_of_state`` reads it)."""
     named = state.get("type")
@@ -155,4 +176,6 @@ def parse_state(state: dict[str, Any]) -> FileState | JdbcState | StreamState:
             return FileState.model_construct(**document)
         if document["type"] == "jdbc":
             return JdbcState.model_construct(**document)
+        if document["type"] == "iceberg":
+            return TableState.model_construct(**document)
         return StreamState.model_construct(**document)
