@@ -84,7 +84,12 @@ class IcebergSource:
                 .option("end-snapshot-id", current)
                 .load(self.table)
             )
-        metrics = {"type": "iceberg", "table": self.table, "snapshots_read": len(read), "snapshot_id": current}
+        metrics = {
+            "type": "iceberg",
+            "table": self.table,
+            "snapshots_read": len(read),
+            "snapshot_id": current,
+        }
         commit = None
         if context.commit_state and context.bookmark_ctx is not None and current is not None:
             state = {
