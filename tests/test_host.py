@@ -99,3 +99,32 @@ def test_a_hosted_scripts_spark_context_is_the_running_one(spark):
     with pytest.raises(ValueError, match="Cannot run multiple SparkContexts"):
         SparkContext(master="local[1]", appName="other")
     assert spark.range(3).count() == 3
+
+
+def test_what_a_terminal_run_prints_is_kept_with_each_run_it_started(tmp_path, capsys):
+    """The terminal still shows everything; each run started meanwhile gets a copy of
+    stdout (.log) and stderr (.err), owner-only, at the path the scheduler's runs use."""
+    import logging
+    import sys
+
+    from sparkmark.engine.run_logs import Capture, error_path, log_path
+
+    logger = logging.getLogger("sparkmark.test_capture")
+    logger.setLevel(logging.INFO)
+    with Capture(tmp_path) as capture:
+        print("a line for the output")
+        print("a line for the errors", file=sys.stderr)
+        sys.stdout.buffer.flush()  # scripts may reach for the binary stream
+        assert sys.stdout.writable()
+        logger.info("password=hunter2 in a log record")
+    capture.keep([("orders", "jr_a"), ("orders", "jr_b")])
+    capture.discard()
+    shown = capsys.readouterr()
+    assert "a line for the output" in shown.out and "a line for the errors" in shown.err
+    for run_id in ("jr_a", "jr_b"):
+        out = log_path(tmp_path, "JOB", "orders", run_id)
+        assert out.read_text() == "a line for the output\n"
+        errors = error_path(out).read_text()
+        assert "a line for the errors" in errors and "in a log record" in errors
+        assert "hunter2" not in errors  # masked, as every handler of sparkmark's log
+        assert oct(out.stat().st_mode & 0o777) == "0o600"

@@ -48,6 +48,13 @@ class _Tee(io.TextIOBase):
     def isatty(self) -> bool:
         return self.shown.isatty()
 
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def buffer(self):  # bytes written here reach the terminal only
+        return self.shown.buffer
+
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.shown, "encoding", "utf-8")
