@@ -312,6 +312,10 @@ def from_catalog(
     classification = found.classification
     if classification == "iceberg":  # beyond Glue: bookmarked by snapshot
         return read_iceberg(gc, database, table_name, ctx), False
+    if classification == "delta":  # beyond Glue: bookmarked by version
+        from ..sources.delta import DeltaSource
+
+        return read_source(gc.spark_session, DeltaSource(found.location, ctx=ctx or None), gc.run), False
     if found.parameters.get("connectionName"):  # a crawled JDBC table
         resolved = gc.connections.resolve(found.parameters["connectionName"])
         keys = options.get("jobBookmarkKeys") or [

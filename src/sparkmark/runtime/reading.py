@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..engine.models import BookmarkOption
 from ..sources.base import ReadContext, Source
-from ..sources.registry import FILES, ICEBERG, JDBC, kind_of_metrics
+from ..sources.registry import DELTA, FILES, ICEBERG, JDBC, kind_of_metrics
 from ..sources.streams import StreamSource
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def read_source(spark: SparkSession, source: Source, run: JobRun | None) -> Data
             metrics["rows_read"],
             metrics.get("key_range"),
         )
-    elif kind is ICEBERG:
+    elif kind in (ICEBERG, DELTA):
         log.info("job %s ctx %s: %s", run.name, key, kind.read(metrics))
     if isinstance(source, StreamSource):
         run.add_stream_source(source, bookmark_ctx)

@@ -39,12 +39,17 @@ def _snapshots_read(m: Mapping[str, Any]) -> str:
     return f"{m.get('snapshots_read', 0)} snapshots, up to {m.get('snapshot_id')}"
 
 
+def _versions_read(m: Mapping[str, Any]) -> str:
+    return f"{m.get('versions_read', 0)} versions, up to {m.get('version')}"
+
+
 FILES = SourceKind("files", ("s3", "file", "local"), False, _files_read)
 JDBC = SourceKind("jdbc", (), False, _rows_read)
 KAFKA = SourceKind("kafka", ("kafka",), True, _records_read)
 KINESIS = SourceKind("kinesis", ("kinesis",), True, _records_read)
 ICEBERG = SourceKind("iceberg", (), False, _snapshots_read)
-KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS, ICEBERG)}
+DELTA = SourceKind("delta", (), False, _versions_read)
+KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS, ICEBERG, DELTA)}
 STREAM_CONNECTION_TYPES = tuple(t for k in KINDS.values() if k.streaming for t in k.connection_types)
 
 

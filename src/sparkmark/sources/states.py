@@ -157,14 +157,36 @@ class TableState(_State):
         return f"snapshot {before} → {self._given('snapshot_id')}"
 
 
-SourceState = Annotated[FileState | JdbcState | StreamState | TableState, Field(discriminator="type")]
-_ADAPTER: TypeAdapter[FileState | JdbcState | StreamState | TableState] = TypeAdapter(SourceState)
+class VersionState(_State):
+    """A Delta Lake table: the version the bookmark has read up to."""
+
+    type: Literal["delta"] = "delta"
+    table: str | None = None
+    version: int | None = None
+
+    def source(self) -> str:
+        return self.table or "-"
+
+    def progress(self) -> str:
+        return f"version {self.version}"
+
+    def latest(self) -> str:
+        return f"{self.last_run.get('versions', 0)} versions"
+
+    def change(self, previous: SourceState | None, files_added: int) -> str:
+        before = previous._given("version") if isinstance(previous, VersionState) else "-"
+        return f"version {before} → {self._given('version')}"
 
 
-KNOWN_TYPES = ("files", "jdbc", "kafka", "kinesis", "iceberg")
+AnyState = FileState | JdbcState | StreamState | TableState | VersionState
+SourceState = Annotated[AnyState, Field(discriminator="type")]
+_ADAPTER: TypeAdapter[AnyState] = TypeAdapter(SourceState)
 
 
-def parse_state(state: dict[str, Any]) -> FileState | JdbcState | StreamState | TableState:
+KNOWN_TYPES = ("files", "jdbc", "kafka", "kinesis", "iceberg", "delta")
+
+
+def parse_state(state: dict[str, Any]) -> AnyState:
     """The typed model of a committed state: files when it names no type, or a type
     this release does not know (as ``registry.kind_of_state`` reads it)."""
     named = state.get("type")
@@ -178,4 +200,6 @@ def parse_state(state: dict[str, Any]) -> FileState | JdbcState | StreamState | 
             return JdbcState.model_construct(**document)
         if document["type"] == "iceberg":
             return TableState.model_construct(**document)
+        if document["type"] == "delta":
+            return VersionState.model_construct(**document)
         return StreamState.model_construct(**document)
