@@ -160,6 +160,31 @@ def test_glues_conf_parameter_holds_several_settings():
     assert json.dumps(glue_conf("k=v"))  # plain strings, as SPARKMARK_SPARK_CONF carries them
 
 
+def glue_catalog_on_s3(s3_server, bucket: str) -> tuple[str, dict[str, str]]:
+    """A bucket on moto's server, AWS's Iceberg ``--conf`` lines for a GlueCatalog with
+    its warehouse there, and the AWS variables a job is run with."""
+    import boto3
+
+    boto3.client(
+        "s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
+        aws_access_key_id="test", aws_secret_access_key="test",
+    ).create_bucket(Bucket=bucket)  # fmt: skip
+    conf = (
+        "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        " --conf spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog"
+        f" --conf spark.sql.catalog.glue_catalog.warehouse=s3://{bucket}/warehouse/"
+        " --conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog"
+        " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
+    )
+    aws = {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": s3_server.endpoint_url,
+    }
+    return conf, aws
+
+
 GLUE_CATALOG_SCRIPT = """
 import sys
 import boto3
@@ -190,28 +215,9 @@ def test_icebergs_glue_catalog_talks_to_sparkmarks_glue_api_on_s3(tmp_path, s3_s
     Glue client inside the JVM, nobody here wrote) with an s3:// warehouse and S3FileIO.
     Under `sparkmark run` it talks to sparkmark's Glue API, and the S3 of AWS's
     variables (moto's server); a second run finds the table the first one made."""
-    import boto3
-
-    bucket = "lake-warehouse"
-    boto3.client(
-        "s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
-        aws_access_key_id="test", aws_secret_access_key="test",
-    ).create_bucket(Bucket=bucket)  # fmt: skip
     script = tmp_path / "glue_catalog_job.py"
     script.write_text(GLUE_CATALOG_SCRIPT)
-    conf = (
-        "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-        " --conf spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog"
-        f" --conf spark.sql.catalog.glue_catalog.warehouse=s3://{bucket}/warehouse/"
-        " --conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog"
-        " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
-    )
-    aws = {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": s3_server.endpoint_url,
-    }
+    conf, aws = glue_catalog_on_s3(s3_server, "lake-warehouse")
     home = tmp_path / "home"
     for batch, expected in (("b1", "[('b1', 2)]"), ("b2", "[('b1', 2), ('b2', 2)]")):
         args = [
@@ -260,28 +266,9 @@ def test_a_bookmark_on_an_iceberg_table_reads_only_new_snapshots(tmp_path, s3_se
     with a transformation_ctx reads, at each run, only the snapshots committed since the
     last successful run; a snapshot that changed rows (a DELETE) fails the run in one line
     and the bookmark stays where it was."""
-    import boto3
-
-    bucket = "clicks-warehouse"
-    boto3.client(
-        "s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
-        aws_access_key_id="test", aws_secret_access_key="test",
-    ).create_bucket(Bucket=bucket)  # fmt: skip
     script = tmp_path / "incremental.py"
     script.write_text(INCREMENTAL_SCRIPT)
-    conf = (
-        "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-        " --conf spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog"
-        f" --conf spark.sql.catalog.glue_catalog.warehouse=s3://{bucket}/warehouse/"
-        " --conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog"
-        " --conf spark.sql.catalog.glue_catalog.io-impl=org.apache.iceberg.aws.s3.S3FileIO"
-    )
-    aws = {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": s3_server.endpoint_url,
-    }
+    conf, aws = glue_catalog_on_s3(s3_server, "clicks-warehouse")
     home = tmp_path / "home"
 
     def job(batch: str, change: str) -> subprocess.CompletedProcess:
