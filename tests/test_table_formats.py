@@ -364,3 +364,16 @@ def test_a_bookmark_on_a_delta_table_reads_only_new_versions(tmp_path):
     errors = [line for line in changed.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "is a DELETE" in errors[0], changed.stderr[-3000:]
     assert "the bookmark stays at version 1" in errors[0]
+
+
+def test_the_catalogs_over_the_glue_catalog_are_the_ones_whose_impl_is_glue_catalog():
+    from sparkmark.table_formats import GLUE_CATALOG, glue_catalogs
+
+    confs = {
+        "spark.sql.catalog.glue_catalog": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.glue_catalog.catalog-impl": GLUE_CATALOG,
+        "spark.sql.catalog.local.catalog-impl": "org.apache.iceberg.hadoop.HadoopCatalog",
+        "spark.sql.catalog.another.catalog-impl": GLUE_CATALOG,
+    }
+    assert glue_catalogs(confs.items()) == ["another", "glue_catalog"]
+    assert glue_catalogs([]) == []

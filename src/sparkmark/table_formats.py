@@ -10,6 +10,8 @@ resolves from Maven Central, so ``hudi`` is refused in one line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .connectors import Connector
 from .errors import ConfigError
 
@@ -29,6 +31,7 @@ FORMATS: dict[str, Connector] = {
         ("Failed to find the data source: delta", "io.delta"),
     ),
 }
+GLUE_CATALOG = "org.apache.iceberg.aws.glue.GlueCatalog"  # Iceberg's catalog over the Glue catalog
 UNAVAILABLE = {
     "hudi": (
         "no Apache Hudi bundle for Spark 4.1 resolves from Maven Central "
@@ -66,3 +69,13 @@ def glue_conf(text: str | None) -> dict[str, str]:
             raise ConfigError(f"--conf {part!r} is not key=value (Glue's form: k=v --conf k2=v2)")
         found[key.strip()] = value.strip()
     return found
+
+
+def glue_catalogs(confs: Iterable[tuple[str, str]]) -> list[str]:
+    """The Spark catalogs that Spark settings declare over the Glue catalog (their
+    ``spark.sql.catalog.NAME.catalog-impl`` is Iceberg's GlueCatalog), sorted."""
+    return sorted(
+        key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
+        for key, value in confs
+        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == GLUE_CATALOG
+    )

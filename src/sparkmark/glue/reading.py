@@ -363,21 +363,14 @@ def from_catalog(
     return df, classification == "json"
 
 
-GLUE_CATALOG = "org.apache.iceberg.aws.glue.GlueCatalog"
-
-
 def read_iceberg(gc: GlueContext, database: str, table_name: str, ctx: str | None) -> DataFrame:
     """An Iceberg table of the catalog, through the session's Iceberg catalog over the
     Glue catalog (the one whose ``catalog-impl`` is GlueCatalog); with a ctx in a run,
     only the snapshots committed since the bookmark (``sources/iceberg.py``)."""
     from ..sources.iceberg import IcebergSource
+    from ..table_formats import GLUE_CATALOG, glue_catalogs
 
-    conf = gc.spark_session.sparkContext.getConf().getAll()
-    names = sorted(
-        key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
-        for key, value in conf
-        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == GLUE_CATALOG
-    )
+    names = glue_catalogs(gc.spark_session.sparkContext.getConf().getAll())
     if not names:
         raise SourceError(
             f"{database}.{table_name} is an Iceberg table: reading it needs an Iceberg catalog over the Glue "

@@ -97,9 +97,6 @@ def _glue_spark_parameters(resolved: job_args.JobArguments, env: ScriptEnvironme
         )
 
 
-GLUE_CATALOG = "org.apache.iceberg.aws.glue.GlueCatalog"
-
-
 def _endpoint_for_glue_catalogs(
     settings: Settings, env: ScriptEnvironment, endpoint: Callable[[ScriptEnvironment], Any] | None
 ) -> Any:
@@ -110,12 +107,10 @@ def _endpoint_for_glue_catalogs(
     Returns what to stop after the run, or False when there is no such catalog."""
     import json
 
+    from ..table_formats import glue_catalogs
+
     confs = settings.spark_conf_map()
-    catalogs = [
-        key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
-        for key, value in confs.items()
-        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == GLUE_CATALOG
-    ]
+    catalogs = glue_catalogs(confs.items())
     if not catalogs or endpoint is None or settings.spark_remote:
         return False
     started = endpoint(env)
