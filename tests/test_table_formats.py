@@ -115,6 +115,7 @@ def test_a_delta_job_with_glues_documented_conf_lines(tmp_path):
     assert (table / "_delta_log" / "00000000000000000001.json").exists()
 
 
+@pytest.mark.slow
 def test_a_job_without_the_format_gets_a_line_naming_what_is_missing(tmp_path):
     """Without --datalake-formats, Spark has no Iceberg: the run fails in one line."""
     script = tmp_path / "no_format.py"

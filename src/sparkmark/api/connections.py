@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..connections import Connections
-from ..engine.connection_store import ConnectionStore, StoredConnection
+from ..engine.connection_store import StoredConnection
 from ..engine.sealing import Sealer
 from ..errors import ConfigError
 from .protocol import exists, invalid, not_found
@@ -19,10 +19,6 @@ from .service import Service, handler, page
 # What each type needs, and where its address is.
 ADDRESS = {"JDBC": "JDBC_CONNECTION_URL", "KAFKA": "KAFKA_BOOTSTRAP_SERVERS"}
 SECRET_KEYS = ("PASSWORD", "ENCRYPTED_PASSWORD")
-
-
-def _store(svc: Service) -> ConnectionStore:
-    return ConnectionStore(svc.state)
 
 
 def _declared(svc: Service) -> Connections:
@@ -115,9 +111,9 @@ def _declared_doc(svc: Service, name: str) -> dict[str, Any]:
 def create_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     given = p["ConnectionInput"]
     _refuse_declared(svc, given["Name"])
-    if _store(svc).get(given["Name"]) is not None:
+    if svc.connections.get(given["Name"]) is not None:
         raise exists(f"Connection already exists: {given['Name']}")
-    _store(svc).put(_from_input(svc, given, None), create=True)
+    svc.connections.put(_from_input(svc, given, None), create=True)
     return {"CreateConnectionStatus": "READY"}
 
 
@@ -125,13 +121,13 @@ def create_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def update_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
     _refuse_declared(svc, name)
-    before = _store(svc).get(name)
+    before = svc.connections.get(name)
     if before is None:
         raise not_found(f"Connection not found: {name}")
     given = {**p["ConnectionInput"], "Name": p["ConnectionInput"].get("Name") or name}
     if given["Name"] != name:
         raise invalid("UpdateConnection does not rename a connection: delete it and create the new name")
-    _store(svc).put(_from_input(svc, given, before), create=False)
+    svc.connections.put(_from_input(svc, given, before), create=False)
     return {}
 
 
@@ -139,7 +135,7 @@ def update_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def delete_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["ConnectionName"]
     _refuse_declared(svc, name)
-    if not _store(svc).delete(name):
+    if not svc.connections.delete(name):
         raise not_found(f"Connection not found: {name}")
     return {}
 
@@ -153,7 +149,7 @@ def batch_delete_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
                 "ErrorCode": "InvalidInputException",
                 "ErrorMessage": f"{name} is declared in the file",
             }
-        elif _store(svc).delete(name):
+        elif svc.connections.delete(name):
             done.append(name)
         else:
             errors[name] = {
@@ -168,7 +164,7 @@ def get_connection(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
     if name in _declared(svc).declared():
         return {"Connection": _declared_doc(svc, name)}
-    found = _store(svc).get(name)
+    found = svc.connections.get(name)
     if found is None:
         raise not_found(f"Connection not found: {name}")
     return {"Connection": _doc(svc, found, bool(p.get("HidePassword")))}
@@ -179,7 +175,7 @@ def get_connections(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     hide = bool(p.get("HidePassword"))
     declared = _declared(svc).declared()
     docs = [_declared_doc(svc, n) for n in declared]
-    docs += [_doc(svc, c, hide) for c in _store(svc).all() if c.name not in declared]
+    docs += [_doc(svc, c, hide) for c in svc.connections.all() if c.name not in declared]
     wanted = p.get("Filter") or {}
     if wanted.get("ConnectionType"):
         docs = [d for d in docs if d["ConnectionType"] == wanted["ConnectionType"]]

@@ -46,11 +46,10 @@ def _exists(svc: Service, kind: str, name: str) -> bool:
         return True
     if kind == "connection":
         from ..connections import Connections
-        from ..engine.connection_store import ConnectionStore
 
         return (
             name in Connections.from_settings(svc.settings).declared()
-            or ConnectionStore(svc.state).get(name) is not None
+            or svc.connections.get(name) is not None
         )
     return True  # tables: named database/table, checked by the catalog operations
 

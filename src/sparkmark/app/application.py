@@ -26,6 +26,13 @@ class App:
         return CatalogStore(self.state)
 
     @cached_property
+    def connections(self):
+        """The connections made through the API (the file's are ``Connections``)."""
+        from ..engine.connection_store import ConnectionStore
+
+        return ConnectionStore(self.state)
+
+    @cached_property
     def tags(self):
         from .tags import TagStore
 
