@@ -116,12 +116,18 @@ def get_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     return {"Trigger": _trigger_doc(trigger, _trigger_state(svc, trigger))}
 
 
-@handler("GetTriggers")
-def get_triggers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+def _listed_triggers(svc: Service, p: dict[str, Any]) -> list[TriggerDefinition]:
+    """The triggers by name, only those that start ``DependentJobName`` when it is given."""
     triggers = sorted(svc.project.triggers.values(), key=lambda t: t.Name)
     if p.get("DependentJobName"):
         job = p["DependentJobName"]
         triggers = [t for t in triggers if any(a.JobName == job for a in t.Actions)]
+    return triggers
+
+
+@handler("GetTriggers")
+def get_triggers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    triggers = _listed_triggers(svc, p)
     chunk, token = page([_trigger_doc(t, _trigger_state(svc, t)) for t in triggers], p)
     return {"Triggers": chunk, "NextToken": token}
 
@@ -320,11 +326,7 @@ def put_workflow_run_properties(svc: Service, p: dict[str, Any]) -> dict[str, An
 
 @handler("ListTriggers")
 def list_triggers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    triggers = sorted(svc.project.triggers.values(), key=lambda t: t.Name)
-    if p.get("DependentJobName"):
-        job = p["DependentJobName"]
-        triggers = [t for t in triggers if any(a.JobName == job for a in t.Actions)]
-    chunk, token = page([t.Name for t in triggers], p)
+    chunk, token = page([t.Name for t in _listed_triggers(svc, p)], p)
     return {"TriggerNames": chunk, "NextToken": token}
 
 
