@@ -3,6 +3,7 @@ arguments, through the job host (``sparkmark.host``), and print how it ended."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
@@ -92,20 +93,17 @@ def run(request: RunRequest, *, keep_output: bool = False) -> int:
 
     capture = Capture(Settings.from_env().home) if keep_output else None
     try:
-        if capture is None:
-            outcome = run_request(request, endpoint=glue_endpoint)
-        else:
-            with capture:
+        with capture if capture is not None else contextlib.nullcontext():
+            try:
                 outcome = run_request(request, endpoint=glue_endpoint)
-                report(outcome)
+            except SparkmarkError as exc:
+                fail(str(exc))
+            report(outcome)
+        if capture is not None:
             capture.keep([(line.job_name, line.run_id) for line in outcome.runs])
-            return outcome.code
-    except SparkmarkError as exc:
-        fail(str(exc))
     finally:
         if capture is not None:
             capture.discard()
-    report(outcome)
     return outcome.code
 
 
