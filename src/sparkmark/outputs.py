@@ -13,6 +13,7 @@ from .engine import publish
 from .engine.models import OutputKind, OutputRecord, OutputState, RunState
 from .engine.store import StateStore
 from .sinks import jdbc as jdbc_sink
+from .sinks import tables as table_sink
 
 log = logging.getLogger("sparkmark.outputs")
 
@@ -31,6 +32,13 @@ def _database(
     return jdbc_keys.parse_database(plan["jdbc_url"], plan.get("user"))
 
 
+def _spark():
+    """The session a table write is published with: the run's, when Spark runs here."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
 def publish_output(
     store: StateStore,
     record: OutputRecord,
@@ -47,6 +55,11 @@ def publish_output(
             "files_written": len(plan.files),
             "files_replaced": len(plan.remove),
         }
+    elif record.kind is OutputKind.TABLE:
+        result = {"ctx": record.ctx, **table_sink.apply(_spark(), record.plan, record.key)}
+        store.set_output(record.run_id, record.seq, OutputState.PUBLISHED)
+        table_sink.remove_staging(record.plan["staging"])
+        return result
     else:
         result = jdbc_sink.apply(_database(record, known or {}, connections), record.plan, key=record.key)
         result = {"ctx": record.ctx, **result}
@@ -66,6 +79,10 @@ def gone(
             return None
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         return f"its staged file {missing[0]}{more} no longer exists"
+    if record.kind is OutputKind.TABLE:
+        if table_sink.staged_files(record.plan["staging"]):
+            return None
+        return f"its staged rows at {record.plan['staging']} no longer exist"
     plan = record.plan
     stage = plan.get("stage") or jdbc_sink.stage_name_for(record.key)
     if jdbc_sink.stage_exists(_database(record, known or {}, connections), {**plan, "stage": stage}):
@@ -83,6 +100,8 @@ def discard_output(
 
     The mark comes first and only from STAGING or STAGED: a write that a commit
     reached in the meantime is never dropped."""
+    if record.kind is OutputKind.TABLE:
+        return table_sink.discard(store, record)
     if not store.set_output(
         record.run_id, record.seq, OutputState.DISCARDED, expect=(OutputState.STAGING, OutputState.STAGED)
     ):

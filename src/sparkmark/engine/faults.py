@@ -13,6 +13,7 @@ None. The points, in the order a run meets them:
   committed   right after the commit, before any output is published
   publishing  after the first file of a file sink was moved into place
   applying    inside a JDBC sink's merge transaction, before it commits
+  applied     after a table sink's commit (Iceberg, Delta), before it is marked published
 """
 
 from __future__ import annotations
@@ -25,7 +26,17 @@ from collections.abc import Callable
 
 from ..errors import ConfigError
 
-POINTS = ("listing", "reading", "writing", "staged", "commit", "committed", "publishing", "applying")
+POINTS = (
+    "listing",
+    "reading",
+    "writing",
+    "staged",
+    "commit",
+    "committed",
+    "publishing",
+    "applying",
+    "applied",
+)
 # In a streaming micro-batch: its writes staged but the batch not committed; the batch
 # committed and published but not yet marked done in Spark's checkpoint.
 STREAM_POINTS = ("batch_staged", "batch_committed")
@@ -35,9 +46,9 @@ ARMED: str | None = None
 def arm(point: str | None) -> None:
     """Die at ``point`` from now on (``SPARKMARK_CRASH_AT``, passed down from Settings)."""
     global ARMED  # noqa: PLW0603 - one crash point per process
-    if point is not None and point not in POINTS + STREAM_POINTS:
+    if point is not None and point not in POINTS + TABLE_POINTS + STREAM_POINTS:
         raise ConfigError(
-            f"SPARKMARK_CRASH_AT must be one of {', '.join(POINTS + STREAM_POINTS)}, got {point!r}"
+            f"SPARKMARK_CRASH_AT must be one of {', '.join(POINTS + TABLE_POINTS + STREAM_POINTS)}, got {point!r}"
         )
     ARMED = point
 

@@ -198,6 +198,7 @@ class OutputState(StrEnum):
 class OutputKind(StrEnum):
     FILES = "files"
     JDBC = "jdbc"
+    TABLE = "table"  # an Iceberg or Delta table
 
 
 @dataclass(frozen=True)

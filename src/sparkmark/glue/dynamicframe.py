@@ -870,6 +870,9 @@ class DynamicFrameWriter:
         UPDATE_IN_DATABASE, the new schema) are registered."""
         options = dict(additional_options or {})
         database, table_name = database.lower(), table_name.lower()
+        df = frame if isinstance(frame, DataFrame) else frame.toDF()
+        if writing.write_table(self._gc, df, database, table_name, options, transformation_ctx):
+            return frame  # an Iceberg or Delta table (beyond Glue for a DynamicFrame)
         table = self._gc.catalog_store().table(database, table_name)
         keys = options.get("partitionKeys") or [c.name for c in table.partition_keys]
         writing.write(

@@ -255,6 +255,8 @@ def from_options(
             f"{kind} is a streaming source: read it with glueContext.create_data_frame.from_options "
             "and process it with glueContext.forEachBatch"
         )
+    if kind in FILE_CONNECTIONS and (format or "").lower() in ("delta", "iceberg", "hudi"):
+        return read_table_by_path(gc, options, (format or "").lower(), transformation_ctx), False
     if kind in FILE_CONNECTIONS:
         paths = options.get("paths") or ([options["path"]] if "path" in options else [])
         if not paths:
@@ -270,6 +272,25 @@ def from_options(
             text_csv=text_csv,
         )
     return read_jdbc(gc, kind, options, transformation_ctx), False
+
+
+def read_table_by_path(gc: GlueContext, options: dict, fmt: str, ctx: str) -> DataFrame:
+    """``format="delta"`` at a path: the Delta table there, bookmarked by version with a
+    ctx in a run (``sources/delta.py``). Iceberg is read through its catalog."""
+    from ..sources.delta import DeltaSource
+    from ..table_formats import UNAVAILABLE
+
+    if fmt in UNAVAILABLE:
+        raise SourceError(f"format {fmt!r}: {UNAVAILABLE[fmt]}")
+    if fmt == "iceberg":
+        raise SourceError(
+            "format 'iceberg' is read through its catalog: use create_data_frame.from_catalog or "
+            "spark.table('glue_catalog.db.table')"
+        )
+    paths = options.get("paths") or ([options["path"]] if "path" in options else [])
+    if len(paths) != 1:
+        raise SourceError("a Delta table is read from one path: connection_options={'path': 's3://…/table/'}")
+    return read_source(gc.spark_session, DeltaSource(str(paths[0]).rstrip("/"), ctx=ctx or None), gc.run)
 
 
 def stream_table(gc: GlueContext, database: str, table_name: str, options: dict) -> tuple[str, dict] | None:
@@ -363,22 +384,29 @@ def from_catalog(
     return df, classification == "json"
 
 
-def read_iceberg(gc: GlueContext, database: str, table_name: str, ctx: str | None) -> DataFrame:
-    """An Iceberg table of the catalog, through the session's Iceberg catalog over the
-    Glue catalog (the one whose ``catalog-impl`` is GlueCatalog); with a ctx in a run,
-    only the snapshots committed since the bookmark (``sources/iceberg.py``)."""
-    from ..sources.iceberg import IcebergSource
+def iceberg_table_name(gc: GlueContext, database: str, table_name: str, doing: str = "reading") -> str:
+    """A catalog's Iceberg table as the session's Iceberg catalog over the Glue catalog
+    (the one whose ``catalog-impl`` is GlueCatalog) names it, or one line saying how to
+    declare that catalog."""
     from ..table_formats import GLUE_CATALOG, glue_catalogs
 
     names = glue_catalogs(gc.spark_session.sparkContext.getConf().getAll())
     if not names:
         raise SourceError(
-            f"{database}.{table_name} is an Iceberg table: reading it needs an Iceberg catalog over the Glue "
+            f"{database}.{table_name} is an Iceberg table: {doing} it needs an Iceberg catalog over the Glue "
             "catalog (--datalake-formats iceberg and --conf spark.sql.catalog.glue_catalog="
             "org.apache.iceberg.spark.SparkCatalog --conf spark.sql.catalog.glue_catalog.catalog-impl="
             f"{GLUE_CATALOG}, as AWS's Iceberg page gives them)"
         )
-    source = IcebergSource(f"{names[0]}.{database}.{table_name}", ctx=ctx or None)
+    return f"{names[0]}.{database}.{table_name}"
+
+
+def read_iceberg(gc: GlueContext, database: str, table_name: str, ctx: str | None) -> DataFrame:
+    """An Iceberg table of the catalog; with a ctx in a run, only the snapshots committed
+    since the bookmark (``sources/iceberg.py``)."""
+    from ..sources.iceberg import IcebergSource
+
+    source = IcebergSource(iceberg_table_name(gc, database, table_name), ctx=ctx or None)
     return read_source(gc.spark_session, source, gc.run)
 
 

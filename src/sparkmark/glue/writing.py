@@ -18,6 +18,8 @@ from ..errors import SourceError
 from ..runtime import write_sink
 from ..sinks.files import FileSink
 from ..sinks.jdbc import JdbcSink, split_actions
+from ..sinks.tables import TableSink
+from ..table_formats import UNAVAILABLE
 from . import formats
 from .reading import CUSTOM_JDBC, FILE_CONNECTIONS, JDBC_CONNECTIONS, REDSHIFT_NOTE, database
 
@@ -88,6 +90,9 @@ def write(
             "nothing to write to %s: the frame has no records", options.get("path") or options.get("dbtable")
         )
         return
+    if kind in FILE_CONNECTIONS and (format or "").lower() in TABLE_FORMATS:
+        _write_table_by_path(gc, df, options, format or "", ctx)
+        return
     if kind in FILE_CONNECTIONS:
         _write_files(gc, df, options, format, format_options, catalog_target, ctx)
         return
@@ -100,6 +105,75 @@ def write(
         append_jdbc(gc, df, database(gc, options, kind), table, ctx, options=options)
         return
     raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
+
+
+TABLE_FORMATS = ("delta", "iceberg", "hudi")
+# Glue's own options of a write, which are not the table format's
+GLUE_WRITE_OPTIONS = ("path", "partitionKeys", "enableUpdateCatalog", "updateBehavior", "catalogDatabase",
+                      "catalogTableName", "mode")  # fmt: skip
+
+
+def format_options_of(options: dict) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k not in GLUE_WRITE_OPTIONS}
+
+
+def _write_table_by_path(gc: GlueContext, df: DataFrame, options: dict, fmt: str, ctx: str) -> None:
+    """``format="delta"`` to an S3 path: a Delta table there, appended to (created by the
+    first write). Iceberg tables are written through their catalog; Hudi has no bundle."""
+    fmt = fmt.lower()
+    if fmt in UNAVAILABLE:
+        raise SourceError(f"format {fmt!r}: {UNAVAILABLE[fmt]}")
+    if fmt == "iceberg":
+        raise SourceError(
+            "format 'iceberg' is written through its catalog: use glueContext.write_data_frame.from_catalog "
+            "(the table must exist) or Spark's writeTo('glue_catalog.db.table')"
+        )
+    path = options.get("path")
+    if not path:
+        raise SourceError("connection_options needs 'path' for a Delta target")
+    sink = TableSink(
+        "delta",
+        path=str(path),
+        mode=str(options.get("mode", "append")),
+        partition_by=tuple(options.get("partitionKeys") or ()),
+        options=format_options_of(options),
+        ctx=ctx or None,
+    )
+    write_sink(sink, df, gc.run)
+
+
+def write_table(
+    gc: GlueContext, df: DataFrame, database: str, table_name: str, options: dict, ctx: str
+) -> bool:
+    """A catalog table in a table format (Iceberg through the session's catalog over the
+    Glue catalog, Delta at its location), appended to; False for any other table."""
+    from .reading import iceberg_table_name
+
+    table = gc.catalog_store().table(database, table_name)
+    if table.classification not in ("iceberg", "delta"):
+        return False
+    if not df.columns or df.isEmpty():
+        log.info("nothing to write to %s.%s: the frame has no records", database, table_name)
+        return True
+    if table.classification == "iceberg":
+        sink = TableSink(
+            "iceberg",
+            table=iceberg_table_name(gc, database, table_name, "writing"),
+            mode=str(options.get("mode", "append")),
+            options=format_options_of(options),
+            ctx=ctx or None,
+        )
+    else:
+        sink = TableSink(
+            "delta",
+            path=table.location,
+            mode=str(options.get("mode", "append")),
+            partition_by=tuple(options.get("partitionKeys") or [c.name for c in table.partition_keys]),
+            options=format_options_of(options),
+            ctx=ctx or None,
+        )
+    write_sink(sink, df, gc.run)
+    return True
 
 
 def _write_files(

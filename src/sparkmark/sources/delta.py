@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..engine.models import CtxCommit
+from ..engine.storage import require_s3a, spark_base_path
 from ..errors import SourceError
 from .base import ReadContext, SourceOutcome
 
@@ -59,16 +60,24 @@ class DeltaSource:
     def describe(self) -> str:
         return f"Delta table {self.path}"
 
+    @property
+    def _where(self) -> str:
+        """The table's folder as Spark names it (``s3a://`` for ``s3://``)."""
+        return spark_base_path(self.path)
+
     def _ref(self) -> str:
-        return "delta.`" + self.path.replace("`", "``") + "`"
+        return "delta.`" + self._where.replace("`", "``") + "`"
 
     def read(self, context: ReadContext) -> SourceOutcome:
         spark = context.spark
+        require_s3a(spark, self.path)
+        try:
+            found = spark.sql(f"DESCRIBE HISTORY {self._ref()}")
+        except Exception as exc:  # noqa: BLE001 - Spark's analysis error, in one line
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SourceError(f"{self.describe()} cannot be read as a Delta table: {first}") from None
         history = sorted(
-            spark.sql(f"DESCRIBE HISTORY {self._ref()}")
-            .select("version", "operation", "operationParameters")
-            .collect(),
-            key=lambda r: r.version,
+            found.select("version", "operation", "operationParameters").collect(), key=lambda r: r.version
         )
         current = history[-1].version if history else None
         previous = context.previous.get("version") if context.bookmark_ctx is not None else None
@@ -76,9 +85,9 @@ class DeltaSource:
         read: list[Any] = []
         frame: DataFrame
         if current is None or previous == current:
-            frame = reader.load(self.path).limit(0)
+            frame = reader.load(self._where).limit(0)
         elif previous is None:
-            frame = reader.option("versionAsOf", current).load(self.path)
+            frame = reader.option("versionAsOf", current).load(self._where)
             read = history
         else:
             read = [v for v in history if previous < v.version <= current]
@@ -126,11 +135,13 @@ class DeltaSource:
                 .option("readChangeFeed", "true")
                 .option("startingVersion", previous + 1)
                 .option("endingVersion", current)
-                .load(self.path)
+                .load(self._where)
             )
             return feed.where(F.col("_change_type") == "insert").drop(*CDF_COLUMNS)
-        before = set(spark.read.format("delta").option("versionAsOf", previous).load(self.path).inputFiles())
-        now = spark.read.format("delta").option("versionAsOf", current).load(self.path)
+        before = set(
+            spark.read.format("delta").option("versionAsOf", previous).load(self._where).inputFiles()
+        )
+        now = spark.read.format("delta").option("versionAsOf", current).load(self._where)
         added = [f for f in now.inputFiles() if f not in before]
         if not added:
             return now.limit(0)
