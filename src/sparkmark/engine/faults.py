@@ -35,8 +35,9 @@ POINTS = (
     "committed",
     "publishing",
     "applying",
-    "applied",
 )
+# After a table sink's commit (Iceberg, Delta), before the write is marked published.
+TABLE_POINTS = ("applied",)
 # In a streaming micro-batch: its writes staged but the batch not committed; the batch
 # committed and published but not yet marked done in Spark's checkpoint.
 STREAM_POINTS = ("batch_staged", "batch_committed")
