@@ -10,8 +10,11 @@ nothing:
 
 - Iceberg: the snapshot's summary holds ``sparkmark.write-key``; ``apply`` first looks
   for a snapshot of the table with that key and does nothing when there is one.
-- Delta: the write is one of Delta's idempotent writes, ``txnAppId`` the write's key and
-  ``txnVersion`` 1; Delta itself skips a write whose application id has that version.
+- Delta: the commit's user metadata (``userMetadata``) is the write's key; ``apply`` first
+  reads the table's commit files after the version it had when the write was staged, and
+  does nothing when one of them carries the key. (Delta's own idempotent writes,
+  ``txnAppId``/``txnVersion``, do the same check, but by rebuilding the table's whole
+  state at every write: several times the cost of the append itself, bench/table_formats.py.)
 
 A write without a run (or without a ctx) is the format's own write, visible at once.
 """
@@ -81,16 +84,46 @@ def _snapshot_with_key(spark: SparkSession, table: str, key: str) -> int | None:
     return None if found is None else int(found[0])
 
 
-def _delta_version(spark: SparkSession, path: str) -> int | None:
-    try:
-        row = spark.sql(f"DESCRIBE HISTORY delta.`{spark_base_path(path)}` LIMIT 1").first()
-    except Exception:  # noqa: BLE001 - no table there yet
-        return None
-    return None if row is None else int(row["version"])
+def _delta_commits(path: str, after: int) -> list[tuple[int, str]]:
+    """(version, file) of the Delta table's commit files after version ``after``."""
+    fs, root = url_to_fs(_as_store_url(path))
+    log_dir = f"{root.rstrip('/')}/_delta_log"
+    if not fs.exists(log_dir):
+        return []
+    found = []
+    for name in fs.ls(log_dir, detail=False):
+        base = name.rsplit("/", 1)[-1]
+        stem = base.removesuffix(".json")
+        if stem != base and stem.isdigit() and int(stem) > after:
+            found.append((int(stem), name))
+    return sorted(found)
+
+
+def delta_version(path: str) -> int:
+    """The Delta table's latest version from its log's file names; -1 with no table."""
+    commits = _delta_commits(path, -1)
+    return commits[-1][0] if commits else -1
+
+
+def _delta_commit_with_key(path: str, after: int, key: str) -> int | None:
+    """The version after ``after`` whose commit carries ``key`` as its user metadata."""
+    import json
+
+    fs, _ = url_to_fs(_as_store_url(path))
+    for version, name in _delta_commits(path, after):
+        with fs.open(name, "rt") as handle:
+            for line in handle:
+                if (
+                    '"commitInfo"' in line
+                    and json.loads(line).get("commitInfo", {}).get("userMetadata") == key
+                ):
+                    return version
+    return None
 
 
 def _write(df: DataFrame, plan: Mapping[str, Any], key: str | None) -> dict[str, Any]:
-    """One commit of the table's format with ``df``'s rows; with ``key``, at most once."""
+    """One commit of the table's format with ``df``'s rows, marked with ``key`` when given
+    (Iceberg: a snapshot summary property; Delta: the commit's user metadata)."""
     from pyspark.sql import functions as F
 
     spark = df.sparkSession
@@ -100,15 +133,6 @@ def _write(df: DataFrame, plan: Mapping[str, Any], key: str | None) -> dict[str,
     if fmt == "iceberg":
         assert table is not None
         if key is not None:
-            done = _snapshot_with_key(spark, table, key)
-            if done is not None:
-                log.info(
-                    "write %s to %s was already applied (snapshot %d); not applying it again",
-                    key,
-                    table,
-                    done,
-                )
-                return {"table": table, "mode": mode, "already_applied": True, "snapshot": done}
             options[f"snapshot-property.{WRITE_KEY}"] = key
         v2 = df.writeTo(table).options(**options)
         if mode == "append":
@@ -117,14 +141,12 @@ def _write(df: DataFrame, plan: Mapping[str, Any], key: str | None) -> dict[str,
             v2.overwritePartitions()
         else:
             v2.overwrite(F.lit(True))
-        rows = df.count() if key is not None else None
-        return {"table": table, "mode": mode, **({"rows_written": rows} if rows is not None else {})}
-    before = _delta_version(spark, path) if key is not None and path else None
+        return {"table": table, "mode": mode}
     writer = df.write.format("delta").options(**options)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     if key is not None:
-        writer = writer.option("txnAppId", key).option("txnVersion", "1")
+        writer = writer.option("userMetadata", key)
     if mode == "overwrite_partitions":
         writer = writer.option("partitionOverwriteMode", "dynamic").mode("overwrite")
     else:
@@ -135,42 +157,43 @@ def _write(df: DataFrame, plan: Mapping[str, Any], key: str | None) -> dict[str,
     else:
         assert table is not None
         writer.saveAsTable(table)
-    shown = path or table
-    if key is not None and path and before is not None and _delta_version(spark, path) == before:
-        log.info(
-            "write %s to %s was already applied (Delta's transaction %s); not applying it again",
-            key,
-            shown,
-            key,
-        )
-        return {"path": shown, "mode": mode, "already_applied": True}
-    return {"path": shown, "mode": mode}
+    return {"path": path or table, "mode": mode}
+
+
+def applied_as(spark: SparkSession, plan: Mapping[str, Any], key: str) -> str | None:
+    """Where the table already holds write ``key`` (an earlier attempt that committed
+    before its record said so), or None."""
+    if plan["format"] == "iceberg":
+        snapshot = _snapshot_with_key(spark, plan["table"], key)
+        return None if snapshot is None else f"snapshot {snapshot}"
+    version = _delta_commit_with_key(plan["path"], int(plan.get("version_before", -1)), key)
+    return None if version is None else f"version {version}"
 
 
 def apply(spark: SparkSession | None, plan: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """Move a committed write's staged rows into its table, at most once."""
+    """Move a committed write's staged rows into its table, at most once: a table that
+    already holds the write's key (looked for in the snapshots, or in the Delta commits
+    since the write was staged) is left as it is."""
+    target = plan.get("table") or plan.get("path")
     if spark is None:
         raise SinkError(
-            f"publishing the write {key} to {plan.get('table') or plan.get('path')} needs Spark: "
-            "run the job again (its start publishes it)"
+            f"publishing the write {key} to {target} needs Spark: run the job again (its start publishes it)"
         )
+    done = applied_as(spark, plan, key)
+    if done is not None:
+        log.info("write %s to %s was already applied (%s); not applying it again", key, target, done)
+        return {"table": target, "mode": plan["mode"], "already_applied": True}
     staging = plan["staging"]
-    if plan["format"] == "iceberg":
-        done = _snapshot_with_key(spark, plan["table"], key)
-        if done is not None:
-            log.info("write %s to %s was already applied (snapshot %d)", key, plan["table"], done)
-            return {"table": plan["table"], "mode": plan["mode"], "already_applied": True}
     if not staged_files(staging):
         raise OutputLost(
-            f"the staged rows of the write to {plan.get('table') or plan.get('path')} ({staging}) are gone, "
-            "and the write was not applied; they cannot be recovered. Rewind the job's bookmark to before "
-            "that run (`sparkmark bookmark rewind`) and re-run it"
+            f"the staged rows of the write to {target} ({staging}) are gone, and the write was not applied; "
+            "they cannot be recovered. Rewind the job's bookmark to before that run "
+            "(`sparkmark bookmark rewind`) and re-run it"
         )
-    df = spark.read.parquet(spark_base_path(staging))
-    result = _write(df, plan, key)
+    result = _write(spark.read.parquet(spark_base_path(staging)), plan, key)
     crash_point("applied")
     rows = int(plan.get("rows_staged", 0))
-    log.info("wrote %d rows to %s (%s)", rows, plan.get("table") or plan.get("path"), plan["mode"])
+    log.info("wrote %d rows to %s (%s)", rows, target, plan["mode"])
     return {**result, "rows_written": rows}
 
 
@@ -210,6 +233,18 @@ def staged_files(staging: str) -> list[str]:
     if not fs.exists(path):
         return []
     return [p for p in fs.find(path) if p.endswith(".parquet")]
+
+
+def staged_rows(staging: str) -> int:
+    """The rows of a staged write, from its Parquet files' footers (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    fs, _ = url_to_fs(staging)
+    total = 0
+    for path in staged_files(staging):
+        with fs.open(path, "rb") as handle:
+            total += pq.ParquetFile(handle).metadata.num_rows
+    return total
 
 
 def remove_staging(staging: str) -> None:
@@ -278,8 +313,13 @@ class TableSink:
         staging = staging_url(where, record.key)
         require_s3a(spark, staging)
         df.write.mode("overwrite").parquet(spark_base_path(staging))
-        rows = spark.read.parquet(spark_base_path(staging)).count()
-        return {**self.plan(), "staging": staging, "rows_staged": rows}, rows
+        rows = staged_rows(staging)
+        plan = {**self.plan(), "staging": staging, "rows_staged": rows}
+        if (
+            self.format == "delta"
+        ):  # written by its folder; its key is looked for in the commits after this one
+            plan.update(path=where, version_before=delta_version(where))
+        return plan, rows
 
     def discard(self, store: StateStore, record: OutputRecord) -> None:
         discard(store, record)

@@ -19,7 +19,7 @@ policy for the others, between the bookmark and the current snapshot:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..engine.models import CtxCommit
 from ..errors import SourceError
@@ -39,46 +39,65 @@ class IcebergSource:
     def describe(self) -> str:
         return f"Iceberg table {self.table}"
 
-    def _history(self, context: ReadContext) -> list[Any]:
-        """The table's snapshots on its current branch, oldest first."""
-        return context.spark.sql(
-            f"SELECT s.snapshot_id, s.parent_id, s.operation, s.summary FROM {self.table}.snapshots s "
-            f"JOIN {self.table}.history h ON s.snapshot_id = h.snapshot_id "
-            "WHERE h.is_current_ancestor ORDER BY h.made_current_at"
-        ).collect()
+    def _table(self, spark):
+        """Iceberg's own table object, fresh: its snapshots are walked in the JVM, a few
+        calls per snapshot read, whatever the length of the table's history."""
+        jvm = spark.sparkContext._jvm
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, self.table)
+        table.refresh()
+        return table
+
+    def _since(self, table, previous: int) -> list[tuple[int, str]] | None:
+        """(snapshot id, operation) of the current branch after ``previous``, oldest
+        first; None when ``previous`` is not an ancestor of the current snapshot."""
+        chain = []
+        snapshot = table.currentSnapshot()
+        while snapshot is not None and snapshot.snapshotId() != previous:
+            chain.append((int(snapshot.snapshotId()), str(snapshot.operation())))
+            parent = snapshot.parentId()
+            snapshot = table.snapshot(parent) if parent is not None else None
+        return None if snapshot is None else chain[::-1]
 
     def read(self, context: ReadContext) -> SourceOutcome:
         spark = context.spark
-        history = self._history(context)
-        current = history[-1].snapshot_id if history else None
+        try:
+            table = self._table(spark)
+        except Exception as exc:  # noqa: BLE001 - Spark's or Iceberg's error, in one line
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SourceError(f"{self.describe()} cannot be read: {first}") from None
+        head = table.currentSnapshot()
+        current = int(head.snapshotId()) if head is not None else None
         previous = context.previous.get("snapshot_id") if context.bookmark_ctx is not None else None
         reader = spark.read.format("iceberg")
-        read: list[Any] = []
+        snapshots_read = 0
         frame: DataFrame
         if current is None:  # a table with no snapshot yet: nothing to read
             frame = spark.table(self.table).limit(0)
         elif previous is None:
             frame = reader.option("versionAsOf", str(current)).load(self.table)  # Spark 4: not snapshot-id
-            read = history
+            counted = spark.sql(
+                f"SELECT count(*) FROM {self.table}.history WHERE is_current_ancestor"
+            ).first()
+            snapshots_read = int(counted[0]) if counted is not None else 0
         elif previous == current:
             frame = spark.table(self.table).limit(0)
         else:
-            ids = [s.snapshot_id for s in history]
-            if previous not in ids:
+            read = self._since(table, int(previous))
+            if read is None:
                 raise SourceError(
                     f"{self.describe()}: the bookmarked snapshot {previous} is no longer in the table's "
                     f"history (expired, or rolled back past); reset the bookmark of ctx {self.ctx!r} to "
                     "read the table whole"
                 )
-            read = history[ids.index(previous) + 1 :]
-            changed = [s for s in read if s.operation not in READABLE]
+            changed = [(sid, op) for sid, op in read if op not in READABLE]
             if changed:
-                first = changed[0]
+                sid, op = changed[0]
                 raise SourceError(
-                    f"{self.describe()}: snapshot {first.snapshot_id} is an {first.operation}, which changes "
-                    "rows an incremental read cannot take back; the bookmark stays at snapshot "
+                    f"{self.describe()}: snapshot {sid} is {'an' if op[:1] in 'aeiou' else 'a'} {op}, which "
+                    "changes rows an incremental read cannot take back; the bookmark stays at snapshot "
                     f"{previous}. Reset the bookmark of ctx {self.ctx!r} to read the table whole"
                 )
+            snapshots_read = len(read)
             frame = (
                 reader.option("start-snapshot-id", previous)
                 .option("end-snapshot-id", current)
@@ -87,7 +106,7 @@ class IcebergSource:
         metrics = {
             "type": "iceberg",
             "table": self.table,
-            "snapshots_read": len(read),
+            "snapshots_read": snapshots_read,
             "snapshot_id": current,
         }
         commit = None
@@ -98,7 +117,7 @@ class IcebergSource:
                 "snapshot_id": current,
                 "last_run": {
                     "run_id": context.run_id,
-                    "snapshots": len(read),
+                    "snapshots": snapshots_read,
                     "from_snapshot": previous,
                 },
             }
