@@ -104,7 +104,9 @@ lint: install
 
 # Crash every crash point 20 times (SQLite and PostgreSQL state alternating) and run the
 # heavy bad inputs (a 1 GiB file, 100,000 tiny files), and read 20,001 Kinesis records
-# until caught up across a kill; ends with "N passed, N failed".
+# until caught up across a kill; and chain 100 killed runs (every table crash point 20
+# times) per table format (Iceberg, Delta) on local disk and on moto's S3; ends with
+# "N passed, N failed".
 soak: install services jars
 	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability \
 		tests/test_streaming_kinesis.py::test_until_caught_up_reads_every_record_over_many_batches_and_a_kill
@@ -121,6 +123,7 @@ bench: install services jars $(VENV)/.bench
 	$(PY) bench/quality.py
 	$(PY) bench/small_work.py
 	$(PY) bench/session_start.py
+	$(PY) bench/table_formats.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars $(VENV)/.bench
@@ -131,6 +134,7 @@ bench-quick: install services jars $(VENV)/.bench
 	$(PY) bench/quality.py --quick --repeats 2
 	$(PY) bench/small_work.py --repeats 2
 	$(PY) bench/session_start.py --repeats 3
+	$(PY) bench/table_formats.py --quick --repeats 3
 	$(PY) bench/table.py
 
 clean:

@@ -31,11 +31,10 @@ _ACTED_ON = (
 
 def _definition(p: dict[str, Any]) -> CrawlerDefinition:
     targets = p.get("Targets") or {}
-    unsupported = [k for k, v in targets.items() if v and k not in ("S3Targets", "JdbcTargets")]
+    served = ("S3Targets", "JdbcTargets", "DeltaTargets", "IcebergTargets")
+    unsupported = [k for k, v in targets.items() if v and k not in served]
     if unsupported:
-        raise invalid(
-            f"crawler targets {', '.join(unsupported)} are not supported; use S3Targets or JdbcTargets"
-        )
+        raise invalid(f"crawler targets {', '.join(unsupported)} are not supported; use {', '.join(served)}")
     doc: dict[str, Any] = {k: p[k] for k in _ACTED_ON if p.get(k) is not None}
     doc["Targets"] = {
         "S3Targets": [
@@ -49,6 +48,18 @@ def _definition(p: dict[str, Any]) -> CrawlerDefinition:
                 "Exclusions": t.get("Exclusions") or [],
             }
             for t in targets.get("JdbcTargets") or []
+        ],
+        "DeltaTargets": [
+            {
+                k: t[k]
+                for k in ("DeltaTables", "ConnectionName", "WriteManifest", "CreateNativeDeltaTable")
+                if k in t
+            }
+            for t in targets.get("DeltaTargets") or []
+        ],
+        "IcebergTargets": [
+            {k: t[k] for k in ("Paths", "ConnectionName", "Exclusions", "MaximumTraversalDepth") if k in t}
+            for t in targets.get("IcebergTargets") or []
         ],
     }
     if not p.get("DatabaseName"):

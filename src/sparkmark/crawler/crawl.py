@@ -482,13 +482,26 @@ def _crawl_targets(
         crawl.summary["tables_created"].extend(created)
         crawl.summary["tables_updated"].extend(updated)
         seen_tables.update(t.split(".", 1)[1] for t in created + updated)
+    delta_paths = [p for t in definition.Targets.DeltaTargets for p in t.DeltaTables]
+    iceberg_paths = [p for t in definition.Targets.IcebergTargets for p in t.Paths]
+    if delta_paths or iceberg_paths:
+        from .table_targets import crawl_table_targets
+
+        depth = max((t.MaximumTraversalDepth for t in definition.Targets.IcebergTargets), default=10)
+        created, updated, seen = crawl_table_targets(
+            catalog.store, definition.DatabaseName, definition.TablePrefix, delta_paths, iceberg_paths,
+            depth, crawl.crawl_id, definition.Name, crawl.error,
+        )  # fmt: skip
+        crawl.summary["tables_created"].extend(created)
+        crawl.summary["tables_updated"].extend(updated)
+        seen_tables.update(seen)
     if bookmark:
         bookmark.commit(crawl.summary)
     if new_folders_only:
         return  # deletions are not looked for when only new folders are listed
     for name, table in existing.items():
-        if table.parameters.get("connectionName"):
-            continue  # JDBC tables are refreshed by their own targets
+        if table.parameters.get("connectionName") or table.classification in ("delta", "iceberg"):
+            continue  # JDBC and table-format tables are refreshed by their own targets
         under_target = any(table.location == r or table.location.startswith(r + "/") for r in crawled_roots)
         if name in seen_tables or not under_target:
             continue

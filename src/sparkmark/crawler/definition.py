@@ -44,9 +44,25 @@ class JdbcTarget(_Model):
     Exclusions: list[str] = Field(default_factory=list)
 
 
+class DeltaTarget(_Model):
+    DeltaTables: list[str] = Field(default_factory=list)  # each the folder of one Delta table
+    ConnectionName: str | None = None
+    WriteManifest: bool = False
+    CreateNativeDeltaTable: bool = True
+
+
+class IcebergTarget(_Model):
+    Paths: list[str] = Field(default_factory=list)  # folders holding Iceberg tables
+    ConnectionName: str | None = None
+    Exclusions: list[str] = Field(default_factory=list)
+    MaximumTraversalDepth: int = Field(default=10, ge=1, le=20)
+
+
 class TargetsSpec(_Model):
     S3Targets: list[S3Target] = Field(default_factory=list)
     JdbcTargets: list[JdbcTarget] = Field(default_factory=list)
+    DeltaTargets: list[DeltaTarget] = Field(default_factory=list)
+    IcebergTargets: list[IcebergTarget] = Field(default_factory=list)
 
 
 class SchemaChangePolicySpec(_Model):
