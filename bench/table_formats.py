@@ -68,7 +68,10 @@ def _job(spark, store, settings, name: str, option: str):
     from sparkmark import Job
 
     return Job.from_args(
-        ["b", "--JOB_NAME", name, "--job-bookmark-option", option], spark=spark, store=store, settings=settings
+        ["b", "--JOB_NAME", name, "--job-bookmark-option", option],
+        spark=spark,
+        store=store,
+        settings=settings,
     )
 
 
@@ -87,12 +90,16 @@ def main() -> None:
     table = "ice.db.events"
     spark.sql(f"CREATE TABLE {table} (id bigint, note string) USING iceberg")
     for i in range(history):
-        spark.createDataFrame([(i * 10 + k, "x") for k in range(10)], "id bigint, note string").writeTo(table).append()
+        spark.createDataFrame([(i * 10 + k, "x") for k in range(10)], "id bigint, note string").writeTo(
+            table
+        ).append()
         if i == history - 11:
             job = _job(spark, store, settings, "t1", "job-bookmark-enable")
             read_source(spark, IcebergSource(table, ctx="src"), job.job_run).count()
             job.commit()
-    snaps = [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table}.history ORDER BY made_current_at").collect()]
+    snaps = [
+        r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table}.history ORDER BY made_current_at").collect()
+    ]
 
     def t1_sparkmark():
         job = _job(spark, store, settings, "t1", "job-bookmark-pause")
@@ -156,7 +163,11 @@ def main() -> None:
     print("T2", entries["T2"])
 
     # ---- T3: an exactly-once append ÷ the plain append, Iceberg and Delta
-    rows = spark.range(200_000 if opts.quick else 1_000_000).selectExpr("id", "cast(id as string) AS note").cache()
+    rows = (
+        spark.range(200_000 if opts.quick else 1_000_000)
+        .selectExpr("id", "cast(id as string) AS note")
+        .cache()
+    )
     rows.count()
     spark.sql("CREATE TABLE ice.db.sink (id bigint, note string) USING iceberg")
     spark.sql("CREATE TABLE ice.db.plain (id bigint, note string) USING iceberg")

@@ -490,7 +490,7 @@ def _crawl_targets(
         depth = max((t.MaximumTraversalDepth for t in definition.Targets.IcebergTargets), default=10)
         created, updated, seen = crawl_table_targets(
             catalog.store, definition.DatabaseName, definition.TablePrefix, delta_paths, iceberg_paths,
-            depth, crawl.crawl_id, definition.Name, crawl.error,
+            depth, crawl.crawl_id, definition.Name, crawl.error, table_name,
         )  # fmt: skip
         crawl.summary["tables_created"].extend(created)
         crawl.summary["tables_updated"].extend(updated)

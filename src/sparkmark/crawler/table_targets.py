@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fsspec.core import url_to_fs
@@ -178,18 +178,20 @@ def crawl_table_targets(
     depth: int,
     crawl_id: str,
     crawler: str,
-    error,
+    error: Callable[[str, str], None],
+    name_of: Callable[[str, str], str],
 ) -> tuple[list[str], list[str], set[str]]:
     """Register the Delta tables at ``delta_paths`` and the Iceberg tables under
     ``iceberg_paths``. Returns (tables created, tables updated, names seen); a path that
-    is not such a table is reported through ``error(path, message)``."""
+    is not such a table is reported through ``error(path, message)``; ``name_of(prefix,
+    folder)`` names a table as the crawler names a folder's."""
     existing = {t.name for t in store.tables(database)}
     created, updated, seen = [], [], set()
     made: list[Table] = []
     for path in delta_paths:
         url = root_url(path)
         try:
-            made.append(delta_table(database, _name(prefix, url), url, crawl_id, crawler))
+            made.append(delta_table(database, name_of(prefix, url), url, crawl_id, crawler))
         except (ValueError, OSError, KeyError) as exc:
             error(path, str(exc))
     for path in iceberg_paths:
@@ -202,7 +204,7 @@ def crawl_table_targets(
             error(path, "no Iceberg table (a folder with metadata/*.metadata.json) was found")
         for url in roots:
             try:
-                made.append(iceberg_table(database, _name(prefix, url), url, crawl_id, crawler))
+                made.append(iceberg_table(database, name_of(prefix, url), url, crawl_id, crawler))
             except (ValueError, OSError, KeyError) as exc:
                 error(url, str(exc))
     for table in made:
@@ -213,9 +215,3 @@ def crawl_table_targets(
         elif changed:
             updated.append(table.qualified)
     return created, updated, seen
-
-
-def _name(prefix: str, url: str) -> str:
-    from .crawl import table_name
-
-    return table_name(prefix, url)
