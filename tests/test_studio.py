@@ -176,6 +176,9 @@ def test_the_corpus_covers_every_supported_node_type_and_join_type():
             if kind == "Join":
                 joins.add(spec["JoinType"])
     assert len(CASES) >= 12
+    for fixture in (CORPUS.parent / "studio_tables").glob("*.json"):  # run by tests/test_studio_tables.py
+        nodes = json.loads(fixture.read_text(encoding="utf-8"))["job"]["Job"]["CodeGenConfigurationNodes"]
+        seen.update(kind for wrapped in nodes.values() for kind in wrapped)
     # The two streaming sources need a broker or a stream: their own tests are below.
     assert seen | {"DirectKafkaSource", "DirectKinesisSource"} == set(WRITERS), (
         f"not tested: {set(WRITERS) - seen}"

@@ -15,19 +15,23 @@ import pytest
 from sparkmark.studio.codegen import generate
 from sparkmark.studio.graph import parse_document
 
-CORPUS = Path(__file__).parent / "fixtures" / "studio"
-CASES = sorted(p.stem for p in CORPUS.glob("*.json"))
+FIXTURES = Path(__file__).parent / "fixtures"
+# studio: jobs the Spark tests run in the test session; studio_tables: jobs on Iceberg and
+# Delta tables, which need a table format's jars (tests/test_studio_tables.py runs some).
+CORPORA = (FIXTURES / "studio", FIXTURES / "studio_tables")
+CASES = sorted(f"{c.name}/{p.stem}" for c in CORPORA for p in c.glob("*.json"))
 
 
-def test_every_fixture_has_its_expected_script_and_no_script_is_orphaned():
-    scripts = sorted(p.stem for p in CORPUS.glob("*.py"))
-    assert CASES and scripts == CASES
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda c: c.name)
+def test_every_fixture_has_its_expected_script_and_no_script_is_orphaned(corpus):
+    fixtures = sorted(p.stem for p in corpus.glob("*.json"))
+    assert fixtures and sorted(p.stem for p in corpus.glob("*.py")) == fixtures
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_generator_writes_the_expected_script(case):
-    job = json.loads((CORPUS / f"{case}.json").read_text(encoding="utf-8"))["job"]
-    expected = (CORPUS / f"{case}.py").read_text(encoding="utf-8")
+    job = json.loads((FIXTURES / f"{case}.json").read_text(encoding="utf-8"))["job"]
+    expected = (FIXTURES / f"{case}.py").read_text(encoding="utf-8")
     script = generate(parse_document(job)[0])
     diff = "".join(
         difflib.unified_diff(

@@ -100,7 +100,7 @@ def run_command(
     ),
 ) -> None:
     """Generate the script and run it as `sparkmark run` would, with the arguments that
-    follow (--JOB_NAME defaults to the job's name)."""
+    follow over the job's DefaultArguments (--JOB_NAME defaults to the job's name)."""
     from ..studio.codegen import generate
     from .run import run_script
 
@@ -112,6 +112,10 @@ def run_command(
     except GraphError as exc:
         _problems(exc)
     arguments = list(ctx.args)
+    # as Glue starts a job: its DefaultArguments, under the run's own
+    for key, value in (graphs[0].job.get("DefaultArguments") or {}).items():
+        if key.startswith("--") and key not in arguments:
+            arguments += [key, str(value)]
     if "--JOB_NAME" not in arguments:
         arguments = ["--JOB_NAME", graphs[0].name, *arguments]
     with tempfile.TemporaryDirectory(prefix="sparkmark-studio-") as folder:

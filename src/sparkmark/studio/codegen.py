@@ -235,6 +235,45 @@ def catalog_source(node: Node, var: str, inputs: list[str], script: Script) -> l
     return call(var, "glueContext.create_dynamic_frame.from_catalog", arguments)
 
 
+def _no_format_options(node: Node, key: str) -> None:
+    if node.spec.get(key):
+        raise GraphError(
+            [f"{node.label()}: {key} {sorted(node.spec[key])} are not applied by sparkmark yet; remove them"]
+        )
+
+
+def table_catalog_source(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """An Iceberg or Delta table of the catalog, read with its own bookmark (by snapshot or
+    version, beyond Glue: docs/table-formats.md)."""
+    _no_format_options(
+        node, "AdditionalIcebergOptions" if "Iceberg" in node.type else "AdditionalDeltaOptions"
+    )
+    spec = node.spec
+    arguments = {
+        "database": lit(spec["Database"]),
+        "table_name": lit(spec["Table"]),
+        "transformation_ctx": lit(var),
+    }
+    return call(var, "glueContext.create_dynamic_frame.from_catalog", arguments)
+
+
+def s3_delta_source(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    _no_format_options(node, "AdditionalDeltaOptions")
+    paths = list(node.spec["Paths"])
+    if len(paths) != 1:
+        raise GraphError([f"{node.label()}: a Delta source reads one table: give one path, not {len(paths)}"])
+    return call(
+        var,
+        "glueContext.create_dynamic_frame.from_options",
+        {
+            "connection_type": lit("s3"),
+            "format": lit("delta"),
+            "connection_options": lit({"path": paths[0]}),
+            "transformation_ctx": lit(var),
+        },
+    )
+
+
 def direct_jdbc(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
     spec = node.spec
     options = {
@@ -732,6 +771,45 @@ def catalog_target(node: Node, var: str, inputs: list[str], script: Script) -> l
     return call(var, "glueContext.write_dynamic_frame.from_catalog", arguments)
 
 
+def table_catalog_target(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """Appends to an Iceberg or Delta table of the catalog (which must exist), exactly-once
+    with the node's transformation_ctx."""
+    spec = node.spec
+    if (spec.get("SchemaChangePolicy") or {}).get("EnableUpdateCatalog"):
+        raise GraphError(
+            [f"{node.label()}: the table's own metadata is its schema; EnableUpdateCatalog does not apply"]
+        )
+    arguments = {"frame": inputs[0], "database": lit(spec["Database"]), "table_name": lit(spec["Table"])}
+    if spec.get("PartitionKeys") and "Delta" in node.type:
+        arguments["additional_options"] = lit({"partitionKeys": _partition_keys(spec)})
+    arguments["transformation_ctx"] = lit(var)
+    return call(var, "glueContext.write_dynamic_frame.from_catalog", arguments)
+
+
+def s3_delta_direct(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """Appends to the Delta table at Path (the first write creates it)."""
+    spec = node.spec
+    if (spec.get("SchemaChangePolicy") or {}).get("EnableUpdateCatalog"):
+        raise GraphError(
+            [f"{node.label()}: registering the Delta table is a crawler's DeltaTargets here; "
+             "EnableUpdateCatalog is not applied"]
+        )  # fmt: skip
+    connection: dict[str, Any] = {"path": spec["Path"], "partitionKeys": _partition_keys(spec)}
+    if spec.get("Compression"):
+        connection["compression"] = spec["Compression"]
+    return call(
+        var,
+        "glueContext.write_dynamic_frame.from_options",
+        {
+            "frame": inputs[0],
+            "connection_type": lit("s3"),
+            "format": lit("delta"),
+            "connection_options": lit(connection),
+            "transformation_ctx": lit(var),
+        },
+    )
+
+
 Writer = Callable[..., list[str]]
 WRITERS: dict[str, Writer] = {
     "S3CsvSource": s3_csv,
@@ -763,12 +841,21 @@ WRITERS: dict[str, Writer] = {
     "S3GlueParquetTarget": s3_glue_parquet,
     "CatalogTarget": catalog_target,
     "S3CatalogTarget": catalog_target,
+    "CatalogIcebergSource": table_catalog_source,
+    "S3CatalogIcebergSource": table_catalog_source,
+    "CatalogDeltaSource": table_catalog_source,
+    "S3CatalogDeltaSource": table_catalog_source,
+    "S3DeltaSource": s3_delta_source,
+    "S3IcebergCatalogTarget": table_catalog_target,
+    "S3DeltaCatalogTarget": table_catalog_target,
+    "S3DeltaDirectTarget": s3_delta_direct,
 }
 NEEDS_NAMES = {"Join", "SparkSQL"}  # writers that look inputs up by node id
 SUPPORTED = frozenset(WRITERS)
 
 
-TARGETS = {"S3DirectTarget", "S3GlueParquetTarget", "CatalogTarget", "S3CatalogTarget"}
+TARGETS = {"S3DirectTarget", "S3GlueParquetTarget", "CatalogTarget", "S3CatalogTarget", "S3IcebergCatalogTarget",
+           "S3DeltaCatalogTarget", "S3DeltaDirectTarget"}  # fmt: skip
 
 
 def _blocks(graph: JobGraph, nodes: list[Node], names: dict[str, str], sample: int | None) -> Script:
