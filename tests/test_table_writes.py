@@ -203,3 +203,49 @@ def test_a_delta_table_written_by_one_job_is_read_incrementally_by_another(tmp_p
     write("", change="delete")
     error = one_error(read())
     assert "is a DELETE" in error and "the bookmark stays at version 1" in error, error
+
+
+SESSION_CATALOG_SCRIPT = """
+import sys
+import boto3
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "batch"])
+glueContext = GlueContext(SparkContext.getOrCreate())
+spark = glueContext.spark_session
+job = Job(glueContext)
+job.init(args["JOB_NAME"], args)
+glue = boto3.client("glue")
+if "shop" not in [d["Name"] for d in glue.get_databases()["DatabaseList"]]:
+    glue.create_database(DatabaseInput={"Name": "shop"})
+spark.sql("CREATE TABLE IF NOT EXISTS shop.visits (id bigint, batch string) USING iceberg")
+spark.sql(f"INSERT INTO shop.visits VALUES (1, '{args['batch']}')")
+new = glueContext.create_data_frame.from_catalog(database="shop", table_name="visits", transformation_ctx="visits")
+print("READ", sorted((r.id, r.batch) for r in new.collect()))
+print("PROVIDER", spark.sql("DESCRIBE TABLE EXTENDED shop.visits").where("col_name = 'Provider'").first()[1])
+job.commit()
+"""
+
+
+def test_icebergs_session_catalog_over_the_glue_catalog(tmp_path, s3_server):
+    """AWS's Iceberg page also gives SparkSessionCatalog as spark_catalog, over the Glue
+    catalog: tables are named without a catalog (shop.visits). Two runs under `sparkmark run`:
+    each reads, with its bookmark, only the row the run itself added."""
+    conf, aws = glue_catalog_on_s3(s3_server, "session-lake")
+    conf = conf.replace(
+        "spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.spark_catalog=org.apache.iceberg.spark.SparkSessionCatalog",
+    )
+    conf = conf.replace("spark.sql.catalog.glue_catalog.", "spark.sql.catalog.spark_catalog.")  # fmt: skip
+    script = tmp_path / "session_catalog.py"
+    script.write_text(SESSION_CATALOG_SCRIPT)
+    for batch in ("b1", "b2"):
+        args = ["--JOB_NAME", "visits", "--job-bookmark-option", "job-bookmark-enable", "--batch", batch,
+                "--datalake-formats", "iceberg", "--conf", conf]  # fmt: skip
+        done = run(script, args, tmp_path / "home", **aws)
+        assert done.returncode == 0, done.stderr[-6000:]
+        assert printed(done, "READ") == f"READ [(1, '{batch}')]"
+        assert printed(done, "PROVIDER") == "PROVIDER iceberg"
