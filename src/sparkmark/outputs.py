@@ -58,7 +58,7 @@ def publish_output(
     elif record.kind is OutputKind.TABLE:
         result = {"ctx": record.ctx, **table_sink.apply(_spark(), record.plan, record.key)}
         store.set_output(record.run_id, record.seq, OutputState.PUBLISHED)
-        table_sink.remove_staging(record.plan["staging"])
+        table_sink.finish(record.plan)
         return result
     else:
         result = jdbc_sink.apply(_database(record, known or {}, connections), record.plan, key=record.key)
@@ -80,9 +80,7 @@ def gone(
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         return f"its staged file {missing[0]}{more} no longer exists"
     if record.kind is OutputKind.TABLE:
-        if table_sink.staged_files(record.plan["staging"]):
-            return None
-        return f"its staged rows at {record.plan['staging']} no longer exist"
+        return table_sink.missing(record.plan)
     plan = record.plan
     stage = plan.get("stage") or jdbc_sink.stage_name_for(record.key)
     if jdbc_sink.stage_exists(_database(record, known or {}, connections), {**plan, "stage": stage}):

@@ -169,11 +169,23 @@ def prepare_spark(spark: SparkSession, settings: Settings) -> None:
         return
     if not _loadable(jvm, S3A):
         return
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in s3a_settings(settings).items():
+    wanted = s3a_settings(settings)
+    context = spark.sparkContext._jsc
+    given = _PREPARED.get(id(context))
+    if given is not None and given[0] is context and given[1] == wanted:
+        return  # this session has these settings already (a run per job in one process)
+    hadoop = context.hadoopConfiguration()
+    for key, value in wanted.items():
         current = hadoop.get(key)
         if current is None or key in _OURS:
             hadoop.set(key, value)
+    _PREPARED[id(context)] = (context, dict(wanted))
+
+
+# Per Spark context (kept, so that its id is not reused): the S3A settings it was given last;
+# per JVM view and class name: whether it loads.
+_PREPARED: dict[int, tuple[Any, dict[str, str]]] = {}
+_LOADABLE: dict[tuple[int, str], tuple[Any, bool]] = {}
 
 
 # Keys sparkmark owns once the settings name an endpoint or credentials: a session
@@ -182,12 +194,19 @@ _OURS = frozenset({"fs.s3a.endpoint", "fs.s3a.access.key", "fs.s3a.secret.key", 
 
 
 def _loadable(jvm, name: str) -> bool:
+    """Whether the JVM can load class ``name``; asked once per JVM and class."""
+    key = (id(jvm), name)
+    known = _LOADABLE.get(key)
+    if known is not None and known[0] is jvm:
+        return known[1]
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(name, False, loader)
-        return True
+        found = True
     except Exception:  # noqa: BLE001 - not on the classpath, whatever the JVM calls it
-        return False
+        found = False
+    _LOADABLE[key] = (jvm, found)
+    return found
 
 
 def require_s3a(spark: SparkSession, url: str) -> None:

@@ -160,6 +160,98 @@ def _write(df: DataFrame, plan: Mapping[str, Any], key: str | None) -> dict[str,
     return {"path": path or table, "mode": mode}
 
 
+def _iceberg(spark: SparkSession, table: str):
+    """Iceberg's own Table object for ``table`` (the one Spark's catalog holds), fresh."""
+    jvm: Any = spark.sparkContext._jvm
+    found = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    found.refresh()
+    return found
+
+
+def _stage_wap(df: DataFrame, table: str, key: str) -> dict[str, Any]:
+    """An append to an Iceberg table staged as Iceberg stages it (write-audit-publish): a
+    snapshot committed to the table's metadata under ``wap.id`` = ``key`` and not made
+    current. Publishing cherry-picks it: no row is written twice."""
+    spark = df.sparkSession
+    iceberg = _iceberg(spark, table)
+    if str(iceberg.properties().get("write.wap.enabled")).lower() != "true":
+        iceberg.updateProperties().set("write.wap.enabled", "true").commit()
+        log.info("table %s: write.wap.enabled set, so that exactly-once appends can be staged in it", table)
+    head = iceberg.currentSnapshot()
+    spark.conf.set("spark.wap.id", key)
+    try:
+        df.writeTo(table).option(f"snapshot-property.{WRITE_KEY}", key).append()
+    finally:
+        spark.conf.unset("spark.wap.id")
+    iceberg.refresh()
+    jvm: Any = spark.sparkContext._jvm
+    iterables = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables
+    last = iterables.getLast(iceberg.snapshots(), None)
+    staged = last is not None and str(last.summary().get("wap.id")) == key
+    return {
+        "wap_snapshot": int(last.snapshotId()) if staged else None,
+        "base_snapshot": int(head.snapshotId()) if head is not None else None,
+        "rows_staged": int(str(last.summary().get("added-records") or 0)) if staged else 0,
+    }
+
+
+def _published_wap(iceberg, plan: Mapping[str, Any], key: str) -> int | None:
+    """The snapshot on the table's current branch, since the one current when the write
+    was staged, that is the staged snapshot or its cherry-picked copy; None if none is."""
+    base, staged = plan.get("base_snapshot"), plan["wap_snapshot"]
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None and snapshot.snapshotId() != base:
+        if snapshot.snapshotId() == staged or str(snapshot.summary().get("published-wap-id")) == key:
+            return int(snapshot.snapshotId())
+        parent = snapshot.parentId()
+        snapshot = iceberg.snapshot(parent) if parent is not None else None
+    return None
+
+
+def _apply_wap(spark: SparkSession, plan: Mapping[str, Any], key: str) -> dict[str, Any]:
+    table, staged = plan["table"], plan["wap_snapshot"]
+    rows = int(plan.get("rows_staged", 0))
+    if staged is None:
+        return {"table": table, "mode": plan["mode"], "rows_written": 0}
+    iceberg = _iceberg(spark, table)
+    done = _published_wap(iceberg, plan, key)
+    if done is not None:
+        log.info("write %s to %s was already applied (snapshot %d); not applying it again", key, table, done)
+        return {"table": table, "mode": plan["mode"], "already_applied": True}
+    if iceberg.snapshot(staged) is None:
+        raise OutputLost(
+            f"the staged snapshot {staged} of the write to {table} is gone (expired), and the write was not "
+            "applied; its rows cannot be recovered. Rewind the job's bookmark to before that run "
+            "(`sparkmark bookmark rewind`) and re-run it"
+        )
+    iceberg.manageSnapshots().cherrypick(staged).commit()
+    crash_point("applied")
+    log.info("wrote %d rows to %s (append; staged snapshot %d published)", rows, table, staged)
+    return {"table": table, "mode": plan["mode"], "rows_written": rows}
+
+
+def missing(plan: Mapping[str, Any]) -> str | None:
+    """What of a staged write is no longer there, in a few words; None when all of it is."""
+    if "wap_snapshot" in plan:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        staged = plan["wap_snapshot"]
+        if staged is None or spark is None or _iceberg(spark, plan["table"]).snapshot(staged) is not None:
+            return None
+        return f"its staged snapshot {staged} no longer exists"
+    if staged_files(plan["staging"]):
+        return None
+    return f"its staged rows at {plan['staging']} no longer exist"
+
+
+def finish(plan: Mapping[str, Any]) -> None:
+    """After a write is marked published: remove its staged Parquet rows (a staged Iceberg
+    snapshot is the table's own, and now part of its history)."""
+    if plan.get("staging"):
+        remove_staging(plan["staging"])
+
+
 def applied_as(spark: SparkSession, plan: Mapping[str, Any], key: str) -> str | None:
     """Where the table already holds write ``key`` (an earlier attempt that committed
     before its record said so), or None."""
@@ -179,6 +271,8 @@ def apply(spark: SparkSession | None, plan: Mapping[str, Any], key: str) -> dict
         raise SinkError(
             f"publishing the write {key} to {target} needs Spark: run the job again (its start publishes it)"
         )
+    if "wap_snapshot" in plan:
+        return _apply_wap(spark, plan, key)
     done = applied_as(spark, plan, key)
     if done is not None:
         log.info("write %s to %s was already applied (%s); not applying it again", key, target, done)
@@ -202,6 +296,8 @@ def staging_of(plan: Mapping[str, Any], key: str) -> str | None:
     while staging), found again from the table's location when Spark runs here."""
     if plan.get("staging"):
         return str(plan["staging"])
+    if plan.get("format") == "iceberg" and plan.get("mode") == "append":
+        return None  # staged as an Iceberg snapshot, which stays unpublished in the table's metadata
     if plan.get("path"):
         return staging_url(plan["path"], key)
     from pyspark.sql import SparkSession
@@ -309,6 +405,9 @@ class TableSink:
 
     def stage(self, df: DataFrame, record: OutputRecord, store: StateStore) -> tuple[dict[str, Any], int]:
         spark = df.sparkSession
+        if self.format == "iceberg" and self.mode == "append" and self.table:
+            staged = _stage_wap(df, self.table, record.key)
+            return {**self.plan(), **staged}, int(staged["rows_staged"])
         where = self.path or location(spark, self.table or "")
         staging = staging_url(where, record.key)
         require_s3a(spark, staging)
