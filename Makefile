@@ -109,7 +109,8 @@ lint: install
 # "N passed, N failed".
 soak: install services jars
 	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability \
-		tests/test_streaming_kinesis.py::test_until_caught_up_reads_every_record_over_many_batches_and_a_kill
+		tests/test_streaming_kinesis.py::test_until_caught_up_reads_every_record_over_many_batches_and_a_kill \
+		tests/test_table_writes.py::test_a_paused_run_with_a_range_reads_what_those_runs_read_from_a_delta_table
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e ".[test,bench]"

@@ -11,6 +11,7 @@ docs/table-formats.md says."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import boto3
@@ -249,3 +250,58 @@ def test_icebergs_session_catalog_over_the_glue_catalog(tmp_path, s3_server):
         assert done.returncode == 0, done.stderr[-6000:]
         assert printed(done, "READ") == f"READ [(1, '{batch}')]"
         assert printed(done, "PROVIDER") == "PROVIDER iceberg"
+
+
+RANGE_SCRIPT = """
+import sys
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "path", "batch"])
+glueContext = GlueContext(SparkContext.getOrCreate())
+spark = glueContext.spark_session
+job = Job(glueContext)
+job.init(args["JOB_NAME"], args)
+if args["batch"] != "none":
+    spark.createDataFrame([(1, args["batch"])], "id bigint, batch string").write.format("delta") \\
+        .mode("append").save(args["path"])
+new = glueContext.create_dynamic_frame.from_options(
+    connection_type="s3", format="delta", connection_options={"path": args["path"]}, transformation_ctx="t")
+print("READ", sorted(r["batch"] for r in new.toDF().collect()))
+job.commit()
+"""
+
+
+@pytest.mark.skipif(
+    os.environ.get("SPARKMARK_HEAVY") != "1", reason="five Spark processes: make soak runs it"
+)
+def test_a_paused_run_with_a_range_reads_what_those_runs_read_from_a_delta_table(tmp_path):
+    """Glue's job-bookmark-pause with --job-bookmark-from/--job-bookmark-to on a Delta
+    source: the input the runs after "from" up to "to" read, and no bookmark moves."""
+    from sparkmark.engine.store import StateStore
+
+    script = tmp_path / "range.py"
+    script.write_text(RANGE_SCRIPT)
+    home, table = tmp_path / "home", tmp_path / "delta" / "visits"
+    formats = ["--datalake-formats", "delta", "--conf", DELTA_CONF]
+
+    def job(batch: str, *option: str) -> subprocess.CompletedProcess:
+        args = ["--JOB_NAME", "visits", "--path", str(table), "--batch", batch, *option, *formats]
+        done = run(script, args, home)
+        assert done.returncode == 0, done.stderr[-5000:]
+        return done
+
+    enable = ("--job-bookmark-option", "job-bookmark-enable")
+    for batch in ("b1", "b2", "b3"):
+        assert printed(job(batch, *enable), "READ") == f"READ ['{batch}']"
+    store = StateStore(f"sqlite:///{home / 'state.db'}")
+    try:
+        first, _second, third = sorted(store.list_runs("visits"), key=lambda r: r.started_at)
+    finally:
+        store.close()
+    paused = job("none", "--job-bookmark-option", "job-bookmark-pause", "--job-bookmark-from", first.run_id,
+                 "--job-bookmark-to", third.run_id)  # fmt: skip
+    assert printed(paused, "READ") == "READ ['b2', 'b3']"
+    assert printed(job("none", *enable), "READ") == "READ []"  # the pause moved no bookmark

@@ -42,6 +42,14 @@ class ReadContext:
     def in_run(self) -> bool:
         return self.run_id is not None
 
+    def range_states(self) -> tuple[dict | None, dict | None] | None:
+        """In a paused run with from/to: the states the ctx had at the two versions (None
+        for a version without one); None in any other run."""
+        if self.bookmark_ctx is None or self.range is None:
+            return None
+        lower, upper = self.range
+        return lower.ctx_states.get(self.bookmark_ctx), upper.ctx_states.get(self.bookmark_ctx)
+
 
 @dataclass
 class SourceOutcome:

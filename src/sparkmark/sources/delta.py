@@ -81,6 +81,19 @@ class DeltaSource:
         )
         current = history[-1].version if history else None
         previous = context.previous.get("version") if context.bookmark_ctx is not None else None
+        bounds = context.range_states()
+        if bounds is not None:  # a paused run with from/to: exactly what the run after "from" read
+            previous = (bounds[0] or {}).get("version")
+            current = (bounds[1] or {}).get("version")
+            if current is None or not any(v.version == current for v in history):
+                raise SourceError(
+                    f"{self.describe()}: the bookmark's --job-bookmark-to version has "
+                    + (
+                        "no table version for this ctx"
+                        if current is None
+                        else f"version {current}, no longer in the table's history"
+                    )
+                )
         reader = spark.read.format("delta")
         read: list[Any] = []
         frame: DataFrame

@@ -47,11 +47,11 @@ class IcebergSource:
         table.refresh()
         return table
 
-    def _since(self, table, previous: int) -> list[tuple[int, str]] | None:
-        """(snapshot id, operation) of the current branch after ``previous``, oldest
-        first; None when ``previous`` is not an ancestor of the current snapshot."""
+    def _since(self, table, head, previous: int) -> list[tuple[int, str]] | None:
+        """(snapshot id, operation) of the snapshots after ``previous`` up to ``head``,
+        oldest first; None when ``previous`` is not an ancestor of ``head``."""
         chain = []
-        snapshot = table.currentSnapshot()
+        snapshot = head
         while snapshot is not None and snapshot.snapshotId() != previous:
             chain.append((int(snapshot.snapshotId()), str(snapshot.operation())))
             parent = snapshot.parentId()
@@ -66,8 +66,22 @@ class IcebergSource:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise SourceError(f"{self.describe()} cannot be read: {first}") from None
         head = table.currentSnapshot()
-        current = int(head.snapshotId()) if head is not None else None
         previous = context.previous.get("snapshot_id") if context.bookmark_ctx is not None else None
+        bounds = context.range_states()
+        if bounds is not None:  # a paused run with from/to: exactly what the run after "from" read
+            previous = (bounds[0] or {}).get("snapshot_id")
+            upper = (bounds[1] or {}).get("snapshot_id")
+            head = table.snapshot(upper) if upper is not None else None
+            if head is None:
+                raise SourceError(
+                    f"{self.describe()}: the bookmark's --job-bookmark-to version has "
+                    + (
+                        "no snapshot for this ctx"
+                        if upper is None
+                        else f"snapshot {upper}, no longer in the table"
+                    )
+                )
+        current = int(head.snapshotId()) if head is not None else None
         reader = spark.read.format("iceberg")
         snapshots_read = 0
         frame: DataFrame
@@ -82,7 +96,7 @@ class IcebergSource:
         elif previous == current:
             frame = spark.table(self.table).limit(0)
         else:
-            read = self._since(table, int(previous))
+            read = self._since(table, head, int(previous))
             if read is None:
                 raise SourceError(
                     f"{self.describe()}: the bookmarked snapshot {previous} is no longer in the table's "

@@ -338,13 +338,7 @@ class JdbcSource:
         return self.request.table or "query"
 
     def read(self, context: ReadContext) -> SourceOutcome:
-        bounds = None
-        if context.bookmark_ctx is not None and context.range is not None:
-            lower, upper = context.range
-            bounds = (
-                lower.ctx_states.get(context.bookmark_ctx),
-                upper.ctx_states.get(context.bookmark_ctx),
-            )
+        bounds = context.range_states()
         bookmarked = context.bookmark_ctx is not None
         return read(
             context.spark,
