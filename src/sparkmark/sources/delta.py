@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.models import CtxCommit
 from ..engine.storage import require_s3a, spark_base_path
 from ..errors import SourceError
+from ..sinks.tables import delta_version
 from .base import ReadContext, SourceOutcome
 
 if TYPE_CHECKING:
@@ -71,8 +72,18 @@ class DeltaSource:
     def read(self, context: ReadContext) -> SourceOutcome:
         spark = context.spark
         require_s3a(spark, self.path)
+        latest = delta_version(self.path)  # from the log's file names: no Spark job
+        previous = context.previous.get("version") if context.bookmark_ctx is not None else None
+        bounds = context.range_states()
+        if bounds is not None:  # a paused run with from/to: exactly what the run after "from" read
+            previous = (bounds[0] or {}).get("version")
+        # the history from the bookmarked version on (it must still be there), with room for
+        # versions committed since the log was listed
+        wanted = None if previous is None else max(latest - int(previous) + 1, 1) + 16
         try:
-            found = spark.sql(f"DESCRIBE HISTORY {self._ref()}")
+            found = spark.sql(
+                f"DESCRIBE HISTORY {self._ref()}" + (f" LIMIT {wanted}" if wanted else " LIMIT 1")
+            )
         except Exception as exc:  # noqa: BLE001 - Spark's analysis error, in one line
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise SourceError(f"{self.describe()} cannot be read as a Delta table: {first}") from None
@@ -80,10 +91,7 @@ class DeltaSource:
             found.select("version", "operation", "operationParameters").collect(), key=lambda r: r.version
         )
         current = history[-1].version if history else None
-        previous = context.previous.get("version") if context.bookmark_ctx is not None else None
-        bounds = context.range_states()
-        if bounds is not None:  # a paused run with from/to: exactly what the run after "from" read
-            previous = (bounds[0] or {}).get("version")
+        if bounds is not None:
             current = (bounds[1] or {}).get("version")
             if current is None or not any(v.version == current for v in history):
                 raise SourceError(
@@ -101,7 +109,7 @@ class DeltaSource:
             frame = reader.load(self._where).limit(0)
         elif previous is None:
             frame = reader.option("versionAsOf", current).load(self._where)
-            read = history
+            read = list(range(int(current) + 1))  # every version up to the current one
         else:
             read = [v for v in history if previous < v.version <= current]
             if previous > current or not any(v.version == previous for v in history):
