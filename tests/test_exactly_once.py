@@ -398,7 +398,11 @@ def test_a_write_lost_after_the_commit_says_so(runner, tmp_path):
     shutil.rmtree(out / CONTROL / "staging" / record.key)
     with pytest.raises(publish.PublishError) as lost:
         job.commit()
-    assert "lost" in str(lost.value) and "sparkmark bookmark rewind" in str(lost.value)
+    assert (
+        "lost" in str(lost.value)
+        and "sparkmark bookmark reset" in str(lost.value)
+        and "--run-id" in str(lost.value)
+    )
     assert "Nothing is lost" not in str(lost.value)
 
 

@@ -279,7 +279,8 @@ job.commit()
 )
 def test_a_paused_run_with_a_range_reads_what_those_runs_read_from_a_delta_table(tmp_path):
     """Glue's job-bookmark-pause with --job-bookmark-from/--job-bookmark-to on a Delta
-    source: the input the runs after "from" up to "to" read, and no bookmark moves."""
+    source: the input the runs after "from" up to "to" read, and no bookmark moves. Then
+    rewind (`bookmark reset --run-id`) and reset work as for files."""
     from sparkmark.engine.store import StateStore
 
     script = tmp_path / "range.py"
@@ -305,3 +306,15 @@ def test_a_paused_run_with_a_range_reads_what_those_runs_read_from_a_delta_table
                  "--job-bookmark-to", third.run_id)  # fmt: skip
     assert printed(paused, "READ") == "READ ['b2', 'b3']"
     assert printed(job("none", *enable), "READ") == "READ []"  # the pause moved no bookmark
+
+    def bookmark(*args: str) -> None:
+        done = subprocess.run(
+            [str(SPARKMARK), "bookmark", "reset", "visits", *args], capture_output=True, text=True,
+            timeout=120, env={"PATH": "/usr/bin:/bin", "SPARKMARK_HOME": str(home)},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    bookmark("--run-id", first.run_id)  # rewound to just after the first run
+    assert printed(job("none", *enable), "READ") == "READ ['b2', 'b3']"
+    bookmark()  # reset: the next run reads the table whole
+    assert printed(job("none", *enable), "READ") == "READ ['b1', 'b2', 'b3']"

@@ -194,7 +194,7 @@ def publish(plan: FileOutputPlan) -> int:
             raise OutputLost(
                 f"staged file {source} of committed write {plan.key} is missing and was never "
                 f"published to {plan.root}; its rows are lost from the output. Rewind the job's "
-                "bookmark to before that run (`sparkmark bookmark rewind`) and re-run it"
+                "bookmark to before that run (`sparkmark bookmark reset JOB --run-id <the run before it>`) and re-run it"
             )
     for rel in plan.remove:
         with contextlib.suppress(FileNotFoundError):

@@ -383,7 +383,7 @@ class JobRun:
         if problems:
             ending = (
                 " Rows of this run are lost from its output (see above): rewind the bookmark to "
-                f"before run {self.run_id} (`sparkmark bookmark rewind {self.name}`) and re-run it"
+                f"before run {self.run_id} (`sparkmark bookmark reset {self.name} --run-id <the run before it>`) and re-run it"
                 if lost
                 else " Nothing is lost: the next run of the job, "
                 f"or `sparkmark outputs recover {self.name}`, finishes publishing it"

@@ -221,7 +221,7 @@ def apply(database: kr.Database, plan: dict[str, Any], *, key: str | None = None
             raise OutputLost(
                 f"the staging table {plan['stage']} of the write to {table!r} is gone, and the "
                 "write was not applied; its rows cannot be recovered. Rewind the job's bookmark "
-                "to before that run (`sparkmark bookmark rewind`) and re-run it"
+                "to before that run (`sparkmark bookmark reset JOB --run-id <the run before it>`) and re-run it"
             )
         if not sa.inspect(engine).has_table(name, schema=schema):
             # DDL outside the merge transaction: MariaDB would commit at it.

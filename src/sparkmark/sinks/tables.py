@@ -222,7 +222,7 @@ def _apply_wap(spark: SparkSession, plan: Mapping[str, Any], key: str) -> dict[s
         raise OutputLost(
             f"the staged snapshot {staged} of the write to {table} is gone (expired), and the write was not "
             "applied; its rows cannot be recovered. Rewind the job's bookmark to before that run "
-            "(`sparkmark bookmark rewind`) and re-run it"
+            "(`sparkmark bookmark reset JOB --run-id <the run before it>`) and re-run it"
         )
     iceberg.manageSnapshots().cherrypick(staged).commit()
     crash_point("applied")
@@ -282,7 +282,7 @@ def apply(spark: SparkSession | None, plan: Mapping[str, Any], key: str) -> dict
         raise OutputLost(
             f"the staged rows of the write to {target} ({staging}) are gone, and the write was not applied; "
             "they cannot be recovered. Rewind the job's bookmark to before that run "
-            "(`sparkmark bookmark rewind`) and re-run it"
+            "(`sparkmark bookmark reset JOB --run-id <the run before it>`) and re-run it"
         )
     result = _write(spark.read.parquet(spark_base_path(staging)), plan, key)
     crash_point("applied")
