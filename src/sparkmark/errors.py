@@ -114,3 +114,9 @@ class GraphError(ConfigError):
     def __init__(self, problems: list[str]):
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line (a JVM error's stack trace is below
+    it), or its type's name when it has none."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

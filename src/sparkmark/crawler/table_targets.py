@@ -20,6 +20,7 @@ from fsspec.core import url_to_fs
 from ..catalog.models import Column, Table
 from ..catalog.store import CatalogStore
 from ..engine.fileplan import root_url
+from ..sinks.tables import delta_commits
 
 _PRIMITIVES = {"long": "bigint", "integer": "int", "int": "int", "short": "smallint", "byte": "tinyint"}
 _ICEBERG_METADATA = re.compile(r"^(?:v(\d+)|(\d+)-[0-9a-f-]+)(?:\.gz)?\.metadata\.json$")
@@ -68,8 +69,7 @@ def delta_metadata(url: str) -> dict[str, Any]:
     if not fs.exists(log_dir):
         raise ValueError(f"{url} has no _delta_log: it is not a Delta table")
     names = sorted(fs.ls(log_dir, detail=False))
-    commits = [n for n in names if re.search(r"/\d{20}\.json$", n)]
-    for name in reversed(commits):
+    for _version, name in reversed(delta_commits(url, -1)):
         with fs.open(name, "rt") as handle:
             for line in handle:
                 if '"metaData"' in line:

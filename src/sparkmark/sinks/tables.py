@@ -1,6 +1,11 @@
 """Table sinks: writes to an Iceberg or a Delta Lake table, exactly-once in a run.
 
-A staged write keeps the frame as Parquet in the table's hidden folder
+An append to an Iceberg table is staged as Iceberg stages writes (write-audit-publish:
+a snapshot under ``wap.id`` = the write's key, not made current) and published after the
+bookmark commits by cherry-picking it; a retry first walks the branch since the snapshot
+that was current at staging time, for the staged snapshot or its cherry-picked copy.
+
+Any other write keeps the frame as Parquet in the table's hidden folder
 (``LOCATION/_sparkmark/staging/<key>``), which neither format lists: Iceberg reads only
 the files its metadata names, and Delta's VACUUM passes over folders whose names start
 with ``_``. After the bookmark commits, ``apply`` moves the rows into the table with one
@@ -8,8 +13,8 @@ commit of the format, marked with the write's key so that applying it again (a r
 after a crash between the table's commit and the state store's record of it) changes
 nothing:
 
-- Iceberg: the snapshot's summary holds ``sparkmark.write-key``; ``apply`` first looks
-  for a snapshot of the table with that key and does nothing when there is one.
+- Iceberg (an overwrite): the snapshot's summary holds ``sparkmark.write-key``; ``apply``
+  first looks for a snapshot of the table with that key and does nothing when there is one.
 - Delta: the commit's user metadata (``userMetadata``) is the write's key; ``apply`` first
   reads the table's commit files after the version it had when the write was staged, and
   does nothing when one of them carries the key. (Delta's own idempotent writes,
@@ -30,8 +35,9 @@ from fsspec.core import url_to_fs
 
 from ..engine.faults import crash_point
 from ..engine.models import OutputKind, OutputRecord, OutputState
+from ..engine.publish import CONTROL
 from ..engine.storage import require_s3a, spark_base_path
-from ..errors import OutputLost, SinkError
+from ..errors import OutputLost, SinkError, first_line
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame, SparkSession
@@ -43,7 +49,6 @@ log = logging.getLogger("sparkmark.sinks")
 FORMATS = ("iceberg", "delta")
 MODES = ("append", "overwrite", "overwrite_partitions")
 WRITE_KEY = "sparkmark.write-key"  # the Iceberg snapshot summary property of a staged write
-CONTROL = "_sparkmark"
 
 
 def _quote(identifier: str) -> str:
@@ -59,8 +64,7 @@ def location(spark: SparkSession, table: str) -> str:
     try:
         rows = spark.sql(f"DESCRIBE TABLE EXTENDED {_quote(table)}").collect()
     except Exception as exc:  # noqa: BLE001 - Spark's analysis errors, shown in one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SinkError(f"cannot write table {table}: {first}") from None
+        raise SinkError(f"cannot write table {table}: {first_line(exc)}") from None
     for row in rows:
         if row[0] == "Location" and row[1]:
             return str(row[1]).rstrip("/")
@@ -84,7 +88,7 @@ def _snapshot_with_key(spark: SparkSession, table: str, key: str) -> int | None:
     return None if found is None else int(found[0])
 
 
-def _delta_commits(path: str, after: int) -> list[tuple[int, str]]:
+def delta_commits(path: str, after: int) -> list[tuple[int, str]]:
     """(version, file) of the Delta table's commit files after version ``after``."""
     fs, root = url_to_fs(_as_store_url(path))
     log_dir = f"{root.rstrip('/')}/_delta_log"
@@ -101,7 +105,7 @@ def _delta_commits(path: str, after: int) -> list[tuple[int, str]]:
 
 def delta_version(path: str) -> int:
     """The Delta table's latest version from its log's file names; -1 with no table."""
-    commits = _delta_commits(path, -1)
+    commits = delta_commits(path, -1)
     return commits[-1][0] if commits else -1
 
 
@@ -110,7 +114,7 @@ def _delta_commit_with_key(path: str, after: int, key: str) -> int | None:
     import json
 
     fs, _ = url_to_fs(_as_store_url(path))
-    for version, name in _delta_commits(path, after):
+    for version, name in delta_commits(path, after):
         with fs.open(name, "rt") as handle:
             for line in handle:
                 if (

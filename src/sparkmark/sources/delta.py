@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.models import CtxCommit
 from ..engine.storage import require_s3a, spark_base_path
-from ..errors import SourceError
+from ..errors import SourceError, first_line
 from ..sinks.tables import delta_version
 from .base import ReadContext, SourceOutcome
 
@@ -85,8 +85,9 @@ class DeltaSource:
                 f"DESCRIBE HISTORY {self._ref()}" + (f" LIMIT {wanted}" if wanted else " LIMIT 1")
             )
         except Exception as exc:  # noqa: BLE001 - Spark's analysis error, in one line
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise SourceError(f"{self.describe()} cannot be read as a Delta table: {first}") from None
+            raise SourceError(
+                f"{self.describe()} cannot be read as a Delta table: {first_line(exc)}"
+            ) from None
         history = sorted(
             found.select("version", "operation", "operationParameters").collect(), key=lambda r: r.version
         )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..engine.models import CtxCommit
-from ..errors import SourceError
+from ..errors import SourceError, first_line
 from .base import ReadContext, SourceOutcome
 
 if TYPE_CHECKING:
@@ -63,8 +63,7 @@ class IcebergSource:
         try:
             table = self._table(spark)
         except Exception as exc:  # noqa: BLE001 - Spark's or Iceberg's error, in one line
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise SourceError(f"{self.describe()} cannot be read: {first}") from None
+            raise SourceError(f"{self.describe()} cannot be read: {first_line(exc)}") from None
         head = table.currentSnapshot()
         previous = context.previous.get("snapshot_id") if context.bookmark_ctx is not None else None
         bounds = context.range_states()
