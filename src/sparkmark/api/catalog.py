@@ -15,12 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from ..catalog.expression import select_partitions
-from ..catalog.models import Column, Database, Partition, Table
+from ..catalog.models import GLUE_KEY, Column, Database, Partition, Table
 from ..errors import NotFound
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import CATALOG_ID, Service, handler, page
 
-GLUE_KEY = "sparkmark.glue"
 # classification → (InputFormat, OutputFormat, SerDe), as Glue's crawlers write them
 FORMATS = {
     "csv": (
@@ -206,6 +205,8 @@ def table_from_input(database: str, given: dict[str, Any]) -> Table:
         "Owner": given.get("Owner"),
         "TableType": given.get("TableType") or "EXTERNAL_TABLE",
         "Retention": given.get("Retention"),
+        "ViewOriginalText": given.get("ViewOriginalText"),
+        "ViewExpandedText": given.get("ViewExpandedText"),
         "Comments": {**comments, **key_comments},
         "StorageDescriptor": {k: v for k, v in sd.items() if k not in ("Columns", "Location")},
         "Columns": sd.get("Columns") if classification in TABLE_FORMATS else None,
@@ -271,6 +272,8 @@ def table_doc(
         "Owner": extra.get("Owner"),
         "Retention": extra.get("Retention"),
         "TableType": extra.get("TableType") or "EXTERNAL_TABLE",
+        "ViewOriginalText": extra.get("ViewOriginalText"),
+        "ViewExpandedText": extra.get("ViewExpandedText"),
         "StorageDescriptor": _storage(table, table.location, extra, comments),
         "PartitionKeys": [
             {"Name": c.name, "Type": c.type, **({"Comment": comments[c.name]} if c.name in comments else {})}

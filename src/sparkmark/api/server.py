@@ -37,7 +37,7 @@ from .service import Service
 log = logging.getLogger("sparkmark.api")
 
 # Operations register themselves on import.
-from . import catalog, connections, crawlers, jobs, logs, quality, tags, workflows  # noqa: E402, F401
+from . import catalog, connections, crawlers, jobs, logs, quality, sessions, tags, workflows  # noqa: E402, F401
 
 HOW_TO_TOKEN = "set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)"
 

@@ -18,6 +18,7 @@ _CREATED = {
     "CreateWorkflow": ("workflow", ("Name",)),
     "CreateDatabase": ("database", ("DatabaseInput", "Name")),
     "CreateConnection": ("connection", ("ConnectionInput", "Name")),
+    "CreateSession": ("session", ("Id",)),
 }
 _DELETED = {
     "DeleteJob": ("job", ("JobName",)),
@@ -26,6 +27,7 @@ _DELETED = {
     "DeleteWorkflow": ("workflow", ("Name",)),
     "DeleteDatabase": ("database", ("Name",)),
     "DeleteConnection": ("connection", ("ConnectionName",)),
+    "DeleteSession": ("session", ("Id",)),
 }
 
 
@@ -51,6 +53,12 @@ def _exists(svc: Service, kind: str, name: str) -> bool:
             name in Connections.from_settings(svc.settings).declared()
             or svc.connections.get(name) is not None
         )
+    if kind == "session":
+        try:
+            svc.sessions.get(name)
+        except NotFound:
+            return False
+        return True
     return True  # tables: named database/table, checked by the catalog operations
 
 

@@ -62,6 +62,21 @@ class App:
 
         return QualityStore(self.state)
 
+    @cached_property
+    def pool(self):
+        """This process's warm Spark processes (``[pool]`` of the project file), started on
+        first use and shared by every door of the process."""
+        from ..pool.pool import shared_pool
+
+        return shared_pool(self.settings)
+
+    @cached_property
+    def sessions(self):
+        """The interactive sessions this process runs (and the others' records)."""
+        from ..sessions.manager import SessionManager
+
+        return SessionManager(self.state, self.settings, self.pool)
+
     @property
     def project(self):
         return self.source.current()

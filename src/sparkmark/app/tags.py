@@ -21,7 +21,7 @@ tags_table = Table(
 )
 SCHEMA_KEY = "tags_schema_version"
 
-KINDS = ("job", "crawler", "trigger", "workflow", "database", "connection", "table")
+KINDS = ("job", "crawler", "trigger", "workflow", "database", "connection", "table", "session")
 _ARN = re.compile(r"arn:aws[\w-]*:glue:[^:]*:[^:]*:(?P<kind>[A-Za-z]+)/(?P<name>.+)")
 
 
@@ -31,7 +31,7 @@ def resource_of(arn: str) -> tuple[str, str]:
     match = _ARN.fullmatch(arn or "")
     if match is None or match["kind"] not in KINDS:
         raise ArgumentError(
-            f"{arn!r} is not the ARN of a Glue job, crawler, trigger, workflow, database, connection or table"
+            f"{arn!r} is not the ARN of a Glue job, crawler, trigger, workflow, database, connection, table or session"
         )
     return match["kind"], match["name"]
 

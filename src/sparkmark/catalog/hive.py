@@ -144,6 +144,11 @@ class HiveCatalog:
             f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}"
         )
 
+    def register(self, table: Table) -> None:
+        """Make a table the state store's catalog already has in the metastore."""
+        self.ensure_database(table.database)
+        self._create(table)
+
     def create_table(self, table: Table, crawl_id: str | None = None) -> None:
         self.ensure_database(table.database)
         self._create(table)

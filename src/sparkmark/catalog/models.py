@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+# The table parameter holding the Glue fields sparkmark keeps but does not act on
+# (TableType, Description, Owner, view text …), as JSON.
+GLUE_KEY = "sparkmark.glue"
+
 
 @dataclass(frozen=True)
 class Column:

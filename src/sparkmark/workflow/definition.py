@@ -39,7 +39,7 @@ from ..errors import ArgumentError, ConfigError, UndeclaredReference
 from ..tomlfile import read_toml
 from . import cron
 
-SECTIONS = ("jobs", "triggers", "workflows", "crawlers", "connections")
+SECTIONS = ("jobs", "triggers", "workflows", "crawlers", "connections", "pool")
 
 
 class TriggerType(StrEnum):

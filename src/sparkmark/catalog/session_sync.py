@@ -1,0 +1,183 @@
+"""One catalog for a session that uses it as its metastore (``--enable-glue-datacatalog``).
+
+On Glue, such a session's Spark SQL reads and writes the Glue Data Catalog itself: a
+``CREATE TABLE`` in a notebook or a dbt model is a Glue table at once, and a table
+made with the Glue API is visible to ``spark.sql``. Here the session's Spark has its
+Hive metastore and sparkmark keeps its catalog in the state store, so the two are kept
+as one around each statement:
+
+- before it, databases and tables the catalog has and the metastore lacks are made in
+  the metastore (and the statements other processes deferred are run);
+- after it, what changed in the metastore is written to the catalog: new and changed
+  tables (with Glue's ``TableType``, view text, and Spark's provider in
+  ``spark.sql.sources.provider``), dropped ones, new and dropped databases.
+
+A table's fingerprint (creation time, last DDL time, schema) says whether it changed,
+so a statement that only queries costs two listings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any
+
+from ..engine.store import StateStore
+from ..errors import NotFound
+from ..settings import Settings
+from .hive import SPARK_FORMATS, HiveCatalog, apply_deferred, metastore_name
+from .models import GLUE_KEY, Column, Database, Table
+from .store import CatalogStore
+
+log = logging.getLogger("sparkmark.catalog")
+
+TABLE_TYPES = {"EXTERNAL": "EXTERNAL_TABLE", "MANAGED": "MANAGED_TABLE", "VIEW": "VIRTUAL_VIEW"}
+SERDE_FORMATS = (
+    ("parquet", "parquet"),
+    ("orc", "orc"),
+    ("json", "json"),
+    ("csv", "csv"),
+    ("lazysimple", "csv"),
+)
+Fingerprint = tuple[str, str, str]
+
+
+def _option(value: Any) -> Any:
+    return value.get() if value.isDefined() else None
+
+
+class MetastoreSync:
+    def __init__(self, spark: Any, settings: Settings):
+        self.spark = spark
+        self.store = CatalogStore(StateStore.from_settings(settings))
+        self.external = spark._jsparkSession.sharedState().externalCatalog()
+        self.hive = HiveCatalog(spark, self.store)  # runs the deferred statements
+        self._pull()
+        self.seen_databases, self.seen = self._metastore()
+
+    # ------------------------------------------------------------------ metastore → catalog
+    def _metastore(self) -> tuple[set[str], dict[tuple[str, str], Fingerprint]]:
+        databases = {str(d) for d in self.external.listDatabases()}
+        found: dict[tuple[str, str], Fingerprint] = {}
+        for db in databases:
+            for table in self._tables(db):
+                found[(db, str(table.identifier().table()))] = self._fingerprint(table)
+        return databases, found
+
+    def _tables(self, db: str) -> list[Any]:
+        names = self.external.listTables(db)
+        if names.isEmpty():
+            return []
+        return _seq(self.external.getTablesByName(db, names))
+
+    @staticmethod
+    def _fingerprint(table: Any) -> Fingerprint:
+        props = table.properties()
+        ddl = props.get("transient_lastDdlTime")
+        return (
+            str(table.createTime()),
+            str(_option(ddl) if ddl is not None else ""),
+            str(table.schema().json()),
+        )
+
+    def _table(self, db: str, table: Any) -> Table:
+        name = str(table.identifier().table())
+        kind = TABLE_TYPES.get(str(table.tableType().name()), "EXTERNAL_TABLE")
+        provider = str(_option(table.provider()) or "hive").lower()
+        storage = table.storage()
+        location = _option(storage.locationUri())
+        classification = provider
+        if provider == "hive":
+            serde = str(_option(storage.serde()) or "").lower()
+            classification = next((fmt for key, fmt in SERDE_FORMATS if key in serde), "csv")
+        partition_names = {str(n) for n in _seq(table.partitionColumnNames())}
+        fields = [(str(f.name()), str(f.dataType().simpleString())) for f in _seq(table.schema().fields())]
+        columns = tuple(Column(n, t) for n, t in fields if n not in partition_names)
+        keys = tuple(Column(n, t) for n, t in fields if n in partition_names)
+        params = {
+            str(k): str(v)
+            for k, v in _map_items(table.properties())
+            if not str(k).startswith("spark.sql.sources.schema")
+        }
+        if provider != "hive":
+            params["spark.sql.sources.provider"] = provider
+        glue: dict[str, Any] = {"TableType": kind, "DerivedClassification": "classification" not in params}
+        view = _option(table.viewText())
+        if view is not None:
+            glue["ViewOriginalText"] = glue["ViewExpandedText"] = str(view)
+        params["classification"] = params.get("classification", classification)
+        params[GLUE_KEY] = json.dumps(glue)
+        return Table(
+            db, name, str(location) if location is not None else "", classification, columns, keys, params
+        )
+
+    def after(self) -> str | None:
+        """Write what the statement changed in the metastore to the catalog; a one-line
+        problem to show with the statement's output, or None."""
+        try:
+            databases, current = self._metastore()
+            for db in sorted(databases - self.seen_databases):
+                try:
+                    self.store.database(db)
+                except NotFound:
+                    self.store.put_database(Database(db))
+            for (db, name), fingerprint in current.items():
+                if self.seen.get((db, name)) != fingerprint:
+                    jtable = self.external.getTable(db, name)
+                    self.store.put_table(self._table(db, jtable))
+            for db, name in set(self.seen) - set(current):
+                self.store.drop_table(db, name)
+            for db in sorted(self.seen_databases - databases):
+                with contextlib.suppress(NotFound):
+                    self.store.drop_database(db)
+            self.seen_databases, self.seen = databases, current
+        except Exception as exc:  # noqa: BLE001 - the statement's own result stands
+            log.warning("catalog: the session's tables could not be copied to the catalog: %s", exc)
+            return f"the catalog was not updated from this statement: {str(exc).splitlines()[0][:300]}"
+        return None
+
+    # ------------------------------------------------------------------ catalog → metastore
+    def before(self) -> None:
+        apply_deferred(self.spark, self.store)
+        if self._pull():
+            self.seen_databases, self.seen = self._metastore()
+
+    def _pull(self) -> int:
+        """Databases and tables the catalog has and the metastore lacks, made there."""
+        made = 0
+        have = {str(d) for d in self.external.listDatabases()}
+        for db in self.store.databases():
+            target = metastore_name(db)
+            if target not in have:
+                self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{target}`")
+                made += 1
+            names = {str(n) for n in self.external.listTables(target)} if target in have else set()
+            for table in self.store.tables(db):
+                if table.name.lower() in names or table.classification not in SPARK_FORMATS:
+                    continue
+                if not table.location or not self.hive.in_metastore(table):
+                    continue
+                try:
+                    self.hive.register(table)
+                    made += 1
+                except Exception as exc:  # noqa: BLE001 - one table's problem is logged, the rest go on
+                    log.warning(
+                        "catalog: %s could not be made in the session's metastore: %s", table.qualified, exc
+                    )
+        return made
+
+
+def _seq(value: Any) -> list[Any]:
+    """A Scala sequence as a Python list."""
+    size = value.size() if hasattr(value, "size") else value.length()
+    return [value.apply(i) for i in range(size)]
+
+
+def _map_items(value: Any) -> list[tuple[Any, Any]]:
+    items = []
+    iterator = value.iterator()
+    while iterator.hasNext():
+        pair = iterator.next()
+        items.append((pair._1(), pair._2()))
+    return items

@@ -1,0 +1,228 @@
+"""A warm process: Spark started ahead of need, then given one piece of work at a time
+by the process that started it (``pool.Pool``) over an inherited socket
+(``pool.protocol``).
+
+- ``session``: the process becomes that interactive session for the rest of its life.
+  Statements run one at a time in the main thread, in one namespace that starts with
+  ``spark`` and ``sc``; a reader thread takes the parent's messages, so a statement is
+  cancelled (its Spark jobs too) while it runs.
+- ``job``: the process hosts one job run as ``sparkmark run`` would in a process of its
+  own (its output to the run's log files, its exit code to the run's exit file), on a
+  new Spark session of its own. Afterwards what a run may leave behind is cleared:
+  cached data, persisted RDDs, global temporary views, local properties, modules the
+  script brought, the environment and the working directory. What cannot be reset
+  (a Hadoop setting the run changed) makes the process ask to be replaced.
+
+    python -m sparkmark.cli.warm        (started by the pool, never by hand)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..engine.masking import mask_logging, mask_text
+from ..errors import first_line
+from ..pool.protocol import FD_ENV, Channel
+from ..settings import Settings
+
+log = logging.getLogger("sparkmark.pool")
+
+
+def resident_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+class Warm:
+    def __init__(self, channel: Channel, settings: Settings):
+        self.channel = channel
+        self.settings = settings
+        self.spark: Any = None
+        self.runs = 0
+
+    # ------------------------------------------------------------------ start
+    def start(self) -> bool:
+        from ..spark import create_session
+
+        began = time.monotonic()
+        try:
+            self.spark = create_session("sparkmark-warm", self.settings.spark_master, self.settings)
+            self.spark.range(1).count()  # the first job pays class loading; not the user's
+        except Exception as exc:  # noqa: BLE001 - told to the parent in one line
+            self.channel.send({"event": "failed", "error": mask_text(first_line(exc))})
+            return False
+        log.info("warm Spark up in %.1f s", time.monotonic() - began)
+        self.channel.send({"event": "ready", "pid": os.getpid(), "rss": self.rss()})
+        return True
+
+    def rss(self) -> int:
+        pids = [os.getpid()]
+        gateway = getattr(self.spark.sparkContext, "_gateway", None) if self.spark is not None else None
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            pids.append(proc.pid)
+        return resident_bytes(pids)
+
+    # ------------------------------------------------------------------ serve
+    def serve(self) -> int:
+        while True:
+            message = self.channel.receive()
+            if message is None or message.get("op") == "stop":
+                return 0
+            op = message.get("op")
+            if op == "session":
+                from ..sessions.process import SessionProcess
+
+                return SessionProcess(self.channel, self.spark, self.settings, message).serve()
+            if op == "job":
+                code, dirty = self.job(message)
+                self.runs += 1
+                self.channel.send({"event": "job", "code": code, "rss": self.rss(), "dirty": dirty})
+                continue
+            self.channel.send({"event": "failed", "error": f"unknown message {op!r}"})
+
+    # ------------------------------------------------------------------ jobs
+    def job(self, message: dict[str, Any]) -> tuple[int, str | None]:
+        """Host one run; (its exit code, why this process should be replaced or None)."""
+        from ..host import RunRequest
+        from ..workflow.launcher import EXIT_FILE_ENV
+        from .run import run
+
+        saved_env = dict(os.environ)
+        saved_cwd = os.getcwd()
+        saved_path = list(sys.path)
+        saved_modules = set(sys.modules)
+        saved_argv = list(sys.argv)
+        hadoop_before = self._hadoop_settings()
+        fresh = self._fresh_session()
+        out_fd, err_fd = os.dup(1), os.dup(2)
+        code = 1
+        try:
+            log_file = os.open(message["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            err_file = os.open(message["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(log_file, 1)
+            os.dup2(err_file, 2)
+            os.close(log_file)
+            os.close(err_file)
+            os.environ.update(message.get("env") or {})
+            os.environ.pop(EXIT_FILE_ENV, None)
+            try:
+                code = run(RunRequest.checked(message["request"]))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception as exc:  # noqa: BLE001 - ends as the program would: one line, code 1
+                print(f"error: {mask_text(first_line(exc))}", file=sys.stderr)
+                code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(out_fd, 1)
+            os.dup2(err_fd, 2)
+            os.close(out_fd)
+            os.close(err_fd)
+            with contextlib.suppress(OSError):
+                Path(message["exit"]).write_text(f'{{"code": {int(code)}}}', encoding="utf-8")
+            os.environ.clear()
+            os.environ.update(saved_env)
+            with contextlib.suppress(OSError):
+                os.chdir(saved_cwd)
+            sys.path[:] = saved_path
+            sys.argv[:] = saved_argv
+            self._forget_modules(saved_modules)
+            self._clear(fresh)
+        changed = self._hadoop_settings() != hadoop_before
+        return code, ("the run changed Spark's Hadoop settings" if changed else None)
+
+    def _fresh_session(self):
+        """A new session on the running context: its own temporary views, SQL settings,
+        functions and current database; made the one scripts get."""
+        from pyspark.sql import SparkSession
+
+        fresh = self.spark.newSession()
+        jvm = self.spark.sparkContext._jvm
+        jvm.org.apache.spark.sql.SparkSession.setDefaultSession(fresh._jsparkSession)
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(fresh._jsparkSession)
+        SparkSession._instantiatedSession = fresh
+        SparkSession._activeSession = fresh
+        return fresh
+
+    def _clear(self, fresh) -> None:
+        """What a run leaves on the shared context: cached tables and frames, persisted
+        RDDs, global temporary views, the thread's local properties."""
+        sc = self.spark.sparkContext
+        with contextlib.suppress(Exception):
+            fresh.catalog.clearCache()
+        with contextlib.suppress(Exception):
+            for rdd in list(sc._jsc.getPersistentRDDs().values()):
+                rdd.unpersist(True)
+        with contextlib.suppress(Exception):
+            fresh._jsparkSession.sharedState().globalTempViewManager().clear()
+        with contextlib.suppress(Exception):
+            sc.setJobGroup("", "")
+            sc._jsc.sc().clearJobGroup()
+            for key in list(sc._jsc.sc().getLocalProperties().stringPropertyNames()):
+                sc.setLocalProperty(key, None)
+        self._fresh_session()  # what the next run starts from, even if it makes none
+
+    @staticmethod
+    def _forget_modules(before: set[str]) -> None:
+        """Modules the run imported from its own folders (a helper beside the script, an
+        extra Python file) are forgotten, so the next run imports its own; libraries
+        installed in the environment stay loaded."""
+        installed = tuple(str(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
+        for name in set(sys.modules) - before:
+            module = sys.modules.get(name)
+            where = getattr(module, "__file__", None)
+            if where is None:
+                continue
+            try:
+                path = str(Path(where).resolve())
+            except OSError:
+                continue
+            if not path.startswith(installed) and "/sparkmark/" not in path:
+                sys.modules.pop(name, None)
+
+    def _hadoop_settings(self) -> str:
+        """The context's Hadoop settings, as one document (compared before and after)."""
+        try:
+            jvm = self.spark.sparkContext._jvm
+            writer = jvm.java.io.StringWriter()
+            self.spark.sparkContext._jsc.hadoopConfiguration().writeXml(writer)
+            return str(writer.toString())
+        except Exception:  # noqa: BLE001 - unknown: the process is not kept
+            return f"unknown {time.monotonic()}"
+
+
+def main() -> int:
+    fd = os.environ.pop(FD_ENV, None)
+    if fd is None:
+        print("error: a warm process is started by sparkmark's pool, not by hand", file=sys.stderr)
+        return 2
+    channel = Channel(socket.socket(fileno=int(fd)))
+    settings = Settings.from_env()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    mask_logging()
+    for noisy in ("py4j", "sqlalchemy", "fsspec"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    warm = Warm(channel, settings)
+    if not warm.start():
+        return 1
+    return warm.serve()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

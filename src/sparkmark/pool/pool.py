@@ -1,0 +1,329 @@
+"""Warm Spark processes kept ready, so that an interactive session or a small job
+starts on a running JVM.
+
+A :class:`WarmProcess` is one ``python -m sparkmark.cli.warm`` in its own process
+group, its output in ``$SPARKMARK_HOME/logs/pool/``, talking over a socket pair
+(:mod:`.protocol`). The :class:`Pool` keeps ``size`` of them ready; :meth:`Pool.take`
+hands one out (starting one when none is ready) and starts its replacement. A process
+given to a session is that session's until it ends. One that hosted a job comes back
+(:meth:`Pool.give_back`) unless it failed, grew past ``max_memory``, hosted
+``max_runs`` runs or was left with what it cannot reset; then it is stopped and
+replaced. A ready process unused for ``idle_minutes`` is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..engine.store import private_dir
+from ..settings import Settings
+from .config import PoolConfig, load_pool_config
+from .protocol import FD_ENV, Channel
+
+log = logging.getLogger("sparkmark.pool")
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+class WarmProcess:
+    """One warm process, from its start to its end."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path, label: str):
+        parent_end, child_end = socket.socketpair()
+        private_dir(log_dir)
+        self.log_path = log_dir / f"{label}.log"
+        self.ready = threading.Event()
+        self.ended = threading.Event()
+        self.error: str | None = None
+        self.runs = 0
+        self.rss = 0
+        self.dirty: str | None = None
+        self.idle_since = time.monotonic()
+        self._listener: Listener | None = None
+        self._lock = threading.Lock()
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with open(fd, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "sparkmark.cli.warm"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                env={**env, FD_ENV: str(child_end.fileno())},
+                pass_fds=(child_end.fileno(),),
+                start_new_session=True,
+                close_fds=True,
+            )
+        child_end.close()
+        self.pid = self.proc.pid
+        self.channel = Channel(parent_end)
+        threading.Thread(target=self._read, name=f"warm-{self.pid}", daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            message = self.channel.receive()
+            if message is None:
+                break
+            event = message.get("event")
+            if event == "ready":
+                self.rss = int(message.get("rss") or 0)
+                self.ready.set()
+                continue
+            if event == "failed" and not self.ready.is_set():
+                self.error = str(message.get("error") or "the warm process failed to start Spark")
+                break
+            if event == "job":
+                self.runs += 1
+                self.rss = int(message.get("rss") or 0)
+                self.dirty = message.get("dirty") or None
+            with self._lock:
+                listener = self._listener
+            if listener is not None:
+                listener(message)
+        code = self.proc.wait()
+        if self.error is None:
+            self.error = f"the warm process ended (exit code {code}); its log: {self.log_path}"
+        self.ended.set()
+        self.ready.set()  # whoever waits for it learns it ended
+        with self._lock:
+            listener = self._listener
+        if listener is not None:
+            listener({"event": "ended", "code": code, "error": self.error})
+
+    def listen(self, listener: Listener | None) -> None:
+        with self._lock:
+            self._listener = listener
+
+    def send(self, message: dict[str, Any]) -> bool:
+        return self.channel.send(message)
+
+    @property
+    def alive(self) -> bool:
+        return not self.ended.is_set() and self.proc.poll() is None
+
+    def wait_ready(self, seconds: float) -> bool:
+        """True when Spark is up in it; False when it ended or did not come up in time."""
+        return self.ready.wait(seconds) and self.alive
+
+    def stop(self, grace_seconds: float = 5.0) -> None:
+        """Ask it to end, then end its whole process group (its JVM too)."""
+        self.send({"op": "stop"})
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=grace_seconds)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            try:
+                self.proc.wait(timeout=grace_seconds)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.channel.close()
+
+
+class Pool:
+    """Up to ``config.size`` warm processes kept ready for this server."""
+
+    def __init__(self, config: PoolConfig, home: Path, env: dict[str, str] | None = None):
+        self.config = config
+        self.log_dir = home / "logs" / "pool"
+        self.env = dict(os.environ if env is None else env)
+        self._ready: list[WarmProcess] = []
+        self._starting: list[WarmProcess] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._count = 0
+        self._wakeup = threading.Event()
+        self._dormant = False  # let go after being idle: refilled on the next need
+        self._keeper = threading.Thread(target=self._keep, name="sparkmark-pool", daemon=True)
+        self._keeper.start()
+
+    # ------------------------------------------------------------------ processes
+    def spark_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment of a warm process: this server's, with the pool's driver memory
+        added to the Spark settings, and ``extra`` (a session's own table formats or
+        Spark settings) over it."""
+        env = dict(self.env)
+        env.pop("PYSPARK_SUBMIT_ARGS", None)
+        try:
+            confs = json.loads(env.get("SPARKMARK_SPARK_CONF") or "{}")
+        except ValueError:
+            confs = {}
+        confs.setdefault("spark.driver.memory", self.config.memory)
+        env["SPARKMARK_SPARK_CONF"] = json.dumps(confs)
+        env.update(extra or {})
+        return env
+
+    def start_process(self, extra: dict[str, str] | None = None, label: str = "warm") -> WarmProcess:
+        """A new warm process (not one of the pool's: for a session whose Spark settings
+        differ from the pool's)."""
+        with self._lock:
+            self._count += 1
+            number = self._count
+        process = WarmProcess(self.spark_env(extra), self.log_dir, f"{label}-{os.getpid()}-{number}")
+        log.info("pool: started warm process %d (log %s)", process.pid, process.log_path)
+        return process
+
+    def take(self, wait_seconds: float = 300.0) -> WarmProcess:
+        """A warm process whose Spark is up (the longest ready first), or a new one when
+        none is; its replacement is started. Raises RuntimeError when none comes up."""
+        deadline = time.monotonic() + wait_seconds
+        self._dormant = False
+        while True:
+            with self._lock:
+                ready = [p for p in self._ready if p.alive]
+                self._ready = ready
+                chosen = ready.pop(0) if ready else None
+                starting = [p for p in self._starting if p.alive]
+                self._starting = starting
+                candidate = starting.pop(0) if chosen is None and starting else None
+            if chosen is not None:
+                self._wake()
+                return chosen
+            if candidate is None:
+                candidate = self.start_process()
+            self._wake()
+            left = max(0.0, deadline - time.monotonic())
+            if candidate.wait_ready(left):
+                return candidate
+            error = candidate.error or "a warm process did not start in time"
+            candidate.stop(grace_seconds=1)
+            if time.monotonic() >= deadline or candidate.ended.is_set():
+                raise RuntimeError(error)
+
+    def give_back(self, process: WarmProcess) -> None:
+        """A process that hosted a job: kept ready again, or replaced."""
+        why = None
+        if not process.alive:
+            why = process.error or "it ended"
+        elif process.dirty:
+            why = process.dirty
+        elif process.runs >= self.config.max_runs:
+            why = f"it hosted {process.runs} runs (max_runs)"
+        elif process.rss > self.config.max_memory_bytes:
+            why = f"it grew to {process.rss // 2**20} MiB (max_memory {self.config.max_memory})"
+        if why is not None or self._closed.is_set():
+            if why:
+                log.info("pool: warm process %d replaced: %s", process.pid, why)
+            threading.Thread(target=process.stop, daemon=True).start()
+            self._wake()
+            return
+        process.listen(None)
+        process.idle_since = time.monotonic()
+        with self._lock:
+            self._ready.append(process)
+
+    def ready_count(self) -> int:
+        with self._lock:
+            return sum(1 for p in self._ready if p.alive and p.ready.is_set())
+
+    # ------------------------------------------------------------------ keeping
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    def _keep(self) -> None:
+        """Keep ``size`` processes ready or starting; stop the ones idle too long. A pool
+        whose processes fail to start waits before trying again."""
+        backoff = 1.0
+        while not self._closed.is_set():
+            idle_limit = self.config.idle_minutes * 60
+            now = time.monotonic()
+            retired: list[WarmProcess] = []
+            with self._lock:
+                self._starting = [p for p in self._starting if p.alive]
+                promoted = [p for p in self._starting if p.ready.is_set()]
+                for p in promoted:
+                    self._starting.remove(p)
+                    p.idle_since = now
+                    self._ready.append(p)
+                kept = []
+                for p in self._ready:
+                    if not p.alive or now - p.idle_since > idle_limit:
+                        retired.append(p)
+                    else:
+                        kept.append(p)
+                self._ready = kept
+                wanted = self.config.size - len(self._ready) - len(self._starting)
+                if any(now - p.idle_since > idle_limit for p in retired):
+                    self._dormant = True
+                if self._dormant:
+                    wanted = 0
+            for p in retired:
+                if p.alive:
+                    log.info("pool: warm process %d stopped after %.0f min unused", p.pid, idle_limit / 60)
+                p.stop(grace_seconds=2)
+            if wanted > 0:
+                try:
+                    process = self.start_process()
+                except OSError as exc:
+                    log.warning("pool: could not start a warm process: %s", exc)
+                    self._closed.wait(backoff)
+                    backoff = min(backoff * 2, 60.0)
+                    continue
+                with self._lock:
+                    self._starting.append(process)
+                if process.ended.wait(0) and process.error:
+                    self._closed.wait(backoff)
+                    backoff = min(backoff * 2, 60.0)
+                continue
+            backoff = 1.0
+            self._wakeup.wait(1.0)
+            self._wakeup.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._wake()
+        with self._lock:
+            everything = self._ready + self._starting
+            self._ready, self._starting = [], []
+        for process in everything:
+            with contextlib.suppress(Exception):
+                process.stop(grace_seconds=2)
+
+
+_shared: dict[str, Pool] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_pool(settings: Settings) -> Pool:
+    """The pool of this process for the settings' home, made on first use from the
+    project file's ``[pool]``."""
+    key = str(settings.home.resolve())
+    with _shared_lock:
+        pool = _shared.get(key)
+        if pool is None or pool.closed:
+            env = dict(settings.environ or os.environ)
+            # the warm processes answer to this server's home, project and state store
+            env.update(
+                SPARKMARK_HOME=str(settings.home),
+                SPARKMARK_CONFIG=str(settings.config),
+                SPARKMARK_STATE_URL=settings.state_url,
+            )
+            pool = Pool(load_pool_config(settings.config), settings.home, env)
+            _shared[key] = pool
+        return pool
+
+
+def close_shared() -> None:
+    with _shared_lock:
+        pools = list(_shared.values())
+        _shared.clear()
+    for pool in pools:
+        pool.close()

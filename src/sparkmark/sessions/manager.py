@@ -1,0 +1,319 @@
+"""Interactive sessions, as the server that runs them sees them: each one a warm process
+(taken from the pool, or started for it when its Spark settings differ from the
+pool's), its record and its statements' in the state store.
+
+The manager is the one writer of those records: it creates a session's record, hands
+the session a process, and writes what the process reports (statement states, outputs,
+progress, the session's end). A watcher ends sessions idle beyond their
+``IdleTimeout`` or older than their ``Timeout`` (status ``TIMEOUT``), sessions whose
+stop was asked for elsewhere (the console), and marks ``FAILED`` a session whose
+process died.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from datetime import timedelta
+from typing import Any
+
+from ..engine.owner import this_process
+from ..engine.schema import utcnow
+from ..engine.session_store import (
+    AVAILABLE,
+    CANCELLED,
+    CANCELLING,
+    ENDED,
+    FAILED,
+    PROVISIONING,
+    READY,
+    RUNNING,
+    STATEMENT_ENDED,
+    STOPPED,
+    STOPPING,
+    TIMEOUT,
+    SessionRecord,
+    SessionStore,
+    StatementRecord,
+)
+from ..engine.store import StateStore
+from ..errors import ArgumentError, SparkmarkError
+from ..pool.pool import Pool, WarmProcess
+from ..settings import Settings
+
+log = logging.getLogger("sparkmark.sessions")
+
+COMMANDS = ("glueetl", "gluestreaming")
+DEFAULT_MINUTES = 2880  # Glue's default IdleTimeout and Timeout for Spark sessions (48 hours)
+# Arguments that configure the JVM: a session with any of them gets a process of its own.
+JVM_ARGUMENTS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
+WATCH_SECONDS = 1.0
+
+
+class SessionStateError(SparkmarkError):
+    """The session is not in a state that allows the operation (Glue's
+    IllegalSessionStateException)."""
+
+
+class SessionManager:
+    def __init__(self, state: StateStore, settings: Settings, pool: Pool):
+        self.store = SessionStore(state)
+        self.settings = settings
+        self.pool = pool
+        self.owner = this_process()
+        self._processes: dict[str, WarmProcess] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._adopt_orphans()
+        threading.Thread(target=self._watch, name="sparkmark-sessions", daemon=True).start()
+
+    def _adopt_orphans(self) -> None:
+        """Sessions a server that is gone was running have no process any more."""
+        from ..engine.owner import is_dead
+
+        for record in self.store.all():
+            if record.status not in ENDED and record.owner != self.owner and is_dead(record.owner):
+                self.store.set_status(record.id, FAILED, error="the server that ran this session ended")
+
+    # ------------------------------------------------------------------ sessions
+    def create(self, session_id: str, definition: dict[str, Any]) -> SessionRecord:
+        command = definition.get("Command") or {}
+        if command.get("Name") not in COMMANDS:
+            raise ArgumentError(
+                f"Command.Name {command.get('Name')!r} is not served: sparkmark's sessions run "
+                + " or ".join(COMMANDS)
+            )
+        arguments = {str(k): str(v) for k, v in (definition.get("DefaultArguments") or {}).items()}
+        extra = self._jvm_settings(arguments)
+        record = self.store.create(session_id, definition, self.owner)
+        threading.Thread(
+            target=self._provision,
+            args=(session_id, arguments, extra),
+            name=f"provision-{session_id}",
+            daemon=True,
+        ).start()
+        return record
+
+    @staticmethod
+    def _jvm_settings(arguments: dict[str, str]) -> dict[str, str] | None:
+        """The environment of a process of the session's own, for arguments that shape
+        the JVM; None when the pool's processes serve it."""
+        if not any(arguments.get(a) for a in JVM_ARGUMENTS):
+            return None
+        from ..table_formats import glue_conf, parse_formats
+
+        if arguments.get("--extra-jars") or arguments.get("--user-jars-first"):
+            raise ArgumentError(
+                "--extra-jars is not served by sparkmark's sessions: put the jars in spark.jars "
+                "(--conf spark.jars=…) or the project's connectors"
+            )
+        env: dict[str, str] = {}
+        formats = parse_formats(arguments.get("--datalake-formats"))
+        if formats:
+            env["SPARKMARK_DATALAKE_FORMATS"] = ",".join(formats)
+        confs = glue_conf(arguments.get("--conf"))
+        if confs:
+            given = Settings.from_env().spark_conf_map()
+            env["SPARKMARK_SPARK_CONF"] = json.dumps({**given, **confs})
+        return env
+
+    def _provision(self, session_id: str, arguments: dict[str, str], extra: dict[str, str] | None) -> None:
+        try:
+            if extra is None:
+                process = self.pool.take()
+            else:
+                process = self.pool.start_process(extra, label=f"session-{session_id}"[:80])
+                if not process.wait_ready(600):
+                    raise RuntimeError(process.error or "the session's Spark did not start")
+        except Exception as exc:  # noqa: BLE001 - the session fails with the reason
+            self.store.set_status(
+                session_id, FAILED, error=str(exc).splitlines()[0] if str(exc) else "failed"
+            )
+            return
+        with self._lock:
+            self._processes[session_id] = process
+        process.listen(lambda message: self._event(session_id, message))
+        if self._stop_wanted(session_id):
+            self._end(session_id, STOPPED)
+            return
+        process.send({"op": "session", "id": session_id, "arguments": arguments})
+
+    def _stop_wanted(self, session_id: str) -> bool:
+        try:
+            record = self.store.get(session_id)
+        except SparkmarkError:
+            return True
+        return record.stop_requested or record.status in (STOPPING, *ENDED)
+
+    def _event(self, session_id: str, message: dict[str, Any]) -> None:
+        event = message.get("event")
+        if event == "session":
+            status = str(message.get("status"))
+            with self._lock:
+                process = self._processes.get(session_id)
+            self.store.set_status(
+                session_id, status, error=message.get("error"), pid=process.pid if process else None
+            )
+            if status == FAILED:
+                self._end(session_id, FAILED, error=message.get("error"))
+        elif event == "statement":
+            number = int(message["id"])
+            self.store.update_statement(
+                session_id,
+                number,
+                state=str(message["state"]),
+                output=message.get("output"),
+                progress=message.get("progress"),
+            )
+        elif event == "progress":
+            self.store.update_statement(session_id, int(message["id"]), progress=float(message["value"]))
+        elif event == "ended":
+            record = self._record(session_id)
+            if record is not None and record.status not in ENDED and record.status != STOPPING:
+                self._finish(session_id, FAILED, error=str(message.get("error") or "its process ended"))
+
+    def _record(self, session_id: str) -> SessionRecord | None:
+        try:
+            return self.store.get(session_id)
+        except SparkmarkError:
+            return None
+
+    def get(self, session_id: str) -> SessionRecord:
+        return self.store.get(session_id)
+
+    def all(self) -> list[SessionRecord]:
+        return self.store.all()
+
+    def stop(self, session_id: str) -> None:
+        """Glue's StopSession: the session ends (STOPPING, then STOPPED)."""
+        record = self.store.get(session_id)
+        if record.status in ENDED:
+            raise SessionStateError(f"Session {session_id} is {record.status}: it cannot be stopped")
+        if record.owner != self.owner:  # another server runs it: it stops it
+            self.store.request_stop(session_id)
+            return
+        self.store.set_status(session_id, STOPPING)
+        threading.Thread(target=self._end, args=(session_id, STOPPED), daemon=True).start()
+
+    def delete(self, session_id: str) -> None:
+        """Glue's DeleteSession: a running session is stopped first, then forgotten."""
+        record = self.store.get(session_id)
+        if record.status not in ENDED:
+            self._end(session_id, STOPPED)
+        self.store.delete(session_id)
+
+    def _end(self, session_id: str, status: str, error: str | None = None) -> None:
+        with self._lock:
+            process = self._processes.pop(session_id, None)
+        if process is not None:
+            process.listen(None)
+            process.stop(grace_seconds=3)
+        self._finish(session_id, status, error)
+
+    def _finish(self, session_id: str, status: str, error: str | None = None) -> None:
+        if self._record(session_id) is None:
+            return
+        for statement in self.store.unfinished_statements(session_id):
+            self.store.update_statement(
+                session_id,
+                statement.id,
+                state=CANCELLED,
+                output={"Status": CANCELLED, "ExecutionCount": statement.id},
+            )
+        self.store.set_status(session_id, status, error=error)
+
+    # ------------------------------------------------------------------ statements
+    def run_statement(self, session_id: str, code: str) -> int:
+        record = self.store.get(session_id)
+        if record.status != READY:
+            raise SessionStateError(
+                f"Session {session_id} is {record.status}: statements run in a READY session"
+            )
+        with self._lock:
+            process = self._processes.get(session_id)
+        if process is None:
+            raise SessionStateError(
+                f"Session {session_id} is run by another sparkmark server ({record.owner})"
+            )
+        number = self.store.add_statement(session_id, code)
+        if not process.send({"op": "statement", "id": number, "code": code}):
+            self.store.update_statement(
+                session_id,
+                number,
+                state="ERROR",
+                output={
+                    "Status": "ERROR",
+                    "ErrorName": "SessionEnded",
+                    "ErrorValue": "the session's process ended",
+                },
+            )
+        return number
+
+    def statement(self, session_id: str, number: int) -> StatementRecord:
+        self.store.get(session_id)
+        return self.store.statement(session_id, number)
+
+    def statements(self, session_id: str) -> list[StatementRecord]:
+        self.store.get(session_id)
+        return self.store.statements(session_id)
+
+    def cancel(self, session_id: str, number: int) -> None:
+        found = self.statement(session_id, number)
+        if found.state in STATEMENT_ENDED:
+            return  # Glue answers a cancel of a finished statement without changing it
+        with self._lock:
+            process = self._processes.get(session_id)
+        if found.state in (RUNNING, "WAITING"):
+            self.store.update_statement(session_id, number, state=CANCELLING)
+        if process is not None:
+            process.send({"op": "cancel", "id": number})
+
+    # ------------------------------------------------------------------ watching
+    def _watch(self) -> None:
+        while not self._closed.wait(WATCH_SECONDS):
+            try:
+                self._check()
+            except Exception:
+                log.exception("sessions: checking the sessions failed")
+
+    def _check(self) -> None:
+        now = utcnow()
+        with self._lock:
+            mine = list(self._processes)
+        for session_id in mine:
+            record = self._record(session_id)
+            if record is None:
+                continue
+            if record.stop_requested and record.status not in ENDED and record.status != STOPPING:
+                log.info("session %s: stopped on request", session_id)
+                self.store.set_status(session_id, STOPPING)
+                self._end(session_id, STOPPED)
+                continue
+            if record.status != READY:
+                continue
+            definition = record.definition
+            idle = int(definition.get("IdleTimeout") or DEFAULT_MINUTES)
+            limit = int(definition.get("Timeout") or DEFAULT_MINUTES)
+            busy = any(
+                s.state in (RUNNING, "WAITING", CANCELLING)
+                for s in self.store.unfinished_statements(session_id)
+            )
+            if now - record.created_on > timedelta(minutes=limit):
+                log.info("session %s: timed out after %d minutes (Timeout)", session_id, limit)
+                self._end(session_id, TIMEOUT, error=f"the session reached its Timeout of {limit} minutes")
+            elif not busy and now - record.last_activity > timedelta(minutes=idle):
+                log.info("session %s: idle for %d minutes (IdleTimeout)", session_id, idle)
+                self._end(
+                    session_id, TIMEOUT, error=f"the session was idle for its IdleTimeout of {idle} minutes"
+                )
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            running = list(self._processes)
+        for session_id in running:
+            self._end(session_id, STOPPED)
+
+
+__all__ = ["AVAILABLE", "PROVISIONING", "SessionManager", "SessionStateError"]

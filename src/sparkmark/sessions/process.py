@@ -1,0 +1,218 @@
+"""The process of one interactive session: a warm process that was told to become it.
+
+Statements run one at a time in the main thread, in the session's one namespace, which
+starts as a Glue session's does: ``spark`` and ``sc``, ``sys.argv`` holding the
+session's arguments and ``--SESSION_ID``, ``import awsglue`` resolving to sparkmark's
+façade. A reader thread takes the parent's messages meanwhile: a statement queues; a
+cancel of the running statement cancels its Spark jobs (its job group) and interrupts
+it; a stop ends the process.
+
+With ``--enable-glue-datacatalog`` (as on Glue, where it makes the Glue catalog the
+session's metastore) the session's metastore and sparkmark's catalog are kept as one
+(``catalog.session_sync``): tables the Glue API made are in the metastore before each
+statement, and what a statement did in Spark SQL is in the catalog after it.
+"""
+
+from __future__ import annotations
+
+import _thread
+import builtins
+import contextlib
+import logging
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from ..engine.masking import mask_text
+from ..engine.session_store import AVAILABLE, CANCELLED, READY, RUNNING
+from ..errors import first_line
+from ..pool.protocol import Channel
+from ..settings import Settings
+from . import statement
+
+log = logging.getLogger("sparkmark.sessions")
+
+PROGRESS_SECONDS = 0.5
+
+
+def _true(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes")
+
+
+class SessionProcess:
+    def __init__(self, channel: Channel, spark: Any, settings: Settings, message: dict[str, Any]):
+        self.channel = channel
+        self.spark = spark
+        self.settings = settings
+        self.id = str(message["id"])
+        self.arguments: dict[str, str] = dict(message.get("arguments") or {})
+        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.cancelled: set[int] = set()
+        self.running: int | None = None
+        self.stopping = False
+        self.lock = threading.Lock()
+        self.namespace: dict[str, Any] = {}
+        self.sync: Any = None
+
+    # ------------------------------------------------------------------ set-up
+    def _argv(self) -> list[str]:
+        argv = ["glue-session", "--SESSION_ID", self.id]
+        for key, value in self.arguments.items():
+            argv += [key if key.startswith("--") else f"--{key}", value]
+        return argv
+
+    def _setup(self) -> None:
+        from ..glue import shim
+        from ..host.shared_context import sharing
+
+        shim.install(self.settings)
+        self._sharing = sharing()
+        self._sharing.__enter__()  # a notebook's SparkContext() is the running one
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a cancel interrupts the statement
+        sys.argv[:] = self._argv()
+        modules = self.arguments.get("--additional-python-modules")
+        if modules:
+            self._install_modules([m.strip() for m in modules.split(",") if m.strip()])
+        extra = self.arguments.get("--extra-py-files")
+        if extra:
+            for path in (p.strip() for p in extra.split(",")):
+                if path:
+                    self.spark.sparkContext.addPyFile(path)
+        if _true(self.arguments.get("--enable-glue-datacatalog", "false")):
+            from ..catalog.session_sync import MetastoreSync
+
+            self.sync = MetastoreSync(self.spark, self.settings)
+        self.namespace = {
+            "__name__": "__main__",
+            "__builtins__": builtins,
+            "spark": self.spark,
+            "sc": self.spark.sparkContext,
+        }
+
+    def _install_modules(self, modules: list[str]) -> None:
+        """``--additional-python-modules``: installed with pip into the session's own
+        folder, first on its path (as Glue installs them for the session)."""
+        target = self.settings.home / "sessions" / self.id / "site-packages"
+        target.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), *modules],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            raise RuntimeError(
+                f"--additional-python-modules {','.join(modules)}: pip failed: "
+                + (lines[-1] if lines else f"exit code {done.returncode}")
+            )
+        sys.path.insert(0, str(target))
+
+    # ------------------------------------------------------------------ serving
+    def serve(self) -> int:
+        try:
+            self._setup()
+        except Exception as exc:  # noqa: BLE001 - the session fails, in one line
+            self.channel.send({"event": "session", "status": "FAILED", "error": mask_text(first_line(exc))})
+            return 1
+        self.channel.send({"event": "session", "status": READY})
+        threading.Thread(target=self._read, name="session-reader", daemon=True).start()
+        while True:
+            try:
+                item = self.queue.get()
+                if item is None:
+                    break
+                self._statement(int(item["id"]), str(item["code"]))
+            except KeyboardInterrupt:  # a cancel that came between statements
+                continue
+        return 0
+
+    def _read(self) -> None:
+        while True:
+            message = self.channel.receive()
+            op = None if message is None else message.get("op")
+            if op == "statement" and message is not None:
+                self.queue.put(message)
+            elif op == "cancel" and message is not None:
+                self._cancel(int(message["id"]))
+            elif op is None or op == "stop":
+                self.stopping = True
+                with self.lock:
+                    if self.running is not None:
+                        self.spark.sparkContext.cancelJobGroup(self._group(self.running))
+                        _thread.interrupt_main()
+                self.queue.put(None)
+                return
+
+    def _group(self, number: int) -> str:
+        return f"session-{self.id}-statement-{number}"
+
+    def _cancel(self, number: int) -> None:
+        with self.lock:
+            self.cancelled.add(number)
+            if self.running == number:
+                self.spark.sparkContext.cancelJobGroup(self._group(number))
+                _thread.interrupt_main()
+
+    def _send(self, number: int, state: str, **fields: Any) -> None:
+        self.channel.send({"event": "statement", "id": number, "state": state, **fields})
+
+    def _statement(self, number: int, code: str) -> None:
+        if number in self.cancelled:
+            self._send(number, CANCELLED, output={"Status": CANCELLED, "ExecutionCount": number})
+            return
+        sc = self.spark.sparkContext
+        with self.lock:
+            self.running = number
+        self._send(number, RUNNING)
+        done = threading.Event()
+        reporter = threading.Thread(target=self._progress, args=(number, done), daemon=True)
+        reporter.start()
+        output: dict[str, Any]
+        try:
+            sc.setJobGroup(self._group(number), f"statement {number} of session {self.id}", True)
+            if self.sync is not None:
+                self.sync.before()
+            output = statement.run(code, self.namespace, number)
+            if self.sync is not None:
+                problem = self.sync.after()
+                if problem:
+                    output.setdefault("Data", {}).setdefault("TextPlain", "")
+                    output["Data"]["TextPlain"] += f"\nsparkmark: {problem}\n"
+        except KeyboardInterrupt:
+            output = {"Status": CANCELLED, "ExecutionCount": number}
+        finally:
+            with self.lock:
+                self.running = None
+            done.set()
+            statement.flush_streams()
+        if number in self.cancelled or output.get("Status") == CANCELLED:
+            self._send(number, CANCELLED, output={"Status": CANCELLED, "ExecutionCount": number})
+            return
+        if not self.stopping:
+            output = {**output, "Data": {"TextPlain": mask_text(output.get("Data", {}).get("TextPlain", ""))}}
+            self._send(number, AVAILABLE, output=output, progress=1.0)
+
+    def _progress(self, number: int, done: threading.Event) -> None:
+        """The running statement's share of finished tasks, over the Spark jobs of its
+        group, sent when it moves."""
+        tracker = self.spark.sparkContext.statusTracker()
+        group = self._group(number)
+        last = -1.0
+        while not done.wait(PROGRESS_SECONDS):
+            total = finished = 0
+            with contextlib.suppress(Exception):
+                for job in tracker.getJobIdsForGroup(group):
+                    info = tracker.getJobInfo(job)
+                    for stage in info.stageIds if info else []:
+                        s = tracker.getStageInfo(stage)
+                        if s is not None:
+                            total += s.numTasks
+                            finished += s.numCompletedTasks
+            value = round(finished / total, 3) if total else 0.0
+            if value != last:
+                last = value
+                self.channel.send({"event": "progress", "id": number, "value": min(value, 0.99)})

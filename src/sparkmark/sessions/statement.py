@@ -1,0 +1,74 @@
+"""Running one statement of a session, as a notebook cell runs: the code in the
+session's namespace, what it prints to standard output captured (standard error, where
+Spark's and Python's logging go, stays in the session's log), and the value of a last line that is an
+expression shown after it. The answer is Glue's ``StatementOutput``: ``Status`` ``ok``
+with ``Data.TextPlain``, or ``error`` with ``ErrorName``, ``ErrorValue`` and the
+``Traceback`` of the statement's own frames (none of sparkmark's)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import sys
+import traceback
+from typing import Any
+
+CELL = "<statement>"
+
+
+def _compiled(code: str, number: int) -> tuple[Any, Any]:
+    """The statement as (body, last expression or None), compiled."""
+    filename = f"{CELL}-{number}"
+    tree = ast.parse(code, filename=filename, mode="exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)  # type: ignore[attr-defined]
+    body = compile(tree, filename, "exec")
+    return body, (compile(last, filename, "eval") if last is not None else None)
+
+
+def _own_frames(exc: BaseException) -> list[str]:
+    """The traceback from the statement's first frame on: what the user wrote, and what
+    it called, without the frames of the session's own code."""
+    tb = exc.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(CELL):
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and tb is None:
+        return traceback.format_exception_only(type(exc), exc)
+    return traceback.format_exception(type(exc), exc, tb)
+
+
+def run(code: str, namespace: dict[str, Any], number: int) -> dict[str, Any]:
+    """Run ``code`` in ``namespace``; Glue's StatementOutput for it. A
+    ``KeyboardInterrupt`` (a cancel) is not caught: the caller decides what it means."""
+    out = io.StringIO()
+    result: dict[str, Any] = {"ExecutionCount": number}
+    try:
+        with contextlib.redirect_stdout(out):
+            body, last = _compiled(code, number)
+            exec(body, namespace)  # a session runs its caller's code, by design
+            if last is not None:
+                value = eval(last, namespace)
+                if value is not None:
+                    namespace["_"] = value
+                    print(repr(value))
+    except Exception as exc:  # noqa: BLE001 - the statement's failure is its output
+        name = type(exc).__name__
+        lines = _own_frames(exc)
+        result.update(
+            Status="error",
+            ErrorName=name,
+            ErrorValue=str(exc).strip() or name,
+            Traceback=lines,
+            Data={"TextPlain": out.getvalue()},
+        )
+        return result
+    result.update(Status="ok", Data={"TextPlain": out.getvalue()})
+    return result
+
+
+def flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()

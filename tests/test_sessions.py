@@ -1,0 +1,272 @@
+"""Glue interactive sessions on sparkmark's endpoint, driven with boto3 as Glue
+notebooks and dbt-glue drive them: CreateSession until READY, RunStatement and
+GetStatement until the statement is AVAILABLE, cancel, stop, delete, list. Semantics
+from AWS's API reference (Session, Statement, StatementOutput) and the states its
+clients wait for. Each session is a warm process of its own, with a real Spark."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from sparkmark.access import resolve_token
+from sparkmark.api.server import start_in_thread
+from sparkmark.pool.pool import close_shared
+from sparkmark.settings import Settings
+
+ROLE = "arn:aws:iam::123456789012:role/GlueSessions"
+ENDED = ("AVAILABLE", "CANCELLED", "ERROR")
+
+
+def wait_for(check, seconds: float, what: str):
+    """Poll ``check`` until it returns something truthy (what a client does)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory, spark):  # spark: the suite's JVM is up before the pool's
+    root = tmp_path_factory.mktemp("sessions")
+    config = root / "sparkmark.toml"
+    config.write_text('[pool]\nsize = 1\nmemory = "1g"\n', encoding="utf-8")
+    settings = Settings.from_env(
+        {**os.environ, "SPARKMARK_HOME": str(root / "home"), "SPARKMARK_CONFIG": str(config)}
+    )
+    running = start_in_thread(settings)
+    token = resolve_token(None, settings.home)
+    yield running, token
+    running.stop()
+    close_shared()
+
+
+@pytest.fixture(scope="module")
+def glue(endpoint):
+    running, token = endpoint
+    return boto3.client(
+        "glue",
+        endpoint_url=running.url,
+        region_name="us-east-1",
+        aws_access_key_id="notebook",
+        aws_secret_access_key=token,
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+def ready_session(glue, session_id: str, **extra) -> dict:
+    created = glue.create_session(
+        Id=session_id, Role=ROLE, Command={"Name": "glueetl", "PythonVersion": "3"}, **extra
+    )["Session"]
+    assert created["Status"] == "PROVISIONING"
+    return wait_for(
+        lambda: (s := glue.get_session(Id=session_id)["Session"])["Status"] != "PROVISIONING" and s,
+        300,
+        f"session {session_id} to leave PROVISIONING",
+    )
+
+
+def run(glue, session_id: str, code: str, seconds: float = 120) -> dict:
+    number = glue.run_statement(SessionId=session_id, Code=code)["Id"]
+    return wait_for(
+        lambda: (s := glue.get_statement(SessionId=session_id, Id=number)["Statement"])["State"] in ENDED and s,
+        seconds,
+        f"statement {number}",
+    )
+
+
+@pytest.fixture(scope="module")
+def session(glue):
+    found = ready_session(
+        glue,
+        "notebook-1",
+        DefaultArguments={"--enable-glue-datacatalog": "false", "--my_param": "abc"},
+        IdleTimeout=60,
+        Tags={"team": "etl"},
+    )
+    assert found["Status"] == "READY", found
+    yield "notebook-1"
+    try:
+        glue.delete_session(Id="notebook-1")
+    except ClientError:
+        pass
+
+
+def test_a_statement_runs_spark_and_its_variables_stay_for_the_next(glue, session):
+    first = run(glue, session, "df = spark.range(10)\ncount = df.count()\ncount")
+    assert first["State"] == "AVAILABLE"
+    assert first["Output"]["Status"] == "ok"
+    assert first["Output"]["Data"]["TextPlain"].strip() == "10"
+    assert first["Progress"] == 1.0
+    assert first["StartedOn"] <= first["CompletedOn"]
+    second = run(glue, session, "print(count * 2)\nsc.parallelize([1, 2, 3]).sum()")
+    assert second["Output"]["Data"]["TextPlain"].split() == ["20", "6"]
+    assert second["Id"] == first["Id"] + 1
+
+
+def test_the_session_sees_its_arguments_and_glue_imports(glue, session):
+    out = run(
+        glue,
+        session,
+        "import sys\nfrom awsglue.utils import getResolvedOptions\n"
+        "from awsglue.context import GlueContext\n"
+        "args = getResolvedOptions(sys.argv, ['SESSION_ID', 'my_param'])\n"
+        "glueContext = GlueContext(sc)\n"
+        "print(args['SESSION_ID'], args['my_param'], glueContext.spark_session is not None)",
+    )
+    assert out["Output"]["Status"] == "ok", out["Output"]
+    assert out["Output"]["Data"]["TextPlain"].split() == [session, "abc", "True"]
+
+
+def test_a_failing_statement_is_available_with_the_error_and_its_traceback(glue, session):
+    out = run(glue, session, "def f():\n    return 1 / 0\n\nprint('before')\nf()")
+    assert out["State"] == "AVAILABLE"  # the statement ran; its output says it failed
+    output = out["Output"]
+    assert output["Status"] == "error"
+    assert output["ErrorName"] == "ZeroDivisionError"
+    assert output["ErrorValue"] == "division by zero"
+    assert output["Traceback"][0].startswith("Traceback")
+    assert any("line 2, in f" in line for line in output["Traceback"])
+    assert not any("sparkmark" in line for line in output["Traceback"])  # the user's frames only
+    assert output["Data"]["TextPlain"] == "before\n"
+    syntax = run(glue, session, "def broken(:\n    pass")
+    assert syntax["Output"]["Status"] == "error"
+    assert syntax["Output"]["ErrorName"] == "SyntaxError"
+    after = run(glue, session, "count")  # the session goes on
+    assert after["Output"]["Data"]["TextPlain"].strip() == "10"
+
+
+def test_a_spark_error_names_its_class_in_one_line(glue, session):
+    out = run(glue, session, "spark.sql('select * from no_such_table').collect()")
+    assert out["Output"]["Status"] == "error"
+    assert "TABLE_OR_VIEW_NOT_FOUND" in out["Output"]["ErrorValue"]
+    assert out["Output"]["ErrorName"] == "AnalysisException"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import time\nfor _ in range(600):\n    time.sleep(0.1)",  # Python that runs on
+        "spark.range(0, 4 * 10**9, 1, 400).selectExpr('sum(id % 7)').collect()",  # a long Spark job
+    ],
+    ids=["python", "spark-job"],
+)
+def test_a_running_statement_is_cancelled_and_the_session_stays_usable(glue, session, code):
+    number = glue.run_statement(SessionId=session, Code=code)["Id"]
+    wait_for(
+        lambda: glue.get_statement(SessionId=session, Id=number)["Statement"]["State"] == "RUNNING",
+        60,
+        "the statement to run",
+    )
+    glue.cancel_statement(SessionId=session, Id=number)
+    began = time.monotonic()
+    done = wait_for(
+        lambda: (s := glue.get_statement(SessionId=session, Id=number)["Statement"])["State"]
+        in ("CANCELLED", "AVAILABLE")
+        and s,
+        60,
+        "the cancel",
+    )
+    assert done["State"] == "CANCELLED", done
+    assert time.monotonic() - began < 30  # well before the statement would have ended
+    assert run(glue, session, "count")["Output"]["Data"]["TextPlain"].strip() == "10"
+
+
+def test_statements_are_listed_in_order_and_an_unknown_one_is_not_found(glue, session):
+    listed = glue.list_statements(SessionId=session)["Statements"]
+    numbers = [s["Id"] for s in listed]
+    assert numbers == sorted(numbers) and numbers[0] == 0
+    assert all(s["State"] in ENDED for s in listed)
+    with pytest.raises(ClientError) as missing:
+        glue.get_statement(SessionId=session, Id=10_000)
+    assert missing.value.response["Error"]["Code"] == "EntityNotFoundException"
+
+
+def test_sessions_are_listed_with_their_tags_and_fields(glue, session):
+    listed = glue.list_sessions()
+    assert session in listed["Ids"]
+    mine = next(s for s in listed["Sessions"] if s["Id"] == session)
+    assert mine["Status"] == "READY"
+    assert mine["Role"] == ROLE
+    assert mine["IdleTimeout"] == 60
+    assert mine["DefaultArguments"]["--my_param"] == "abc"
+    assert glue.list_sessions(Tags={"team": "etl"})["Ids"] == [session]
+    assert glue.list_sessions(Tags={"team": "other"})["Ids"] == []
+    arn = f"arn:aws:glue:us-east-1:123456789012:session/{session}"
+    assert glue.get_tags(ResourceArn=arn)["Tags"] == {"team": "etl"}
+
+
+def test_sessions_do_not_see_each_others_variables_and_stop_ends_one(glue, session):
+    run(glue, session, "secret_of_the_first = 42")
+    other = ready_session(glue, "notebook-2")
+    assert other["Status"] == "READY"
+    out = run(glue, "notebook-2", "secret_of_the_first")
+    assert out["Output"]["Status"] == "error"
+    assert out["Output"]["ErrorName"] == "NameError"
+    pids = run(glue, "notebook-2", "import os\nos.getpid()")["Output"]["Data"]["TextPlain"]
+    assert pids != run(glue, session, "import os\nos.getpid()")["Output"]["Data"]["TextPlain"]
+
+    assert glue.stop_session(Id="notebook-2")["Id"] == "notebook-2"
+    stopped = wait_for(
+        lambda: (s := glue.get_session(Id="notebook-2")["Session"])["Status"] == "STOPPED" and s,
+        60,
+        "the session to stop",
+    )
+    assert "CompletedOn" in stopped
+    with pytest.raises(ClientError) as refused:
+        glue.run_statement(SessionId="notebook-2", Code="1")
+    assert refused.value.response["Error"]["Code"] == "IllegalSessionStateException"
+    assert glue.delete_session(Id="notebook-2")["Id"] == "notebook-2"
+    with pytest.raises(ClientError) as gone:
+        glue.get_session(Id="notebook-2")
+    assert gone.value.response["Error"]["Code"] == "EntityNotFoundException"
+    # the first session is untouched
+    assert run(glue, session, "secret_of_the_first")["Output"]["Data"]["TextPlain"].strip() == "42"
+
+
+def test_create_session_refuses_what_it_cannot_run(glue, session):
+    with pytest.raises(ClientError) as duplicate:
+        glue.create_session(Id=session, Role=ROLE, Command={"Name": "glueetl", "PythonVersion": "3"})
+    assert duplicate.value.response["Error"]["Code"] == "AlreadyExistsException"
+    with pytest.raises(ClientError) as shell:
+        glue.create_session(Id="shell", Role=ROLE, Command={"Name": "pythonshell"})
+    assert shell.value.response["Error"]["Code"] == "InvalidInputException"
+    assert "glueetl" in shell.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as jars:
+        glue.create_session(
+            Id="jars", Role=ROLE, Command={"Name": "glueetl"}, DefaultArguments={"--extra-jars": "s3://b/x.jar"}
+        )
+    assert jars.value.response["Error"]["Code"] == "InvalidInputException"
+    assert "shell" not in glue.list_sessions()["Ids"]
+    with pytest.raises(ClientError) as missing:
+        glue.run_statement(SessionId="no-such-session", Code="1")
+    assert missing.value.response["Error"]["Code"] == "EntityNotFoundException"
+
+
+def test_a_session_is_not_created_or_run_without_the_token(endpoint, glue, session):
+    running, _token = endpoint
+    stranger = boto3.client(
+        "glue",
+        endpoint_url=running.url,
+        region_name="us-east-1",
+        aws_access_key_id="notebook",
+        aws_secret_access_key="not-the-token",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    with pytest.raises(ClientError) as refused:
+        stranger.create_session(Id="intruder", Role=ROLE, Command={"Name": "glueetl"})
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] in (401, 403)
+    with pytest.raises(ClientError):
+        stranger.run_statement(SessionId=session, Code="import os; os.system('id')")
+    assert "intruder" not in glue.list_sessions()["Ids"]
+    assert [s["Code"] for s in glue.list_statements(SessionId=session)["Statements"]].count(
+        "import os; os.system('id')"
+    ) == 0
