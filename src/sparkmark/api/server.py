@@ -143,6 +143,11 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
 
         lead_in_background(service.state, service.settings, service.source, stop)
     record = endpoint_file(settings)
+    from ..pool.config import load_pool_config
+    from ..pool.pool import close_shared
+
+    if load_pool_config(settings.config).size > 0:
+        service.pool  # noqa: B018 - started now, so the first session or job finds Spark up
 
     def started(url: str) -> None:
         record.parent.mkdir(parents=True, exist_ok=True)
@@ -160,6 +165,9 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         serving.serve_forever(create_app(service, listen), listen, started)
     finally:
         stop.set()
+        if "sessions" in service.__dict__:  # sessions end with the server that runs them
+            service.sessions.close()
+        close_shared()
         with contextlib.suppress(OSError):
             if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
                 record.unlink()

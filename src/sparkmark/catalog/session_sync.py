@@ -55,10 +55,21 @@ class MetastoreSync:
         self.hive = HiveCatalog(spark, self.store)  # runs the deferred statements
         self._pull()
         self.seen_databases, self.seen = self._metastore()
+        self._adopt()
+
+    def _adopt(self) -> None:
+        """Tables the metastore had before this session (made by an earlier one) that the
+        catalog lacks are copied to it once."""
+        known = {db: {t.name for t in self.store.tables(db)} for db in self.store.databases()}
+        for db in sorted(self.seen_databases - set(known)):
+            self.store.put_database(Database(db))
+        for db, name in sorted(self.seen):
+            if name not in known.get(db, set()):
+                self.store.put_table(self._table(db, self.external.getTable(db, name)))
 
     # ------------------------------------------------------------------ metastore → catalog
     def _metastore(self) -> tuple[set[str], dict[tuple[str, str], Fingerprint]]:
-        databases = {str(d) for d in self.external.listDatabases()}
+        databases = {str(d) for d in _seq(self.external.listDatabases())}
         found: dict[tuple[str, str], Fingerprint] = {}
         for db in databases:
             for table in self._tables(db):
@@ -146,13 +157,13 @@ class MetastoreSync:
     def _pull(self) -> int:
         """Databases and tables the catalog has and the metastore lacks, made there."""
         made = 0
-        have = {str(d) for d in self.external.listDatabases()}
+        have = {str(d) for d in _seq(self.external.listDatabases())}
         for db in self.store.databases():
             target = metastore_name(db)
             if target not in have:
                 self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{target}`")
                 made += 1
-            names = {str(n) for n in self.external.listTables(target)} if target in have else set()
+            names = {str(n) for n in _seq(self.external.listTables(target))} if target in have else set()
             for table in self.store.tables(db):
                 if table.name.lower() in names or table.classification not in SPARK_FORMATS:
                     continue
@@ -169,9 +180,12 @@ class MetastoreSync:
 
 
 def _seq(value: Any) -> list[Any]:
-    """A Scala sequence as a Python list."""
-    size = value.size() if hasattr(value, "size") else value.length()
-    return [value.apply(i) for i in range(size)]
+    """A Scala sequence (or a Java array) as a Python list."""
+    from py4j.java_collections import JavaArray
+
+    if isinstance(value, JavaArray):
+        return list(value)
+    return [value.apply(i) for i in range(value.size())]
 
 
 def _map_items(value: Any) -> list[tuple[Any, Any]]:

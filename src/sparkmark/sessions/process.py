@@ -85,6 +85,10 @@ class SessionProcess:
             from ..catalog.session_sync import MetastoreSync
 
             self.sync = MetastoreSync(self.spark, self.settings)
+            # dbt-glue rebuilds a table as DROP TABLE, then CREATE TABLE … LOCATION … AS SELECT
+            # into the same folder, which succeeds on Glue; Spark refuses a non-empty folder
+            # unless told, and then replaces its files.
+            self.spark.conf.set("spark.sql.legacy.allowNonEmptyLocationInCTAS", "true")
         self.namespace = {
             "__name__": "__main__",
             "__builtins__": builtins,
