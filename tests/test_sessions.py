@@ -6,6 +6,7 @@ clients wait for. Each session is a warm process of its own, with a real Spark."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -77,7 +78,9 @@ def ready_session(glue, session_id: str, **extra) -> dict:
 def run(glue, session_id: str, code: str, seconds: float = 120) -> dict:
     number = glue.run_statement(SessionId=session_id, Code=code)["Id"]
     return wait_for(
-        lambda: (s := glue.get_statement(SessionId=session_id, Id=number)["Statement"])["State"] in ENDED and s,
+        lambda: (
+            (s := glue.get_statement(SessionId=session_id, Id=number)["Statement"])["State"] in ENDED and s
+        ),
         seconds,
         f"statement {number}",
     )
@@ -94,10 +97,8 @@ def session(glue):
     )
     assert found["Status"] == "READY", found
     yield "notebook-1"
-    try:
+    with contextlib.suppress(ClientError):
         glue.delete_session(Id="notebook-1")
-    except ClientError:
-        pass
 
 
 def test_a_statement_runs_spark_and_its_variables_stay_for_the_next(glue, session):
@@ -169,9 +170,11 @@ def test_a_running_statement_is_cancelled_and_the_session_stays_usable(glue, ses
     glue.cancel_statement(SessionId=session, Id=number)
     began = time.monotonic()
     done = wait_for(
-        lambda: (s := glue.get_statement(SessionId=session, Id=number)["Statement"])["State"]
-        in ("CANCELLED", "AVAILABLE")
-        and s,
+        lambda: (
+            (s := glue.get_statement(SessionId=session, Id=number)["Statement"])["State"]
+            in ("CANCELLED", "AVAILABLE")
+            and s
+        ),
         60,
         "the cancel",
     )
@@ -242,7 +245,10 @@ def test_create_session_refuses_what_it_cannot_run(glue, session):
     assert "glueetl" in shell.value.response["Error"]["Message"]
     with pytest.raises(ClientError) as jars:
         glue.create_session(
-            Id="jars", Role=ROLE, Command={"Name": "glueetl"}, DefaultArguments={"--extra-jars": "s3://b/x.jar"}
+            Id="jars",
+            Role=ROLE,
+            Command={"Name": "glueetl"},
+            DefaultArguments={"--extra-jars": "s3://b/x.jar"},
         )
     assert jars.value.response["Error"]["Code"] == "InvalidInputException"
     assert "shell" not in glue.list_sessions()["Ids"]
