@@ -16,15 +16,28 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # Clients of the Glue endpoint nobody here wrote that cannot share sparkmark's
-# virtualenv: Airflow with its Amazon provider, in a virtualenv of its own, which the
-# tests drive as a process.
+# virtualenv, each in a virtualenv of its own, which the tests drive as processes:
+# Airflow with its Amazon provider, dbt-glue, and AWS's Glue Jupyter kernel.
 CLIENTS := .venv-clients
 $(CLIENTS)/airflow/.installed: Makefile
 	python3 -m venv $(CLIENTS)/airflow
 	$(CLIENTS)/airflow/bin/python -m pip install -q "apache-airflow==3.3.2" "apache-airflow-providers-amazon==9.39.0"
 	touch $@
 
-clients: $(CLIENTS)/airflow/.installed
+# dbt-glue with the dbt-core it pairs with on PyPI alone: dbt-core 1.12 needs
+# dbt-core-experimental-parser, whose build downloads from outside the registries.
+$(CLIENTS)/dbt/.installed: Makefile
+	python3 -m venv $(CLIENTS)/dbt
+	$(CLIENTS)/dbt/bin/python -m pip install -q "dbt-glue==1.10.19" "dbt-core==1.10.23"
+	touch $@
+
+# AWS's Glue Jupyter kernels, and nbconvert to run a notebook with them.
+$(CLIENTS)/jupyter/.installed: Makefile
+	python3 -m venv $(CLIENTS)/jupyter
+	$(CLIENTS)/jupyter/bin/python -m pip install -q "aws-glue-sessions==1.0.9" "nbconvert==7.17.2"
+	touch $@
+
+clients: $(CLIENTS)/airflow/.installed $(CLIENTS)/dbt/.installed $(CLIENTS)/jupyter/.installed
 
 # PostgreSQL and MariaDB on 127.0.0.1 from Debian's packages, with database `test`
 # (installed and started when missing; a no-op when both answer). Needs root.

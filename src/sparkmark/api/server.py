@@ -146,7 +146,7 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
     from ..pool.config import load_pool_config
     from ..pool.pool import close_shared
 
-    if load_pool_config(settings.config).size > 0:
+    if load_pool_config(settings.config).prestart:
         service.pool  # noqa: B018 - started now, so the first session or job finds Spark up
 
     def started(url: str) -> None:

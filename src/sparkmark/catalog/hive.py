@@ -134,7 +134,8 @@ class HiveCatalog:
         opts = ""
         if options:
             opts = " OPTIONS (" + ", ".join(f"{literal(k)} {literal(v)}" for k, v in options.items()) + ")"
-        props = {k: v for k, v in table.parameters.items() if not k.startswith("option.")}
+        # Spark keeps its own spark.sql.* properties and refuses them from outside.
+        props = {k: v for k, v in table.parameters.items() if not k.startswith(("option.", "spark.sql."))}
         props["classification"] = table.classification
         tblprops = (
             " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"

@@ -23,6 +23,7 @@ import json
 import logging
 from typing import Any
 
+from ..engine.schema import utcnow
 from ..engine.store import StateStore
 from ..errors import NotFound
 from ..settings import Settings
@@ -53,6 +54,7 @@ class MetastoreSync:
         self.store = CatalogStore(StateStore.from_settings(settings))
         self.external = spark._jsparkSession.sharedState().externalCatalog()
         self.hive = HiveCatalog(spark, self.store)  # runs the deferred statements
+        self.since = utcnow()
         self._pull()
         self.seen_databases, self.seen = self._metastore()
         self._adopt()
@@ -133,7 +135,10 @@ class MetastoreSync:
                     self.store.database(db)
                 except NotFound:
                     self.store.put_database(Database(db))
+            written = self._written_since()
             for (db, name), fingerprint in current.items():
+                if (db, name) in written:
+                    continue  # sparkmark wrote the catalog itself (a crawl, a job's catalog write)
                 if self.seen.get((db, name)) != fingerprint:
                     jtable = self.external.getTable(db, name)
                     self.store.put_table(self._table(db, jtable))
@@ -149,7 +154,18 @@ class MetastoreSync:
         return None
 
     # ------------------------------------------------------------------ catalog → metastore
+    def _written_since(self) -> set[tuple[str, str]]:
+        """Tables whose catalog entry changed since the statement began: written by
+        sparkmark's own code in this process, in the catalog and the metastore both."""
+        found = set()
+        for db in self.store.databases():
+            for name, (_created, updated) in self.store.times(db).items():
+                if updated is not None and updated >= self.since:
+                    found.add((db, name))
+        return found
+
     def before(self) -> None:
+        self.since = utcnow()
         apply_deferred(self.spark, self.store)
         if self._pull():
             self.seen_databases, self.seen = self._metastore()
@@ -164,7 +180,11 @@ class MetastoreSync:
                 self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{target}`")
                 made += 1
             names = {str(n) for n in _seq(self.external.listTables(target))} if target in have else set()
+            views = []
             for table in self.store.tables(db):
+                if table.name.lower() not in names and _view_text(table):
+                    views.append(table)
+                    continue
                 if table.name.lower() in names or table.classification not in SPARK_FORMATS:
                     continue
                 if not table.location or not self.hive.in_metastore(table):
@@ -176,7 +196,30 @@ class MetastoreSync:
                     log.warning(
                         "catalog: %s could not be made in the session's metastore: %s", table.qualified, exc
                     )
+            for view in views:  # after the tables they read
+                try:
+                    self.spark.sql(
+                        f"CREATE VIEW IF NOT EXISTS `{target}`.`{view.name}` AS {_view_text(view)}"
+                    )
+                    made += 1
+                except Exception as exc:  # noqa: BLE001 - as above
+                    log.warning(
+                        "catalog: view %s could not be made in the session's metastore: %s",
+                        view.qualified,
+                        exc,
+                    )
         return made
+
+
+def _view_text(table: Table) -> str | None:
+    """A view's SQL, from the Glue fields the catalog keeps with it."""
+    try:
+        glue = json.loads(table.parameters.get(GLUE_KEY, "{}"))
+    except ValueError:
+        return None
+    if glue.get("TableType") != "VIRTUAL_VIEW":
+        return None
+    return glue.get("ViewOriginalText") or None
 
 
 def _seq(value: Any) -> list[Any]:

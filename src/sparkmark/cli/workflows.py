@@ -35,10 +35,18 @@ def _config(given: Path | None, settings: Settings) -> Path:
     return given or settings.config
 
 
-def _scheduler(config: Path | None, **kwargs) -> Scheduler:
+def _scheduler(config: Path | None, *, pooled: bool = False, warm_now: bool = False, **kwargs) -> Scheduler:
+    """A scheduler over the definitions; ``pooled``: it runs the jobs it can on warm Spark
+    processes (``[pool]``), started now with ``warm_now`` (a workflow run: its jobs come
+    after its first steps, while the pool warms)."""
     settings = Settings.from_env()
     state = StateStore.from_settings(settings)
     source = ProjectSource(_config(config, settings), state)
+    if pooled:
+        from ..workflow.scheduler import pooled_launcher
+
+        own = settings.model_copy(update={"config": _config(config, settings)})
+        kwargs["launcher"] = pooled_launcher(own, start=warm_now)
     return Scheduler(source.current(), state, settings=settings, source=source, **kwargs)
 
 
@@ -101,8 +109,13 @@ def workflow_run(
     """Start a run of workflow NAME. Without a scheduler running, this command runs it
     to the end itself; exits non-zero unless the run COMPLETED (with --strict: and every
     job and crawl in it succeeded)."""
-    scheduler = _scheduler(config)
-    run = start_workflow(scheduler, name, wait=wait, properties=_properties(prop))
+    scheduler = _scheduler(config, pooled=wait, warm_now=wait)
+    try:
+        run = start_workflow(scheduler, name, wait=wait, properties=_properties(prop))
+    finally:
+        from ..pool.pool import close_shared
+
+        close_shared()
     if as_json:
         print_json(report.workflow_run(run, graph=graph, firings=scheduler.store.run_firings(run.run_id)))
     else:
@@ -339,7 +352,7 @@ def scheduler_command(
 ) -> None:
     """Run the scheduler: fire schedules and conditional triggers, start and watch job and
     crawler runs, follow workflow runs. Several may run: one leads, the others wait."""
-    scheduler = _scheduler(config, lease_seconds=lease)
+    scheduler = _scheduler(config, pooled=True, lease_seconds=lease)
     log = logging.getLogger("sparkmark.scheduler")
     log.info(
         "scheduler %s: %d jobs, %d triggers, %d workflows from %s",

@@ -8,6 +8,10 @@ started, how big each may be, and when one is replaced or let go.
     max_runs = 20         # a process that hosted this many job runs is replaced
     max_memory = "6g"     # a process whose resident memory (Python and JVM) grew past this is replaced
     jobs = true           # the scheduler runs jobs on warm processes when their Spark settings allow
+    prestart = false      # true: `sparkmark api` starts the pool at once; false: on the first session or job
+
+A pool starts on first need unless ``prestart`` says otherwise, so a server nobody
+opens a session on (or a test's) starts no JVM.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class PoolConfig(BaseModel):
     max_runs: int = Field(20, ge=1)
     max_memory: str = "6g"
     jobs: bool = True
+    prestart: bool = False
 
     @field_validator("memory", "max_memory")
     @classmethod

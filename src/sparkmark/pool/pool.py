@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,9 +41,10 @@ Listener = Callable[[dict[str, Any]], None]
 class WarmProcess:
     """One warm process, from its start to its end."""
 
-    def __init__(self, env: dict[str, str], log_dir: Path, label: str):
+    def __init__(self, env: dict[str, str], log_dir: Path, label: str, folder: Path | None = None):
         parent_end, child_end = socket.socketpair()
         private_dir(log_dir)
+        self.folder = folder  # the process's own files (its metastore), removed when it ends
         self.log_path = log_dir / f"{label}.log"
         self.ready = threading.Event()
         self.ended = threading.Event()
@@ -132,6 +134,49 @@ class WarmProcess:
             except subprocess.TimeoutExpired:
                 continue
         self.channel.close()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class PooledRun:
+    """A job run hosted by a warm process, seen as the launcher sees a process: ``pid``
+    (the warm process's: ending its group ends the run), ``poll`` and ``wait``."""
+
+    def __init__(self, process: WarmProcess, pool: Pool, message: dict[str, Any]):
+        self.process = process
+        self.pool = pool
+        self.pid = process.pid
+        self.returncode: int | None = None
+        self._done = threading.Event()
+        process.listen(self._event)
+        threading.Thread(target=self._send, args=(message,), daemon=True).start()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if not self.process.wait_ready(600) or not self.process.send(message):
+            log.warning("pool: warm process %d could not take its job: %s", self.pid, self.process.error)
+            self.process.stop(grace_seconds=1)
+            self._finish(1)
+
+    def _event(self, message: dict[str, Any]) -> None:
+        event = message.get("event")
+        if event == "job":
+            self._finish(int(message.get("code", 1)))
+            self.pool.give_back(self.process)
+        elif event == "ended":
+            self._finish(-9 if message.get("code") is None else int(message["code"]) or 1)
+
+    def _finish(self, code: int) -> None:
+        if not self._done.is_set():
+            self.returncode = code
+            self._done.set()
+
+    def poll(self) -> int | None:
+        return self.returncode if self._done.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired("warm process job", timeout or 0)
+        return int(self.returncode if self.returncode is not None else 1)
 
 
 class Pool:
@@ -139,15 +184,18 @@ class Pool:
 
     def __init__(self, config: PoolConfig, home: Path, env: dict[str, str] | None = None):
         self.config = config
+        self.home = home
         self.log_dir = home / "logs" / "pool"
         self.env = dict(os.environ if env is None else env)
         self._ready: list[WarmProcess] = []
         self._starting: list[WarmProcess] = []
+        self._busy: list[WarmProcess] = []  # hosting a job: they come back
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._count = 0
         self._wakeup = threading.Event()
-        self._dormant = False  # let go after being idle: refilled on the next need
+        # Not filled until first needed (or prestart), and after its processes were let go idle.
+        self._dormant = not config.prestart
         self._keeper = threading.Thread(target=self._keep, name="sparkmark-pool", daemon=True)
         self._keeper.start()
 
@@ -169,11 +217,23 @@ class Pool:
 
     def start_process(self, extra: dict[str, str] | None = None, label: str = "warm") -> WarmProcess:
         """A new warm process (not one of the pool's: for a session whose Spark settings
-        differ from the pool's)."""
+        differ from the pool's).
+
+        With the embedded Derby metastore (the default), which one process at a time may
+        open, each warm process has a metastore of its own in its folder: a copy of the
+        catalog that the sessions and jobs it runs keep in step with the state store
+        (``catalog.session_sync``). A metastore on a database server is shared as it is."""
         with self._lock:
             self._count += 1
             number = self._count
-        process = WarmProcess(self.spark_env(extra), self.log_dir, f"{label}-{os.getpid()}-{number}")
+        name = f"{label}-{os.getpid()}-{number}"
+        env = self.spark_env(extra)
+        folder = None
+        if not env.get("SPARKMARK_METASTORE_URL"):
+            folder = self.home / "pool" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            env["SPARKMARK_METASTORE_URL"] = f"jdbc:derby:;databaseName={folder / 'metastore'};create=true"
+        process = WarmProcess(env, self.log_dir, name, folder)
         log.info("pool: started warm process %d (log %s)", process.pid, process.log_path)
         return process
 
@@ -216,6 +276,9 @@ class Pool:
         elif process.rss > self.config.max_memory_bytes:
             why = f"it grew to {process.rss // 2**20} MiB (max_memory {self.config.max_memory})"
         if why is not None or self._closed.is_set():
+            with self._lock:
+                if process in self._busy:
+                    self._busy.remove(process)
             if why:
                 log.info("pool: warm process %d replaced: %s", process.pid, why)
             threading.Thread(target=process.stop, daemon=True).start()
@@ -224,7 +287,31 @@ class Pool:
         process.listen(None)
         process.idle_since = time.monotonic()
         with self._lock:
+            if process in self._busy:
+                self._busy.remove(process)
             self._ready.append(process)
+
+    def fill(self) -> None:
+        """Start keeping ``size`` processes ready now."""
+        self._dormant = False
+        self._wake()
+
+    def host_job(self, message: dict[str, Any]) -> PooledRun | None:
+        """Run a job on a warm process that is ready, or on the one starting (the job
+        waits for its Spark); None when the pool has none (the job starts a process of
+        its own, and the pool fills for the next)."""
+        with self._lock:
+            ready = [p for p in self._ready if p.alive]
+            starting = [p for p in self._starting if p.alive]
+            chosen = ready.pop(0) if ready else (starting.pop(0) if starting else None)
+            self._ready, self._starting = ready, starting
+            if chosen is not None:
+                self._busy.append(chosen)
+            self._dormant = False
+        self._wake()
+        if chosen is None:
+            return None
+        return PooledRun(chosen, self, message)
 
     def ready_count(self) -> int:
         with self._lock:
@@ -256,7 +343,8 @@ class Pool:
                     else:
                         kept.append(p)
                 self._ready = kept
-                wanted = self.config.size - len(self._ready) - len(self._starting)
+                self._busy = [p for p in self._busy if p.alive]
+                wanted = self.config.size - len(self._ready) - len(self._starting) - len(self._busy)
                 if any(now - p.idle_since > idle_limit for p in retired):
                     self._dormant = True
                 if self._dormant:
@@ -302,9 +390,9 @@ _shared: dict[str, Pool] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_pool(settings: Settings) -> Pool:
+def shared_pool(settings: Settings, *, start: bool = False) -> Pool:
     """The pool of this process for the settings' home, made on first use from the
-    project file's ``[pool]``."""
+    project file's ``[pool]``; ``start`` fills it now (work is coming)."""
     key = str(settings.home.resolve())
     with _shared_lock:
         pool = _shared.get(key)

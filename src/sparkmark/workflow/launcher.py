@@ -44,14 +44,54 @@ class LaunchSpec:
     log_path: Path
 
 
-class Launcher:
-    """Runs processes and remembers the ones it started."""
+# Job parameters that shape the JVM: a run with one of them starts a process of its own.
+JVM_ARGUMENTS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
 
-    def __init__(self) -> None:
-        self._children: dict[str, subprocess.Popen] = {}
+
+def poolable(spec: LaunchSpec, master: str) -> bool:
+    """Whether a job run may be hosted by a warm process: a batch run whose Spark is the
+    pool's (no Spark settings, master, table formats or jars of its own)."""
+    request = spec.document.get("run") if spec.kind == "JOB" else None
+    if not isinstance(request, dict):
+        return False
+    arguments = list(request.get("arguments") or [])
+    return (
+        not request.get("spark_conf")
+        and request.get("spark_master") in (None, "", master)
+        and not request.get("remote")
+        and not request.get("until_caught_up")
+        and request.get("max_batches") is None
+        and not any(a in JVM_ARGUMENTS for a in arguments[::2])
+    )
+
+
+class Launcher:
+    """Runs processes and remembers the ones it started. With a pool, a job run its Spark
+    allows is hosted by a warm process instead (``pool.Pool.host_job``)."""
+
+    def __init__(self, pool: Any = None, master: str = "local[*]") -> None:
+        self._children: dict[str, Any] = {}  # subprocess.Popen, or pool.PooledRun
+        self.pool = pool
+        self.master = master
 
     def start(self, spec: LaunchSpec) -> int:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.pool is not None and poolable(spec, self.master):
+            private_dir(spec.log_path.parent)
+            exit_path(spec.log_path).unlink(missing_ok=True)
+            hosted = self.pool.host_job(
+                {
+                    "op": "job",
+                    "request": spec.document["run"],
+                    "log": str(spec.log_path),
+                    "err": str(error_path(spec.log_path)),
+                    "exit": str(exit_path(spec.log_path)),
+                    "env": spec.env,
+                }
+            )
+            if hosted is not None:
+                self._children[spec.action_id] = hosted
+                return int(hosted.pid)
         exit_file = exit_path(spec.log_path)
         exit_file.unlink(missing_ok=True)
         env = {**os.environ, **spec.env, EXIT_FILE_ENV: str(exit_file), ARGV_PIPE_ENV: "1"}

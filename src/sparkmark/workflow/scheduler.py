@@ -456,6 +456,18 @@ class Scheduler(ActionSupervisor):
         return self.store.workflow_run(run_id)
 
 
+def pooled_launcher(settings: Settings, *, start: bool = False) -> Launcher:
+    """A launcher that runs the jobs it can on this process's warm Spark processes
+    (``[pool]``, when ``jobs`` is on and ``size`` is above 0); ``start`` fills the pool now."""
+    from ..pool.config import load_pool_config
+    from ..pool.pool import shared_pool
+
+    config = load_pool_config(settings.config)
+    if not config.jobs or config.size == 0:
+        return Launcher()
+    return Launcher(shared_pool(settings, start=start), settings.spark_master)
+
+
 def lead_in_background(
     state: StateStore, settings: Settings, source: ProjectSource, stop: threading.Event
 ) -> threading.Thread:
@@ -463,7 +475,9 @@ def lead_in_background(
     runs, scheduled triggers): it leads whenever no other scheduler does, until ``stop``."""
 
     def loop() -> None:
-        scheduler = Scheduler(source.current(), state, settings=settings, source=source)
+        scheduler = Scheduler(
+            source.current(), state, settings=settings, source=source, launcher=pooled_launcher(settings)
+        )
         while not stop.is_set():
             try:
                 scheduler.tick()
