@@ -97,6 +97,7 @@ class Warm:
     def job(self, message: dict[str, Any]) -> tuple[int, str | None]:
         """Host one run; (its exit code, why this process should be replaced or None)."""
         from ..host import RunRequest
+        from ..runtime.run import next_scheduled_run
         from ..workflow.launcher import EXIT_FILE_ENV
         from .run import run
 
@@ -106,7 +107,9 @@ class Warm:
         saved_modules = set(sys.modules)
         saved_argv = list(sys.argv)
         hadoop_before = self._hadoop_settings()
+        next_scheduled_run()
         fresh = self._fresh_session()
+        sync = self._catalog_sync(fresh)
         out_fd, err_fd = os.dup(1), os.dup(2)
         code = 1
         try:
@@ -143,9 +146,26 @@ class Warm:
             sys.path[:] = saved_path
             sys.argv[:] = saved_argv
             self._forget_modules(saved_modules)
+            if sync is not None:
+                problem = sync.after()
+                if problem:
+                    log.warning("job run: %s", problem)
             self._clear(fresh)
         changed = self._hadoop_settings() != hadoop_before
         return code, ("the run changed Spark's Hadoop settings" if changed else None)
+
+    def _catalog_sync(self, spark: Any) -> Any:
+        """This process's metastore brought up to the catalog before a run, and what the
+        run made in Spark SQL copied to the catalog after it (``catalog.session_sync``)."""
+        if not self.settings.hive_enabled:
+            return None
+        from ..catalog.session_sync import MetastoreSync
+
+        try:
+            return MetastoreSync(spark, self.settings)
+        except Exception as exc:  # noqa: BLE001 - the run goes on; its catalog tables may lag
+            log.warning("the warm process's metastore could not be brought up to the catalog: %s", exc)
+            return None
 
     def _fresh_session(self):
         """A new session on the running context: its own temporary views, SQL settings,

@@ -194,6 +194,7 @@ class Pool:
         self._closed = threading.Event()
         self._count = 0
         self._wakeup = threading.Event()
+        self._start_lock = threading.Lock()
         # Not filled until first needed (or prestart), and after its processes were let go idle.
         self._dormant = not config.prestart
         self._keeper = threading.Thread(target=self._keep, name="sparkmark-pool", daemon=True)
@@ -292,9 +293,30 @@ class Pool:
             self._ready.append(process)
 
     def fill(self) -> None:
-        """Start keeping ``size`` processes ready now."""
+        """Start keeping ``size`` processes ready now: the missing ones are started before
+        this returns, so work sent next finds them starting."""
         self._dormant = False
+        self._top_up()
         self._wake()
+
+    def _top_up(self) -> bool:
+        """Start the processes the pool lacks; False when one could not be started."""
+        with self._start_lock:
+            with self._lock:
+                self._starting = [p for p in self._starting if p.alive]
+                self._busy = [p for p in self._busy if p.alive]
+                wanted = self.config.size - len(self._ready) - len(self._starting) - len(self._busy)
+                if self._dormant or self._closed.is_set():
+                    wanted = 0
+            for _ in range(max(0, wanted)):
+                try:
+                    process = self.start_process()
+                except OSError as exc:
+                    log.warning("pool: could not start a warm process: %s", exc)
+                    return False
+                with self._lock:
+                    self._starting.append(process)
+        return True
 
     def host_job(self, message: dict[str, Any]) -> PooledRun | None:
         """Run a job on a warm process that is ready, or on the one starting (the job
@@ -310,7 +332,9 @@ class Pool:
             self._dormant = False
         self._wake()
         if chosen is None:
+            log.info("pool: no warm process for this job (ready %d, starting %d)", len(ready), len(starting))
             return None
+        log.info("pool: job on warm process %d", chosen.pid)
         return PooledRun(chosen, self, message)
 
     def ready_count(self) -> int:
@@ -330,6 +354,7 @@ class Pool:
             now = time.monotonic()
             retired: list[WarmProcess] = []
             with self._lock:
+                failed = [p for p in self._starting if not p.alive]
                 self._starting = [p for p in self._starting if p.alive]
                 promoted = [p for p in self._starting if p.ready.is_set()]
                 for p in promoted:
@@ -353,21 +378,17 @@ class Pool:
                 if p.alive:
                     log.info("pool: warm process %d stopped after %.0f min unused", p.pid, idle_limit / 60)
                 p.stop(grace_seconds=2)
-            if wanted > 0:
-                try:
-                    process = self.start_process()
-                except OSError as exc:
-                    log.warning("pool: could not start a warm process: %s", exc)
-                    self._closed.wait(backoff)
-                    backoff = min(backoff * 2, 60.0)
-                    continue
-                with self._lock:
-                    self._starting.append(process)
-                if process.ended.wait(0) and process.error:
-                    self._closed.wait(backoff)
-                    backoff = min(backoff * 2, 60.0)
+            if failed:
+                log.warning("pool: a warm process did not start: %s", failed[0].error)
+                self._closed.wait(backoff)  # a Spark that cannot start is not retried at once
+                backoff = min(backoff * 2, 60.0)
                 continue
-            backoff = 1.0
+            if wanted > 0 and not self._top_up():
+                self._closed.wait(backoff)
+                backoff = min(backoff * 2, 60.0)
+                continue
+            if not failed and wanted <= 0:
+                backoff = 1.0
             self._wakeup.wait(1.0)
             self._wakeup.clear()
 
@@ -406,7 +427,9 @@ def shared_pool(settings: Settings, *, start: bool = False) -> Pool:
             )
             pool = Pool(load_pool_config(settings.config), settings.home, env)
             _shared[key] = pool
-        return pool
+    if start:
+        pool.fill()
+    return pool
 
 
 def close_shared() -> None:

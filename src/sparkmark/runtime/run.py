@@ -562,6 +562,13 @@ def _scheduled_run(run_id: str | None, attempt: int) -> tuple[str | None, int]:
     return check_run_id(run_id), attempt
 
 
+def next_scheduled_run() -> None:
+    """A process that hosts one scheduled run after another (a warm process) gives the
+    next run the id its scheduler chose for it."""
+    global _SCHEDULED_TAKEN  # noqa: PLW0603 - as above
+    _SCHEDULED_TAKEN = False
+
+
 def _install_process_hooks() -> None:
     """For scripts run with plain ``python``: an uncaught exception fails the run, and
     a run still open at exit ends like a Glue run that never called commit()."""

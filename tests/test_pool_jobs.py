@@ -1,0 +1,83 @@
+"""Jobs the scheduler runs on a warm Spark process: each still gets its own run and a
+clean Spark. One job leaves behind all it can (temporary and global views, cached
+data, persisted RDDs, SQL settings, functions, local properties, environment, a module
+beside its script); the next job on the same process finds none of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sparkmark.engine.store import StateStore
+from sparkmark.pool.pool import close_shared
+from sparkmark.settings import Settings
+from sparkmark.workflow.control import run_job
+from sparkmark.workflow.registry import ProjectSource
+from sparkmark.workflow.scheduler import Scheduler, pooled_launcher
+
+FIXTURES = Path(__file__).parent / "fixtures" / "pool_jobs"
+
+
+@pytest.fixture
+def project(tmp_path, spark):  # spark: the suite's JVM is up before the pool's
+    jobs = tmp_path / "jobs"
+    shutil.copytree(FIXTURES, jobs)
+    out = tmp_path / "out"
+    out.mkdir()
+    config = tmp_path / "sparkmark.toml"
+    config.write_text(
+        '[pool]\nsize = 1\nmemory = "1g"\n\n'
+        f'[jobs.leaker]\nScript = "{jobs / "leaker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
+        f'[jobs.checker]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
+        f'[jobs.tuned]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n'
+        '[jobs.tuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "5"\n',
+        encoding="utf-8",
+    )
+    settings = Settings.from_env({**os.environ, "SPARKMARK_CONFIG": str(config)})
+    state = StateStore.from_settings(settings)
+    source = ProjectSource(config, state)
+    launcher = pooled_launcher(settings, start=True)
+    scheduler = Scheduler(source.current(), state, settings=settings, source=source, launcher=launcher)
+    yield scheduler, out
+    close_shared()
+
+
+def test_a_job_on_a_warm_process_leaves_nothing_for_the_next(project):
+    scheduler, out = project
+    first = run_job(scheduler, "leaker", timeout=300)
+    assert first.state.value == "SUCCEEDED", first.error
+    second = run_job(scheduler, "checker", timeout=300)
+    assert second.state.value == "SUCCEEDED", second.error
+    leaker = json.loads((out / "leaker.json").read_text())
+    checker = json.loads((out / "checker.json").read_text())
+    assert checker["pid"] == leaker["pid"]  # both on the one warm process
+    assert checker["pid"] != os.getpid()
+    assert checker["temp_views"] == []
+    assert checker["global_views"] == []
+    assert checker["persisted_rdds"] == 0
+    assert checker["cached_data"] == 0
+    assert checker["shuffle"] == leaker["shuffle"] != "3"
+    assert checker["udf"] is False
+    assert checker["property"] is None
+    assert checker["env"] is None
+    assert leaker["leakmod"] == 1 and checker["leakmod"] == 0  # the helper is imported afresh
+    assert checker["rows"] == 7
+    # each run is recorded as its own, with its own log
+    runs = scheduler.state.list_runs("leaker") + scheduler.state.list_runs("checker")
+    assert {r.run_id for r in runs} == {first.action_id, second.action_id}
+    assert all(r.state.value == "SUCCEEDED" for r in runs)
+
+
+def test_a_job_with_spark_settings_of_its_own_starts_its_own_process(project):
+    scheduler, out = project
+    warm = run_job(scheduler, "leaker", timeout=300)
+    tuned = run_job(scheduler, "tuned", timeout=300)
+    assert warm.state.value == tuned.state.value == "SUCCEEDED"
+    leaker = json.loads((out / "leaker.json").read_text())
+    checker = json.loads((out / "checker.json").read_text())
+    assert checker["shuffle"] == "5"  # its Spark.conf applied: a JVM of its own
+    assert checker["pid"] != leaker["pid"]
