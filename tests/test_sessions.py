@@ -45,14 +45,14 @@ def endpoint(tmp_path_factory, spark):  # spark: the suite's JVM is up before th
     )
     running = start_in_thread(settings)
     token = resolve_token(None, settings.home)
-    yield running, token
+    yield running, token, settings
     running.stop()
     close_shared()
 
 
 @pytest.fixture(scope="module")
 def glue(endpoint):
-    running, token = endpoint
+    running, token, _settings = endpoint
     return boto3.client(
         "glue",
         endpoint_url=running.url,
@@ -258,7 +258,7 @@ def test_create_session_refuses_what_it_cannot_run(glue, session):
 
 
 def test_a_session_is_not_created_or_run_without_the_token(endpoint, glue, session):
-    running, _token = endpoint
+    running, _token, _settings = endpoint
     stranger = boto3.client(
         "glue",
         endpoint_url=running.url,
@@ -276,3 +276,43 @@ def test_a_session_is_not_created_or_run_without_the_token(endpoint, glue, sessi
     assert [s["Code"] for s in glue.list_statements(SessionId=session)["Statements"]].count(
         "import os; os.system('id')"
     ) == 0
+
+
+def test_the_console_shows_sessions_and_their_statements_and_stops_one(endpoint, glue, browser):
+    from sparkmark.console.server import start
+
+    from .conftest import goto
+
+    _running, _token, settings = endpoint
+    ready_session(glue, "console-seen", IdleTimeout=45)
+    run(glue, "console-seen", "rows = spark.range(12).count()\nprint('rows:', rows)")
+    failed = run(glue, "console-seen", "undefined_name")
+    assert failed["Output"]["Status"] == "error"
+    console = start(settings, "127.0.0.1", 0, None, scheduler=False)
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    page = context.new_page()
+    try:
+        goto(page, console, "/sessions")
+        row = page.locator('tr[data-session="console-seen"]')
+        assert row.locator(".state").first.inner_text() == "READY"
+        assert row.locator("td").nth(4).inner_text() == "2"  # its statements
+        assert row.locator("td").nth(5).inner_text() == "45 min"
+        row.locator("a", has_text="console-seen").click()
+        page.wait_for_url("**/sessions/console-seen")
+        first = page.locator('tr[data-statement="0"]')
+        assert "spark.range(12)" in first.locator("pre.code").inner_text()
+        assert "rows: 12" in first.inner_text()
+        second = page.locator('tr[data-statement="1"]')
+        assert "NameError" in second.locator("pre.error").inner_text()
+        page.locator("#stop-session button").click()
+        page.wait_for_url("**/sessions/console-seen")
+        stopped = wait_for(
+            lambda: glue.get_session(Id="console-seen")["Session"]["Status"] == "STOPPED", 60, "the stop"
+        )
+        assert stopped
+        page.reload()
+        assert page.locator("h1 .state").inner_text() == "STOPPED"
+        assert page.locator("#stop-session").count() == 0
+    finally:
+        context.close()
+        console.stop()

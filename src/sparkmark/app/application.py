@@ -71,6 +71,13 @@ class App:
         return shared_pool(self.settings)
 
     @cached_property
+    def session_records(self):
+        """The interactive sessions' records, for doors that show them (any process)."""
+        from ..engine.session_store import SessionStore
+
+        return SessionStore(self.state)
+
+    @cached_property
     def sessions(self):
         """The interactive sessions this process runs (and the others' records)."""
         from ..sessions.manager import SessionManager

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -21,6 +21,7 @@ from ..engine.masking import mask_text
 from ..engine.models import BookmarkVersion, RunRecord, RunState
 from ..engine.names import check_name, check_run_id
 from ..engine.preview import preview_job, preview_rewind
+from ..engine.schema import utcnow
 from ..engine.run_logs import error_path, log_path
 from ..errors import ArgumentError, NotFound, SparkmarkError
 from ..sources.registry import FILES, kind_of_metrics, kind_of_state
@@ -683,3 +684,37 @@ def health(_request: Request) -> Response:
 
 def no_icon(_request: Request) -> Response:
     return Response(status_code=204)
+
+
+# ------------------------------------------------------------------ interactive sessions
+
+
+def sessions_page(request: Request) -> Response:
+    records = request.app.state.service.session_records
+    rows = [(r, len(records.statements(r.id))) for r in reversed(records.all())]
+    return request.app.state.render(request, "sessions.html", sessions=rows, now=utcnow())
+
+
+def _session(request: Request):
+    records = request.app.state.service.session_records
+    try:
+        return records.get(request.path_params["session_id"])
+    except NotFound:
+        raise PageError(404, f"no session {request.path_params['session_id']!r}") from None
+
+
+def session_page(request: Request) -> Response:
+    record = _session(request)
+    statements = request.app.state.service.session_records.statements(record.id)
+    return request.app.state.render(
+        request, "session.html", session=record, statements=statements, now=utcnow()
+    )
+
+
+async def session_stop(request: Request) -> Response:
+    record = _session(request)
+    await _checked_form(request)
+    if record.status in ("STOPPED", "FAILED", "TIMEOUT"):
+        raise PageError(409, f"session {record.id} is {record.status}: there is nothing to stop")
+    request.app.state.service.session_records.request_stop(record.id)
+    return _redirect(f"/sessions/{quote(record.id, safe='')}")

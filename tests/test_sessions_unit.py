@@ -1,0 +1,214 @@
+"""Sessions and the pool without a JVM: how a statement runs and what it answers, the
+session store, ``[pool]``, and which job runs a warm process may host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sparkmark.engine.session_store import (
+    AVAILABLE,
+    CANCELLED,
+    PROVISIONING,
+    READY,
+    RUNNING,
+    STOPPED,
+    SessionStore,
+)
+from sparkmark.engine.store import StateStore
+from sparkmark.errors import AlreadyExists, ArgumentError, ConfigError, NotFound
+from sparkmark.pool.config import PoolConfig, load_pool_config, size_bytes
+from sparkmark.sessions import statement
+from sparkmark.sessions.manager import SessionManager
+from sparkmark.workflow.launcher import LaunchSpec, poolable
+
+# ------------------------------------------------------------------ statements
+
+
+def test_a_statement_shows_what_it_prints_and_its_last_expression():
+    ns: dict = {}
+    out = statement.run("x = 2\nprint('hello')\nx * 21", ns, 0)
+    assert out == {"ExecutionCount": 0, "Status": "ok", "Data": {"TextPlain": "hello\n42\n"}}
+    assert ns["x"] == 2 and ns["_"] == 42
+
+
+def test_a_last_line_that_is_not_an_expression_shows_nothing_more():
+    assert statement.run("y = 1", {}, 3)["Data"]["TextPlain"] == ""
+    assert statement.run("None", {}, 3)["Data"]["TextPlain"] == ""  # as a notebook shows None
+    assert statement.run("", {}, 3) == {"ExecutionCount": 3, "Status": "ok", "Data": {"TextPlain": ""}}
+
+
+def test_variables_persist_between_statements_of_one_namespace_only():
+    first: dict = {}
+    statement.run("secret = 7", first, 0)
+    assert statement.run("secret + 1", first, 1)["Data"]["TextPlain"] == "8\n"
+    other = statement.run("secret", {}, 0)
+    assert other["Status"] == "error" and other["ErrorName"] == "NameError"
+
+
+def test_an_error_answers_with_its_name_value_and_the_statements_own_frames():
+    out = statement.run("def f():\n    raise ValueError('bad value 3')\nprint('before')\nf()", {}, 5)
+    assert out["Status"] == "error"
+    assert out["ErrorName"] == "ValueError"
+    assert out["ErrorValue"] == "bad value 3"
+    assert out["Data"]["TextPlain"] == "before\n"
+    assert out["Traceback"][0] == "Traceback (most recent call last):\n"
+    assert any('"<statement>-5", line 2, in f' in line for line in out["Traceback"])
+    assert not any("sparkmark" in line for line in out["Traceback"])
+
+
+def test_a_syntax_error_names_its_line():
+    out = statement.run("x = (1,\n", {}, 0)
+    assert out["Status"] == "error" and out["ErrorName"] == "SyntaxError"
+    assert out["Traceback"] and "SyntaxError" in out["Traceback"][-1]
+
+
+def test_an_exception_without_a_message_still_has_a_value():
+    out = statement.run("raise KeyError()", {}, 0)
+    assert out["ErrorName"] == "KeyError" and out["ErrorValue"] == "KeyError"
+
+
+def test_a_keyboard_interrupt_is_left_to_the_caller():
+    with pytest.raises(KeyboardInterrupt):
+        statement.run("raise KeyboardInterrupt", {}, 0)
+
+
+@given(st.integers(min_value=-(10**12), max_value=10**12))
+def test_an_integer_expression_shows_its_repr(value):
+    assert statement.run(repr(value), {}, 0)["Data"]["TextPlain"] == f"{value!r}\n"
+
+
+# ------------------------------------------------------------------ the session store
+
+
+@pytest.fixture
+def sessions(tmp_path) -> SessionStore:
+    return SessionStore(StateStore(f"sqlite:///{tmp_path / 'state.db'}"))
+
+
+def test_a_session_record_keeps_its_definition_with_secrets_masked(sessions):
+    made = sessions.create(
+        "s1",
+        {"Command": {"Name": "glueetl"}, "DefaultArguments": {"--db_password": "hunter2", "--day": "mon"}},
+        "host:1",
+    )
+    assert made.status == PROVISIONING
+    got = sessions.get("s1")
+    assert got.definition["DefaultArguments"]["--day"] == "mon"
+    assert "hunter2" not in str(got.definition)
+    with pytest.raises(AlreadyExists):
+        sessions.create("s1", {}, "host:1")
+    with pytest.raises(NotFound):
+        sessions.get("nope")
+
+
+def test_statements_are_numbered_from_zero_and_their_states_move(sessions):
+    sessions.create("s1", {}, "host:1")
+    sessions.set_status("s1", READY, pid=42)
+    assert sessions.get("s1").ready_on is not None and sessions.get("s1").pid == 42
+    assert [sessions.add_statement("s1", "1"), sessions.add_statement("s1", "2")] == [0, 1]
+    sessions.update_statement("s1", 0, state=RUNNING)
+    sessions.update_statement("s1", 0, progress=0.4)
+    assert sessions.statement("s1", 0).progress == 0.4
+    sessions.update_statement("s1", 0, state=AVAILABLE, output={"Status": "ok"})
+    done = sessions.statement("s1", 0)
+    assert done.progress == 1.0 and done.output == {"Status": "ok"}
+    assert done.started_on is not None and done.completed_on is not None
+    assert [s.id for s in sessions.unfinished_statements("s1")] == [1]
+    sessions.update_statement("s1", 1, state=CANCELLED)
+    assert sessions.unfinished_statements("s1") == []
+    sessions.set_status("s1", STOPPED)
+    assert sessions.get("s1").completed_on is not None
+    sessions.delete("s1")
+    with pytest.raises(NotFound):
+        sessions.statement("s1", 0)
+
+
+def test_a_stop_asked_for_elsewhere_is_recorded(sessions):
+    sessions.create("s1", {}, "host:1")
+    assert not sessions.get("s1").stop_requested
+    sessions.request_stop("s1")
+    assert sessions.get("s1").stop_requested
+    with pytest.raises(NotFound):
+        sessions.request_stop("missing")
+
+
+# ------------------------------------------------------------------ [pool]
+
+
+def test_pool_sizes_and_defaults(tmp_path):
+    assert (
+        size_bytes("2g") == 2 * 1024**3 and size_bytes("512m") == 512 * 1024**2 and size_bytes("100") == 100
+    )
+    with pytest.raises(ValueError, match="not a size"):
+        size_bytes("lots")
+    assert load_pool_config(tmp_path / "missing.toml") == PoolConfig()
+    config = tmp_path / "sparkmark.toml"
+    config.write_text('[pool]\nsize = 2\nmemory = "3g"\nprestart = true\n')
+    loaded = load_pool_config(config)
+    assert (loaded.size, loaded.memory, loaded.prestart, loaded.jobs) == (2, "3g", True, True)
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ("size = -1", "size"),
+        ('memory = "big"', "memory"),
+        ("colour = 1", "colour"),
+        ("max_runs = 0", "max_runs"),
+    ],
+)
+def test_a_wrong_pool_setting_is_one_line_naming_it(tmp_path, body, named):
+    config = tmp_path / "sparkmark.toml"
+    config.write_text(f"[pool]\n{body}\n")
+    with pytest.raises(ConfigError) as found:
+        load_pool_config(config)
+    message = str(found.value)
+    assert "\n" not in message and f"[pool] {named}" in message and str(config) in message
+
+
+# ------------------------------------------------------------------ which runs a warm process hosts
+
+
+def spec(**request) -> LaunchSpec:
+    run = {"script": "job.py", "arguments": ["--JOB_NAME", "j"], **request}
+    return LaunchSpec("jr_1", "JOB", "j", 0, {"run": run}, {}, Path("/tmp/x.log"))
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "hosted"),
+    [
+        ({}, True),
+        ({"spark_master": "local[*]"}, True),
+        ({"spark_master": "spark://h:7077"}, False),
+        ({"spark_conf": {"spark.sql.shuffle.partitions": "4"}}, False),
+        ({"remote": "sc://h:15002"}, False),
+        ({"until_caught_up": True}, False),
+        ({"max_batches": 3}, False),
+        ({"arguments": ["--JOB_NAME", "j", "--datalake-formats", "delta"]}, False),
+        ({"arguments": ["--JOB_NAME", "j", "--conf", "spark.x=1"]}, False),
+        ({"arguments": ["--JOB_NAME", "j", "--note", "--conf"]}, True),  # a value, not a parameter
+    ],
+)
+def test_a_warm_process_hosts_batch_runs_whose_spark_is_the_pools(request_fields, hosted):
+    assert poolable(spec(**request_fields), "local[*]") is hosted
+
+
+def test_a_crawl_is_never_hosted():
+    crawl = LaunchSpec("c1", "CRAWLER", "c", 0, {"argv": ["crawler", "run", "c"]}, {}, Path("/tmp/c.log"))
+    assert poolable(crawl, "local[*]") is False
+
+
+def test_session_arguments_that_shape_the_jvm_get_a_process_of_their_own():
+    assert SessionManager._jvm_settings({"--enable-glue-datacatalog": "true"}) is None
+    env = SessionManager._jvm_settings(
+        {"--datalake-formats": "delta", "--conf": "spark.sql.ansi.enabled=false"}
+    )
+    assert env is not None
+    assert env["SPARKMARK_DATALAKE_FORMATS"] == "delta"
+    assert '"spark.sql.ansi.enabled": "false"' in env["SPARKMARK_SPARK_CONF"]
+    with pytest.raises(ArgumentError, match="--extra-jars"):
+        SessionManager._jvm_settings({"--extra-jars": "s3://b/x.jar"})
