@@ -34,7 +34,9 @@ def project(tmp_path, spark):  # spark: the suite's JVM is up before the pool's
         f'[jobs.leaker]\nScript = "{jobs / "leaker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
         f'[jobs.checker]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
         f'[jobs.tuned]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n'
-        '[jobs.tuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "5"\n',
+        f'[jobs.sqltuned]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n'
+        '[jobs.sqltuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "7"\n\n'
+        '[jobs.tuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "5"\n"spark.driver.maxResultSize" = "512m"\n',
         encoding="utf-8",
     )
     settings = Settings.from_env({**os.environ, "SPARKMARK_CONFIG": str(config)})
@@ -79,5 +81,17 @@ def test_a_job_with_spark_settings_of_its_own_starts_its_own_process(project):
     assert warm.state.value == tuned.state.value == "SUCCEEDED"
     leaker = json.loads((out / "leaker.json").read_text())
     checker = json.loads((out / "checker.json").read_text())
-    assert checker["shuffle"] == "5"  # its Spark.conf applied: a JVM of its own
+    assert checker["shuffle"] == "5"  # its Spark.conf applied: a JVM of its own (a driver setting)
     assert checker["pid"] != leaker["pid"]
+
+
+def test_a_job_with_sql_settings_runs_warm_with_them_and_they_do_not_stay(project):
+    scheduler, out = project
+    assert run_job(scheduler, "leaker", timeout=300).state.value == "SUCCEEDED"
+    warm_pid = json.loads((out / "leaker.json").read_text())["pid"]
+    assert run_job(scheduler, "sqltuned", timeout=300).state.value == "SUCCEEDED"
+    tuned = json.loads((out / "checker.json").read_text())
+    assert tuned["pid"] == warm_pid and tuned["shuffle"] == "7"
+    assert run_job(scheduler, "checker", timeout=300).state.value == "SUCCEEDED"
+    after = json.loads((out / "checker.json").read_text())
+    assert after["pid"] == warm_pid and after["shuffle"] != "7"

@@ -184,7 +184,10 @@ def spec(**request) -> LaunchSpec:
         ({}, True),
         ({"spark_master": "local[*]"}, True),
         ({"spark_master": "spark://h:7077"}, False),
-        ({"spark_conf": {"spark.sql.shuffle.partitions": "4"}}, False),
+        ({"spark_conf": {"spark.sql.shuffle.partitions": "4"}}, True),  # set on the run's session
+        ({"spark_conf": {"spark.sql.extensions": "x.Ext"}}, False),  # fixed when Spark starts
+        ({"spark_conf": {"spark.sql.catalog.lake": "x.Catalog"}}, False),
+        ({"spark_conf": {"spark.executor.memory": "2g"}}, False),
         ({"remote": "sc://h:15002"}, False),
         ({"until_caught_up": True}, False),
         ({"max_batches": 3}, False),

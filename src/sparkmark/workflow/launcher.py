@@ -48,15 +48,42 @@ class LaunchSpec:
 JVM_ARGUMENTS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
 
 
+# Spark SQL settings fixed when Spark starts (the others are set on the run's own session).
+STATIC_SQL = (
+    "spark.sql.extensions",
+    "spark.sql.catalog.",
+    "spark.sql.catalogImplementation",
+    "spark.sql.warehouse.dir",
+    "spark.sql.hive.",
+    "spark.sql.queryExecutionListeners",
+    "spark.sql.streaming.streamingQueryListeners",
+    "spark.sql.ui.",
+    "spark.sql.event.",
+    "spark.sql.legacy.sessionInitWithConfigDefaults",
+    "spark.sql.sources.schemaStringLengthThreshold",
+    "spark.sql.filesourceTableRelationCacheSize",
+    "spark.sql.codegen.cache.maxEntries",
+    "spark.sql.globalTempDatabase",
+    "spark.sql.broadcastExchange.maxThreadThreshold",
+)
+
+
+def session_settings(conf: dict[str, str]) -> bool:
+    """Whether every setting is one a running Spark takes on a session (SQL settings that
+    are not fixed at start)."""
+    return all(k.startswith("spark.sql.") and not k.startswith(STATIC_SQL) for k in conf)
+
+
 def poolable(spec: LaunchSpec, master: str) -> bool:
     """Whether a job run may be hosted by a warm process: a batch run whose Spark is the
-    pool's (no Spark settings, master, table formats or jars of its own)."""
+    pool's (no master, table formats, jars or settings fixed at start of its own; its
+    SQL settings are set on its session)."""
     request = spec.document.get("run") if spec.kind == "JOB" else None
     if not isinstance(request, dict):
         return False
     arguments = list(request.get("arguments") or [])
     return (
-        not request.get("spark_conf")
+        session_settings(dict(request.get("spark_conf") or {}))
         and request.get("spark_master") in (None, "", master)
         and not request.get("remote")
         and not request.get("until_caught_up")
