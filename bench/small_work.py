@@ -74,7 +74,9 @@ def through_server(root: Path, env: dict[str, str]) -> float:
     config = root / "demo" / "sparkmark.toml"
     config.write_text(config.read_text() + "\n[pool]\nsize = 1\nprestart = true\n")
     # INFO: the pool says in its log when its Spark is up
-    env = dict(env, SPARKMARK_CONFIG=str(config), SPARKMARK_API_TOKEN="bench-token", SPARKMARK_LOG_LEVEL="INFO")
+    env = dict(
+        env, SPARKMARK_CONFIG=str(config), SPARKMARK_API_TOKEN="bench-token", SPARKMARK_LOG_LEVEL="INFO"
+    )
     proc = subprocess.Popen(
         [SM, "api", "--port", "0"],
         cwd=root,

@@ -21,8 +21,8 @@ from ..engine.masking import mask_text
 from ..engine.models import BookmarkVersion, RunRecord, RunState
 from ..engine.names import check_name, check_run_id
 from ..engine.preview import preview_job, preview_rewind
-from ..engine.schema import utcnow
 from ..engine.run_logs import error_path, log_path
+from ..engine.schema import utcnow
 from ..errors import ArgumentError, NotFound, SparkmarkError
 from ..sources.registry import FILES, kind_of_metrics, kind_of_state
 from ..sources.states import parse_state
