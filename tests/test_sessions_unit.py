@@ -215,3 +215,127 @@ def test_session_arguments_that_shape_the_jvm_get_a_process_of_their_own():
     assert '"spark.sql.ansi.enabled": "false"' in env["SPARKMARK_SPARK_CONF"]
     with pytest.raises(ArgumentError, match="--extra-jars"):
         SessionManager._jvm_settings({"--extra-jars": "s3://b/x.jar"})
+
+
+# ------------------------------------------------------------------ timeouts and replacement, with stand-ins
+
+
+class StandIn:
+    """What the manager and the pool use of a warm process, without a process."""
+
+    def __init__(
+        self, pid: int = 7, *, alive: bool = True, runs: int = 0, rss: int = 0, dirty: str | None = None
+    ):
+        self.pid, self.runs, self.rss, self.dirty = pid, runs, rss, dirty
+        self._alive = alive
+        self.stopped = False
+        self.error = None
+        self.idle_since = 0.0
+
+    @property
+    def alive(self) -> bool:
+        return self._alive and not self.stopped
+
+    def listen(self, _listener) -> None:
+        pass
+
+    def send(self, _message) -> bool:
+        return True
+
+    def stop(self, grace_seconds: float = 0) -> None:
+        self.stopped = True
+
+
+class NoPool:
+    def take(self):
+        raise AssertionError("not used")
+
+
+def manager_with(sessions: SessionStore, session_id: str, definition: dict) -> tuple[SessionManager, StandIn]:
+    manager = SessionManager.__new__(SessionManager)  # no watcher thread: _check is called by hand
+    import threading
+
+    manager.store, manager.pool, manager.owner = sessions, NoPool(), "host:1"
+    manager._processes, manager._lock, manager._closed = {}, threading.Lock(), threading.Event()
+    sessions.create(session_id, definition, "host:1")
+    sessions.set_status(session_id, READY)
+    process = StandIn()
+    manager._processes[session_id] = process
+    return manager, process
+
+
+def backdate(sessions: SessionStore, session_id: str, minutes: float, *, created: bool = False) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from sparkmark.engine.schema import utcnow
+    from sparkmark.engine.session_store import sessions_table
+
+    values = {"last_activity": utcnow() - timedelta(minutes=minutes)}
+    if created:
+        values["created_on"] = utcnow() - timedelta(minutes=minutes)
+    with sessions.state.begin() as conn:
+        conn.execute(update(sessions_table).where(sessions_table.c.id == session_id).values(**values))
+
+
+def test_an_idle_session_times_out_after_its_idle_timeout(sessions):
+    manager, process = manager_with(sessions, "idle", {"IdleTimeout": 5})
+    backdate(sessions, "idle", 4)
+    manager._check()
+    assert sessions.get("idle").status == READY and not process.stopped
+    backdate(sessions, "idle", 6)
+    manager._check()
+    found = sessions.get("idle")
+    assert found.status == "TIMEOUT" and process.stopped
+    assert "IdleTimeout of 5 minutes" in (found.error or "")
+
+
+def test_a_busy_session_is_not_idle_but_still_ends_at_its_timeout(sessions):
+    manager, process = manager_with(sessions, "busy", {"IdleTimeout": 1, "Timeout": 30})
+    number = sessions.add_statement("busy", "long()")
+    sessions.update_statement("busy", number, state=RUNNING)
+    backdate(sessions, "busy", 10)
+    manager._check()
+    assert sessions.get("busy").status == READY  # running a statement is not idle
+    backdate(sessions, "busy", 31, created=True)
+    manager._check()
+    assert sessions.get("busy").status == "TIMEOUT" and process.stopped
+    assert sessions.statement("busy", number).state == CANCELLED  # what was running ends with it
+
+
+def test_a_stop_asked_for_in_the_store_is_carried_out(sessions):
+    manager, process = manager_with(sessions, "asked", {})
+    sessions.request_stop("asked")
+    manager._check()
+    assert sessions.get("asked").status == STOPPED and process.stopped
+
+
+def test_the_pool_keeps_a_process_after_a_job_only_while_it_is_fit(tmp_path):
+    from sparkmark.pool.pool import Pool
+
+    pool = Pool(PoolConfig(size=0, max_runs=3, max_memory="1g"), tmp_path)
+    try:
+        fit = StandIn(1, runs=1, rss=100 * 2**20)
+        pool._busy.append(fit)
+        pool.give_back(fit)
+        assert pool._ready == [fit] and not fit.stopped
+        unfit = [
+            StandIn(2, runs=3),  # served its runs
+            StandIn(3, rss=2 * 2**30),  # grew past max_memory
+            StandIn(4, dirty="the run changed Spark's Hadoop settings"),
+            StandIn(5, alive=False),  # died
+        ]
+        for process in unfit:
+            pool._busy.append(process)
+            pool.give_back(process)
+            assert process not in pool._ready and process not in pool._busy
+        import time
+
+        deadline = time.monotonic() + 5  # each is stopped in a thread of its own
+        while not all(p.stopped for p in unfit) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(p.stopped for p in unfit)
+        assert pool._ready == [fit]
+    finally:
+        pool.close()
