@@ -129,7 +129,7 @@ $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e ".[test,bench]"
 	touch $@
 
-bench: install services jars $(VENV)/.bench
+bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/files_incremental.py
 	$(PY) bench/history.py
 	$(PY) bench/commit_cost.py
@@ -138,9 +138,10 @@ bench: install services jars $(VENV)/.bench
 	$(PY) bench/small_work.py
 	$(PY) bench/session_start.py
 	$(PY) bench/table_formats.py
+	$(PY) bench/sessions.py
 	$(PY) bench/table.py
 
-bench-quick: install services jars $(VENV)/.bench
+bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/files_incremental.py --quick --repeats 3
 	$(PY) bench/history.py --quick --repeats 3
 	$(PY) bench/commit_cost.py --quick
@@ -149,6 +150,7 @@ bench-quick: install services jars $(VENV)/.bench
 	$(PY) bench/small_work.py --repeats 2
 	$(PY) bench/session_start.py --repeats 3
 	$(PY) bench/table_formats.py --quick --repeats 3
+	$(PY) bench/sessions.py --repeats 2
 	$(PY) bench/table.py
 
 clean:

@@ -106,10 +106,10 @@ def first_answer(glue, session_id: str) -> float:
     """Seconds from CreateSession to the first statement's answer."""
     began = time.perf_counter()
     glue.create_session(Id=session_id, Role=ROLE, Command={"Name": "glueetl", "PythonVersion": "3"})
-    while (status := glue.get_session(Id=session_id)["Session"]["Status"]) == "PROVISIONING":
+    while (found := glue.get_session(Id=session_id)["Session"])["Status"] == "PROVISIONING":
         time.sleep(0.05)
-    if status != "READY":
-        raise SystemExit(f"session {session_id} ended {status}")
+    if found["Status"] != "READY":
+        raise SystemExit(f"session {session_id} ended {found['Status']}: {found.get('ErrorMessage')}")
     out = statement(glue, session_id, "spark.range(10).count()")
     took = time.perf_counter() - began
     assert out["Output"]["Data"]["TextPlain"].strip() == "10"
@@ -219,7 +219,7 @@ def _model_sql(compiled: list[str], marker: str) -> str:
     """The select of the model whose compiled SQL contains ``marker``."""
     for code in compiled:
         if marker in code:
-            return code.strip().replace("'''", "")
+            return code.strip().replace("'''", "") + "\n"  # a statement may end in a quote
     raise SystemExit(f"no compiled model contains {marker!r}")
 
 

@@ -20,8 +20,12 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparkmark"
 # which points the script's boto3 at the Glue endpoint, and spark.py, which points
 # PySpark's workers at this interpreter (they write, none reads a setting).
 # Modules that hand this process's environment on to the processes they start (a job, a
-# Spark master or worker, a Spark Connect server), besides the settings themselves.
+# Spark master or worker, a Spark Connect server, a warm Spark process), besides the
+# settings themselves; and the warm process, which gives each job it hosts the
+# environment its run request sets and puts its own back after.
 ALLOWED = {
+    "pool/pool.py",
+    "cli/warm.py",
     "settings.py",
     "glue/shim.py",
     "workflow/launcher.py",

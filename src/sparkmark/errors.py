@@ -7,6 +7,8 @@ to be understood.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SparkmarkError(Exception):
     """Base class of every error sparkmark raises on purpose."""
@@ -120,3 +122,14 @@ def first_line(exc: BaseException) -> str:
     """An exception's message cut to its first line (a JVM error's stack trace is below
     it), or its type's name when it has none."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def first_problem(exc: Any) -> tuple[str, str]:
+    """(where, what) of a pydantic ValidationError's first problem, in the words a
+    one-line error uses: where as dotted keys, and an unknown key named as such."""
+    first = exc.errors()[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    message = str(first.get("msg", "")).removeprefix("Value error, ")
+    if first.get("type") == "extra_forbidden" and loc:
+        return ".".join(loc[:-1]), f"unknown key {loc[-1]!r}"
+    return ".".join(loc), message

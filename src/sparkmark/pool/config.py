@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, first_problem
 from ..tomlfile import read_toml
 
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
@@ -69,7 +69,5 @@ def load_pool_config(path: Path | str) -> PoolConfig:
     try:
         return PoolConfig.model_validate(section)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        message = str(first.get("msg", "")).removeprefix("Value error, ")
-        raise ConfigError(f"{path}: [pool] {where}: {message}") from None
+        where, message = first_problem(exc)
+        raise ConfigError(f"{path}: [pool]{' ' + where if where else ''}: {message}") from None

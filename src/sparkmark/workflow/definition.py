@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.names import check_name
-from ..errors import ArgumentError, ConfigError, UndeclaredReference
+from ..errors import ArgumentError, ConfigError, UndeclaredReference, first_problem
 from ..tomlfile import read_toml
 from . import cron
 
@@ -371,12 +371,7 @@ def _validate(model: type[BaseModel], section: str, name: str, body: Any):
     try:
         return model.model_validate({"Name": name, **body})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        message = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = f"unknown key {first['loc'][-1]!r}"
-            where = ".".join(str(p) for p in first["loc"][:-1])
+        where, message = first_problem(exc)
         raise ConfigError(
             f"invalid [{section}.{name}]" + (f" at {where}" if where else "") + f": {message}"
         ) from None
