@@ -339,3 +339,10 @@ def test_the_pool_keeps_a_process_after_a_job_only_while_it_is_fit(tmp_path):
         assert pool._ready == [fit]
     finally:
         pool.close()
+
+
+def test_a_session_deleted_through_another_server_has_its_process_stopped(sessions):
+    manager, process = manager_with(sessions, "gone", {})
+    sessions.delete("gone")
+    manager._check()
+    assert process.stopped and "gone" not in manager._processes

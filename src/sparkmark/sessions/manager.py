@@ -197,7 +197,8 @@ class SessionManager:
         threading.Thread(target=self._end, args=(session_id, STOPPED), daemon=True).start()
 
     def delete(self, session_id: str) -> None:
-        """Glue's DeleteSession: a running session is stopped first, then forgotten."""
+        """Glue's DeleteSession: a running session is stopped first, then forgotten (a
+        session another server runs is stopped by that server when it sees it gone)."""
         record = self.store.get(session_id)
         if record.status not in ENDED:
             self._end(session_id, STOPPED)
@@ -283,7 +284,12 @@ class SessionManager:
             mine = list(self._processes)
         for session_id in mine:
             record = self._record(session_id)
-            if record is None:
+            if record is None:  # deleted through another server: its process goes too
+                with self._lock:
+                    process = self._processes.pop(session_id, None)
+                if process is not None:
+                    process.listen(None)
+                    process.stop(grace_seconds=3)
                 continue
             if record.stop_requested and record.status not in ENDED and record.status != STOPPING:
                 log.info("session %s: stopped on request", session_id)
