@@ -49,6 +49,10 @@ DEFAULT_MINUTES = 2880  # Glue's default IdleTimeout and Timeout for Spark sessi
 # Arguments that configure the JVM: a session with any of them gets a process of its own.
 JVM_ARGUMENTS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
 WATCH_SECONDS = 1.0
+# RunStatement answers once the statement has finished, or after this long: clients poll
+# GetStatement at a fixed pace (dbt-glue and the Glue kernel once a second), so a short
+# statement is found done on the first poll instead of the next one.
+HOLD_SECONDS = 2.0
 
 
 class SessionStateError(SparkmarkError):
@@ -63,6 +67,7 @@ class SessionManager:
         self.pool = pool
         self.owner = this_process()
         self._processes: dict[str, WarmProcess] = {}
+        self._finishing: dict[tuple[str, int], threading.Event] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._adopt_orphans()
@@ -159,13 +164,19 @@ class SessionManager:
                 self._end(session_id, FAILED, error=message.get("error"))
         elif event == "statement":
             number = int(message["id"])
+            state = str(message["state"])
             self.store.update_statement(
                 session_id,
                 number,
-                state=str(message["state"]),
+                state=state,
                 output=message.get("output"),
                 progress=message.get("progress"),
             )
+            if state in STATEMENT_ENDED:
+                with self._lock:
+                    finishing = self._finishing.get((session_id, number))
+                if finishing is not None:
+                    finishing.set()
         elif event == "progress":
             self.store.update_statement(session_id, int(message["id"]), progress=float(message["value"]))
         elif event == "ended":
@@ -238,17 +249,26 @@ class SessionManager:
                 f"Session {session_id} is run by another sparkmark server ({record.owner})"
             )
         number = self.store.add_statement(session_id, code)
-        if not process.send({"op": "statement", "id": number, "code": code}):
-            self.store.update_statement(
-                session_id,
-                number,
-                state="ERROR",
-                output={
-                    "Status": "ERROR",
-                    "ErrorName": "SessionEnded",
-                    "ErrorValue": "the session's process ended",
-                },
-            )
+        done = threading.Event()
+        with self._lock:
+            self._finishing[(session_id, number)] = done
+        try:
+            if process.send({"op": "statement", "id": number, "code": code}):
+                done.wait(HOLD_SECONDS)
+                return number
+        finally:
+            with self._lock:
+                self._finishing.pop((session_id, number), None)
+        self.store.update_statement(  # the process is gone: the statement cannot run
+            session_id,
+            number,
+            state="ERROR",
+            output={
+                "Status": "ERROR",
+                "ErrorName": "SessionEnded",
+                "ErrorValue": "the session's process ended",
+            },
+        )
         return number
 
     def statement(self, session_id: str, number: int) -> StatementRecord:
