@@ -12,8 +12,13 @@ LATEST = Path(__file__).parent / "results" / "latest.json"
 
 
 def record(entries: dict, sizes: dict) -> None:
+    """Merge figures into bench/results/latest.json, each with the day it was measured."""
     LATEST.parent.mkdir(exist_ok=True)
     doc = json.loads(LATEST.read_text()) if LATEST.exists() else {}
+    today = time.strftime("%Y-%m-%d")
+    for entry in entries.values():
+        if isinstance(entry, dict):
+            entry.setdefault("date", today)
     doc.update(entries)
     doc.setdefault("sizes", {}).update(sizes)
     LATEST.write_text(json.dumps(doc, indent=2, sort_keys=True))

@@ -264,9 +264,6 @@ def main() -> None:
                 "dbt_run_s": round(dbt_s, 2),
                 "plain_sql_s": round(plain_s, 2),
             }
-        stamp = time.strftime("%Y-%m-%d")
-        for entry in entries.values():
-            entry["date"] = stamp
         record(entries, {"S2_statement": "spark.range(10).count()", "S3_models": 3})
     finally:
         shutil.rmtree(work, ignore_errors=True)
