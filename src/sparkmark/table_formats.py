@@ -40,6 +40,11 @@ UNAVAILABLE = {
 }
 
 
+# Glue job parameters that shape the JVM itself: a run or session given one of them needs
+# a Spark started for it (a warm process's cannot take them).
+JVM_PARAMETERS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
+
+
 def parse_formats(text: str | None) -> tuple[str, ...]:
     """The formats ``--datalake-formats`` names (``iceberg,delta``), each once, or one
     ConfigError line naming the value."""

@@ -103,7 +103,7 @@ class Warm:
         """Host one run; (its exit code, why this process should be replaced or None)."""
         from ..host import RunRequest
         from ..runtime.run import next_scheduled_run
-        from ..workflow.launcher import EXIT_FILE_ENV
+        from ..workflow.launcher import EXIT_FILE_ENV, write_exit
         from .run import run
 
         saved_env = dict(os.environ)
@@ -144,8 +144,7 @@ class Warm:
             os.dup2(err_fd, 2)
             os.close(out_fd)
             os.close(err_fd)
-            with contextlib.suppress(OSError):
-                Path(message["exit"]).write_text(f'{{"code": {int(code)}}}', encoding="utf-8")
+            write_exit(Path(message["exit"]), int(code))
             os.environ.clear()
             os.environ.update(saved_env)
             with contextlib.suppress(OSError):

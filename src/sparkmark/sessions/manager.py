@@ -46,8 +46,6 @@ log = logging.getLogger("sparkmark.sessions")
 
 COMMANDS = ("glueetl", "gluestreaming")
 DEFAULT_MINUTES = 2880  # Glue's default IdleTimeout and Timeout for Spark sessions (48 hours)
-# Arguments that configure the JVM: a session with any of them gets a process of its own.
-JVM_ARGUMENTS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
 WATCH_SECONDS = 1.0
 # RunStatement answers once the statement has finished, or after this long: clients poll
 # GetStatement at a fixed pace (dbt-glue and the Glue kernel once a second), so a short
@@ -104,9 +102,10 @@ class SessionManager:
     def _jvm_settings(arguments: dict[str, str]) -> dict[str, str] | None:
         """The environment of a process of the session's own, for arguments that shape
         the JVM; None when the pool's processes serve it."""
-        if not any(arguments.get(a) for a in JVM_ARGUMENTS):
+        from ..table_formats import JVM_PARAMETERS, glue_conf, parse_formats
+
+        if not any(arguments.get(a) for a in JVM_PARAMETERS):  # a session of the pool's
             return None
-        from ..table_formats import glue_conf, parse_formats
 
         if arguments.get("--extra-jars") or arguments.get("--user-jars-first"):
             raise ArgumentError(

@@ -26,6 +26,7 @@ from typing import Any
 from ..engine.owner import is_dead
 from ..engine.run_logs import error_path
 from ..engine.store import private_dir, private_file
+from ..table_formats import JVM_PARAMETERS
 
 EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"
 # Set for a child whose work comes through its stdin: a run's arguments (a password among
@@ -42,10 +43,6 @@ class LaunchSpec:
     document: dict[str, Any]  # {"run": a RunRequest} or {"argv": the command line after the program name}
     env: dict[str, str]
     log_path: Path
-
-
-# Job parameters that shape the JVM: a run with one of them starts a process of its own.
-JVM_ARGUMENTS = ("--datalake-formats", "--conf", "--extra-jars", "--user-jars-first")
 
 
 # Spark SQL settings fixed when Spark starts (the others are set on the run's own session).
@@ -88,7 +85,7 @@ def poolable(spec: LaunchSpec, master: str) -> bool:
         and not request.get("remote")
         and not request.get("until_caught_up")
         and request.get("max_batches") is None
-        and not any(a in JVM_ARGUMENTS for a in arguments[::2])
+        and not any(a in JVM_PARAMETERS for a in arguments[::2])
     )
 
 
@@ -240,10 +237,14 @@ def launched_document() -> dict[str, Any] | None:
 def record_exit(code: int) -> None:
     """Called by the ``sparkmark`` program as it exits, when run by a scheduler."""
     target = os.environ.get(EXIT_FILE_ENV)
-    if not target:
-        return
+    if target:
+        write_exit(Path(target), code)
+
+
+def write_exit(path: Path, code: int) -> None:
+    """A run's exit status, where its scheduler reads it (``read_exit``)."""
     with contextlib.suppress(OSError):
-        Path(target).write_text(json.dumps({"code": code}), encoding="utf-8")
+        path.write_text(json.dumps({"code": code}), encoding="utf-8")
 
 
 def log_tail(log_path: str | None, lines: int = 8) -> str:
