@@ -90,8 +90,27 @@ def session_confs(settings: Settings, master: str | None = None) -> dict[str, st
         confs["spark.hadoop.fs.s3n.impl"] = S3A
     if settings.hive_enabled:
         confs.update(hive_confs(settings))
+    quiet = terminal_log_options()
+    if quiet:
+        options = confs.get("spark.driver.extraJavaOptions", "")
+        confs["spark.driver.extraJavaOptions"] = f"{options} {quiet}".strip()
     confs.update(settings.spark_conf_map())
     return confs
+
+
+LOG4J2_TERMINAL = Path(__file__).with_name("spark_log4j2.properties")
+
+
+def terminal_log_options() -> str:
+    """The driver's Java options that send Spark's own log to the run's log file and
+    show only its errors, for a run from a terminal; "" otherwise (a scheduler's runs
+    have their whole output in their log files already)."""
+    from .engine.run_logs import jvm_log
+
+    where = jvm_log()
+    if where is None or not LOG4J2_TERMINAL.exists():
+        return ""
+    return f"-Dlog4j2.configurationFile={LOG4J2_TERMINAL.as_uri()} -Dsparkmark.jvm.log={where}"
 
 
 def check_master(master: str, timeout: float = 3.0) -> None:

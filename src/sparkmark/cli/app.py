@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 import traceback
@@ -133,6 +134,39 @@ def run(
     )
 
 
+def _one_line(paragraph: str) -> str:
+    """A paragraph of help as one line, unless it is a list or an example."""
+    lines = paragraph.splitlines()
+    if any(line.startswith((" ", "-", "*", "$")) for line in lines[1:]):
+        return paragraph
+    return " ".join(paragraph.split())
+
+
+def _for_the_terminal(command) -> None:
+    """Help written for the terminal: a command's one-line summary is its first
+    paragraph as one sentence (a docstring's line breaks are for the source, not the
+    screen), and a flag shows no ``<bool>`` type, as it takes no value."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(_one_line(p) for p in paragraphs)
+        if not command.short_help:
+            command.short_help = _one_line(paragraphs[0])
+    for param in command.params:
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""
+    made = command.get_help_option
+
+    def help_option(ctx, _made=made):
+        option = _made(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _for_the_terminal(sub)
+
+
 def main() -> None:
     try:
         settings = Settings.from_env()
@@ -162,7 +196,9 @@ def main() -> None:
             from .run import run as run_request
 
             raise SystemExit(run_request(RunRequest.checked(request)))
-        _app()
+        command = typer.main.get_command(_app)
+        _for_the_terminal(command)
+        command()
     except SystemExit as exc:
         code = exc.code
         record_exit(code if isinstance(code, int) else (0 if code is None else 1))

@@ -21,6 +21,7 @@ from typing import Any
 from .. import outputs as run_outputs
 from ..connections import Connections
 from ..engine import jdbc as jdbc_keys
+from ..engine import run_logs
 from ..engine.faults import crash_point
 from ..engine.masking import mask_arguments, mask_logging, register_secret
 from ..engine.models import (
@@ -148,6 +149,7 @@ class JobRun:
         with _LOCK:
             _RUNNING[self.run_id] = self
             _STARTED.append(self)
+        run_logs.run_started(name, self.run_id)  # a run from a terminal: its log, followed live
         _install_process_hooks()
         self._heartbeat = _Heartbeat(self, max(lease_seconds / 3, 0.05))
         self._heartbeat.start()
