@@ -118,3 +118,26 @@ def run_arguments(resolved: JobArguments, default_temp_dir: str) -> dict[str, st
     values.setdefault("JOB_NAME", resolved.job_name)
     values.setdefault("TempDir", resolved.temp_dir or default_temp_dir)
     return values
+
+
+# The names a run records for Glue's own arguments, and the ones it adds for itself.
+_GLUE_NAMES = {
+    "job_bookmark_option": "--job-bookmark-option",
+    "job_bookmark_from": "--job-bookmark-from",
+    "job_bookmark_to": "--job-bookmark-to",
+}
+_ADDED = ("JOB_NAME", "RedshiftTempDir")
+
+
+def as_passed(recorded: dict[str, str], default_temp_dir: str) -> dict[str, str]:
+    """A run's recorded arguments as they were passed (Glue's JobRun.Arguments):
+    ``--name`` as typed, without what the run added itself (its name, the temporary
+    directory it was given by default, the bookmark option it defaults to)."""
+    out: dict[str, str] = {}
+    for name, value in recorded.items():
+        if name in _ADDED or (name == "TempDir" and value == default_temp_dir):
+            continue
+        if name == "job_bookmark_option" and value == "job-bookmark-disable":
+            continue
+        out[_GLUE_NAMES.get(name, f"--{name}")] = value
+    return out

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..app.jobs import ACTED_ON
+from ..args import as_passed
 from ..engine.models import RunRecord, RunState
 from ..engine.schema import utcnow
 from ..errors import NotFound, RunFinished, UnknownRun
@@ -182,29 +183,6 @@ _GLUE_STATES = {
 }
 
 
-# The names a run records for Glue's own arguments, and the ones it adds for itself.
-_GLUE_NAMES = {
-    "job_bookmark_option": "--job-bookmark-option",
-    "job_bookmark_from": "--job-bookmark-from",
-    "job_bookmark_to": "--job-bookmark-to",
-}
-_ADDED = ("JOB_NAME", "RedshiftTempDir")
-
-
-def glue_arguments(recorded: dict[str, str], default_temp_dir: str) -> dict[str, str]:
-    """A run's recorded arguments as Glue's JobRun.Arguments: ``--name`` as passed,
-    without what the run added itself (its name, the temporary directory it was given
-    by default, the bookmark option it defaults to)."""
-    out: dict[str, str] = {}
-    for name, value in recorded.items():
-        if name in _ADDED or (name == "TempDir" and value == default_temp_dir):
-            continue
-        if name == "job_bookmark_option" and value == "job-bookmark-disable":
-            continue
-        out[_GLUE_NAMES.get(name, f"--{name}")] = value
-    return out
-
-
 def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
     actions = {a.action_id: a for a in svc.workflows.actions_of(kind="JOB", name=job)}
     try:
@@ -220,7 +198,7 @@ def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
         doc["Arguments"] = (
             action.arguments
             if action is not None
-            else glue_arguments(record.arguments, str(svc.settings.temp_dir))
+            else as_passed(record.arguments, str(svc.settings.temp_dir))
         )
         docs.append(doc)
     docs += [_run_doc(None, a) for a in actions.values()]  # queued, or ended before recording a run

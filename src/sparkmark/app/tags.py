@@ -66,6 +66,20 @@ class TagStore:
                 [{"resource": resource, "tag_key": k, "tag_value": v} for k, v in tags.items()],
             )
 
+    def all_tags(self, kind: str) -> dict[str, dict[str, str]]:
+        """Every tagged resource of ``kind``: its name and its tags, in one query."""
+        prefix = f"{kind}/"
+        with self.state.connect() as conn:
+            rows = conn.execute(
+                select(tags_table.c.resource, tags_table.c.tag_key, tags_table.c.tag_value).where(
+                    tags_table.c.resource.startswith(prefix, autoescape=True)
+                )
+            ).all()
+        found: dict[str, dict[str, str]] = {}
+        for row in rows:
+            found.setdefault(row.resource[len(prefix) :], {})[row.tag_key] = row.tag_value
+        return found
+
     def untag(self, kind: str, name: str, keys: list[str]) -> None:
         with self.state.begin() as conn:
             conn.execute(

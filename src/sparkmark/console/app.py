@@ -24,7 +24,8 @@ from ..access import RequestGuard
 from ..engine.masking import mask_text
 from ..errors import SparkmarkError
 from ..serving import Listen
-from . import pages, studio
+from . import jobs, pages, studio
+from .figures import crawl_figures
 from .security import CSRF_FIELD, SAFE_METHODS, Guard
 
 log = logging.getLogger("sparkmark.console")
@@ -111,6 +112,10 @@ def create_app(service, listen: Listen) -> RequestGuard:
     """The console over ``service`` (the state store, definitions and stores of one
     project); every request carries ``listen.token``, and passes the request guard."""
     env = _environment()
+    from ..args import as_passed
+
+    temp_dir = str(service.settings.temp_dir)
+    env.filters.update(as_passed=lambda args: as_passed(args, temp_dir), crawl_figures=crawl_figures)
 
     def render(request: Request, template: str, status_code: int = 200, **data: Any) -> HTMLResponse:
         data.update(
@@ -145,8 +150,13 @@ def create_app(service, listen: Listen) -> RequestGuard:
         return HTMLResponse(error_html(500, "the console could not answer this request"), status_code=500)
 
     routes = [
-        Route("/", pages.jobs_page),
-        Route("/jobs/{job}", pages.job_page),
+        Route("/", jobs.jobs_page),
+        Route("/jobs/{job}", jobs.job_page),
+        Route("/jobs/{job}/script", jobs.script_page),
+        Route("/jobs/{job}/run", jobs.run_job, methods=["POST"]),
+        Route("/runs/{run_id}/retry", jobs.retry_run, methods=["POST"]),
+        Route("/runs/{run_id}/log", pages.run_log),
+        Route("/timeline", pages.timeline_page),
         Route("/jobs/{job}/bookmark", pages.bookmark_page),
         Route("/jobs/{job}/bookmark/rewind", pages.rewind_confirm, methods=["GET"]),
         Route("/jobs/{job}/bookmark/rewind", pages.rewind_do, methods=["POST"]),

@@ -8,8 +8,6 @@ holds one worker, not the event loop.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -27,7 +25,8 @@ from ..errors import ArgumentError, NotFound, SparkmarkError
 from ..sources.registry import FILES, kind_of_metrics, kind_of_state
 from ..sources.states import parse_state
 from ..workflow import report
-from ..workflow.definition import TriggerType
+from .figures import rule_grid, source_figures
+from .filters import ListFilter
 from .graph import layout
 from .security import CSRF_FIELD, guard_of
 
@@ -85,11 +84,14 @@ def duration(run: RunRecord) -> float | None:
 
 
 def source_rows(run: RunRecord) -> list[dict[str, Any]]:
-    """One row per source of a run: what it read, in the unit it reads in."""
+    """One row per source of a run: what it read, in the unit it reads in, and each of
+    its metrics with its unit."""
     rows = []
     for ctx, m in sorted((run.metrics.get("sources") or {}).items()):
         kind = kind_of_metrics(m)
-        rows.append({"ctx": ctx, "type": kind.name, "read": kind.read(m), "metrics": m})
+        rows.append(
+            {"ctx": ctx, "type": kind.name, "read": kind.read(m), "metrics": m, "figures": source_figures(m)}
+        )
     return rows
 
 
@@ -135,91 +137,11 @@ async def _checked_form(request: Request) -> dict[str, str]:
 # ------------------------------------------------------------------ jobs
 
 
-@dataclass(frozen=True)
-class JobRow:
-    name: str
-    runs: int
-    latest: RunRecord | None
-    declared: bool
-    next_firing: datetime | None
-    next_by: str | None
-
-
-def next_firings(service, now: datetime) -> dict[str, tuple[datetime, str]]:
-    """Each job's next scheduled start: a SCHEDULED trigger that is activated and starts
-    the job, or starts a workflow whose graph holds the job."""
-    project = service.project
-    states = service.workflows.trigger_rows()
-    found: dict[str, tuple[datetime, str]] = {}
-    for trigger in project.triggers.values():
-        if trigger.Type is not TriggerType.SCHEDULED:
-            continue
-        state = states.get(trigger.Name, ("ACTIVATED" if trigger.StartOnCreation else "CREATED", None))[0]
-        schedule = trigger.schedule
-        if state != "ACTIVATED" or schedule is None:
-            continue
-        when = schedule.next_after(now)
-        if when is None:
-            continue
-        jobs = {a.JobName for a in trigger.Actions if a.JobName}
-        if trigger.WorkflowName:
-            graph = project.graph(trigger.WorkflowName)
-            jobs |= {n["Name"] for n in graph["Nodes"] if n["Type"] == "JOB"}
-        for job in jobs:
-            if job not in found or when < found[job][0]:
-                found[job] = (when, trigger.Name)
-    return found
-
-
-def jobs_page(request: Request) -> Response:
-    service = request.app.state.service
-    summaries = {s.job_name: s for s in service.state.job_summaries()}
-    declared = service.project.jobs
-    upcoming = next_firings(service, datetime.now(UTC))
-    rows = []
-    for name in sorted(set(summaries) | set(declared)):
-        summary = summaries.get(name)
-        nxt = upcoming.get(name)
-        rows.append(
-            JobRow(
-                name,
-                summary.runs if summary else 0,
-                summary.latest if summary else None,
-                name in declared,
-                nxt[0] if nxt else None,
-                nxt[1] if nxt else None,
-            )
-        )
-    return request.app.state.render(request, "jobs.html", jobs=rows)
-
-
 def _job_page_of(request: Request):
     """(job, state store, page number) of a page about one known job."""
     job = job_name_of(request)
     _require_job(request.app, job)
     return job, request.app.state.service.state, _page_number(request)
-
-
-def job_page(request: Request) -> Response:
-    job, store, page = _job_page_of(request)
-    app = request.app
-    total = store.count_runs(job)
-    runs = store.list_runs(job, limit=RUNS_PAGE, offset=(page - 1) * RUNS_PAGE)
-    pages = max(1, -(-total // RUNS_PAGE))
-    if page > pages:
-        raise PageError(404, f"job {job!r} has {total} runs: page {page} is past the last ({pages})")
-    definition = app.state.service.project.jobs.get(job)
-    return app.state.render(
-        request,
-        "job.html",
-        job=job,
-        runs=runs,
-        total=total,
-        page=page,
-        pages=pages,
-        definition=definition,
-        running=any(r.state is RunState.RUNNING for r in runs),
-    )
 
 
 def _run(request: Request) -> RunRecord:
@@ -293,8 +215,18 @@ def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
 
 
 def run_page(request: Request) -> Response:
-    run = _run(request)
-    store = request.app.state.service.state
+    from .jobs import queued
+
+    service = request.app.state.service
+    try:
+        run = _run(request)
+    except PageError as exc:
+        action = queued(service, request.path_params["run_id"]) if exc.status == 404 else None
+        if action is None or action.kind != "JOB":
+            raise
+        # Queued by Run job or a retry: the scheduler has not started it yet.
+        return request.app.state.render(request, "run_queued.html", action=action)
+    store = service.state
     log_path, log_text = _log(request, run)
     return request.app.state.render(
         request,
@@ -306,7 +238,15 @@ def run_page(request: Request) -> Response:
         outputs=store.outputs(run_id=run.run_id),
         log_path=log_path,
         log_text=log_text,
+        declared=run.job_name in service.project.jobs,
     )
+
+
+def run_log(request: Request) -> Response:
+    """A run's log, the last LOG_BYTES of it (polled by its page while it runs)."""
+    run = _run(request)
+    log_path, log_text = _log(request, run)
+    return request.app.state.render(request, "run_log.html", run=run, log_path=log_path, log_text=log_text)
 
 
 def run_live(request: Request) -> Response:
@@ -556,8 +496,9 @@ def quality_job_page(request: Request) -> Response:
         }
         for name, rs in by_ruleset.items()
     }
+    grids = {name: rule_grid(rs) for name, rs in by_ruleset.items()}
     return request.app.state.render(
-        request, "quality_job.html", job=job, by_ruleset=by_ruleset, charts=charts
+        request, "quality_job.html", job=job, by_ruleset=by_ruleset, charts=charts, grids=grids
     )
 
 
@@ -718,3 +659,67 @@ async def session_stop(request: Request) -> Response:
         raise PageError(409, f"session {record.id} is {record.status}: there is nothing to stop")
     request.app.state.service.session_records.request_stop(record.id)
     return _redirect(f"/sessions/{quote(record.id, safe='')}")
+
+
+# ------------------------------------------------------------------ timeline
+
+TIMELINE_ITEMS = 2000  # of each kind, newest
+
+
+def timeline_page(request: Request) -> Response:
+    """Runs of jobs, crawls and workflow runs in a time range, as a Gantt chart and a
+    table (the chart's bars link to the runs; the table reads without the chart)."""
+    from datetime import timedelta
+
+    from . import timeline
+
+    service = request.app.state.service
+    params = dict(request.query_params)
+    if not any(params.get(k) for k in ("last", "since", "until")):
+        params["last"] = "24h"
+    wanted = ListFilter.of(params, TIMELINE_STATES, getlist=request.query_params.getlist)
+    now = utcnow()
+    since, until = wanted.window(now)
+    until = until or now
+    if since is None:
+        since = until - timedelta(days=1)
+    items: list[timeline.Item] = []
+    runs, total = service.state.find_runs(since=since, until=until, limit=TIMELINE_ITEMS)
+    for r in runs:
+        if r.job_name.startswith("crawler:"):
+            continue
+        items.append(
+            timeline.Item("job", r.job_name, r.started_at, r.ended_at, r.state.value,
+                          f"/runs/{r.run_id}", r.run_id[:14], f"/jobs/{quote(r.job_name, safe='')}")
+        )  # fmt: skip
+    for c in service.crawlers.crawls_between(since, until, limit=TIMELINE_ITEMS):
+        href = f"/crawlers/{quote(c.crawler, safe='')}"
+        items.append(
+            timeline.Item(
+                "crawler", c.crawler, c.started_at, c.ended_at, c.state, href, c.crawl_id[:14], href
+            )
+        )
+    for w in service.workflows.workflow_runs(since=since, until=until, limit=TIMELINE_ITEMS):
+        base = f"/workflows/{quote(w.workflow, safe='')}"
+        items.append(
+            timeline.Item("workflow", w.workflow, w.started_at, w.completed_at, w.status.value,
+                          f"{base}/runs/{w.run_id}", w.run_id[:14], base)
+        )  # fmt: skip
+    items = [
+        i for i in items if wanted.name_matches(i.name) and (not wanted.states or i.state in wanted.states)
+    ]
+    return request.app.state.render(
+        request,
+        "timeline.html",
+        chart=timeline.layout(items, since, until),
+        items=sorted(items, key=lambda i: i.started, reverse=True),
+        wanted=wanted,
+        states=TIMELINE_STATES,
+        capped=total > TIMELINE_ITEMS,
+    )
+
+
+TIMELINE_STATES = sorted(
+    {s.value for s in RunState}
+    | {"SUCCEEDED", "FAILED", "CANCELLED", "COMPLETED", "STOPPED", "ERROR", "STOPPING"}
+)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, select, update
+from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, or_, select, update
 
 from ..engine.owner import is_dead, this_process
 from ..engine.schema import UTCDateTime, utcnow
@@ -154,6 +154,18 @@ class CrawlerStore:
                 .order_by(crawls.c.started_at.desc())
                 .limit(limit)
             ).all()
+        return [_record(r) for r in rows]
+
+    def crawls_between(self, since: datetime | None, until: datetime | None, limit: int = 2000) -> list[CrawlRecord]:
+        """Crawls of every crawler alive at some moment from ``since`` to ``until``,
+        newest first."""
+        query = select(crawls).order_by(crawls.c.started_at.desc()).limit(limit)
+        if until is not None:
+            query = query.where(crawls.c.started_at <= until)
+        if since is not None:
+            query = query.where(or_(crawls.c.ended_at.is_(None), crawls.c.ended_at >= since))
+        with self.state.connect() as conn:
+            rows = conn.execute(query).all()
         return [_record(r) for r in rows]
 
     def crawl(self, crawl_id: str) -> CrawlRecord | None:

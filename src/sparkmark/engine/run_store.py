@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy import Engine, and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import ConcurrentRunsExceeded, RunFinished, StateStoreError, UnknownJob
@@ -275,6 +275,44 @@ class RunStore:
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
         return [self._run_record(r) for r in rows]
+
+    def find_runs(
+        self,
+        job_name: str | None = None,
+        *,
+        states: Iterable[RunState] = (),
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[list[RunRecord], int]:
+        """Runs that match, newest first, a page of them and how many match in all:
+        of ``job_name`` (every job when None), in one of ``states`` (any when empty),
+        and alive at some moment from ``since`` to ``until`` (a run still going is
+        alive until now)."""
+        r = t.runs.c
+        where = []
+        if job_name is not None:
+            where.append(r.job_name == job_name)
+        wanted = sorted({s.value for s in states})
+        if wanted:
+            where.append(r.state.in_(wanted))
+        if until is not None:
+            where.append(r.started_at <= until)
+        if since is not None:
+            where.append(or_(r.ended_at.is_(None), r.ended_at >= since))
+        query = select(t.runs).where(*where).order_by(r.started_at.desc(), r.run_id)
+        if limit:
+            query = query.limit(limit)
+        if offset:
+            query = query.offset(offset)
+        with self.engine.connect() as conn:
+            found = conn.execute(query).all()
+            if limit and (offset or len(found) == limit):
+                total = conn.execute(select(func.count()).select_from(t.runs).where(*where)).scalar_one()
+            else:
+                total = offset + len(found)
+        return [self._run_record(row) for row in found], total
 
     def count_runs(self, job_name: str) -> int:
         with self.engine.connect() as conn:

@@ -8,7 +8,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 
 from ..engine.masking import mask_text
 from ..engine.store import StateStore
@@ -95,8 +95,18 @@ class WorkflowRunStore:
         *,
         statuses: tuple[str, ...] | None = None,
         limit: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[WorkflowRunRecord]:
+        """Runs newest first; with ``since`` and ``until``, those alive at some moment
+        between them."""
         query = select(workflow_runs).order_by(workflow_runs.c.started_at.desc())
+        if until is not None:
+            query = query.where(workflow_runs.c.started_at <= until)
+        if since is not None:
+            query = query.where(
+                or_(workflow_runs.c.completed_at.is_(None), workflow_runs.c.completed_at >= since)
+            )
         if workflow:
             query = query.where(workflow_runs.c.workflow == workflow)
         if statuses:
