@@ -15,6 +15,9 @@ cp node_modules/chart.js/LICENSE.md "$out/chart.LICENSE.md"
 node_modules/.bin/esbuild studio/main.jsx --bundle --minify --format=iife --jsx=automatic \
   --define:process.env.NODE_ENV='"production"' --target=es2020 --log-level=warning \
   --outfile=../src/sparkmark/console/static/studio/studio.js
+# The workflow graph's layout in the browser: dagre, bundled with its small driver.
+node_modules/.bin/esbuild graph/main.js --bundle --minify --format=iife --target=es2020 --log-level=warning \
+  --outfile=../src/sparkmark/console/static/graph.js
 for p in @xyflow/react @xyflow/system @dagrejs/dagre @dagrejs/graphlib react react-dom scheduler zustand use-sync-external-store classcat d3-zoom d3-drag d3-selection; do
   [ -f "node_modules/$p/LICENSE" ] && cp "node_modules/$p/LICENSE" "../src/sparkmark/console/static/studio/$(echo "$p" | tr '/@' '__').LICENSE"
 done

@@ -142,7 +142,10 @@ def run_series(runs: list[RunRecord]) -> dict[str, Any]:
         "charts": [
             {"key": key, "title": title, "unit": unit, "values": [t[key] for t in totals]}
             for key, title, unit in CHARTS
+            if any(t[key] for t in totals)
         ],
+        # Figures no run recorded (a file job counts files and bytes, not rows).
+        "unrecorded": [title for key, title, _ in CHARTS if not any(t[key] for t in totals)],
     }
 
 

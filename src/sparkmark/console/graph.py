@@ -1,16 +1,19 @@
 """A workflow's graph laid out for drawing: triggers, jobs and crawlers in columns by
 their depth from the start trigger, edges between them, each node with its state.
 
-The layering is networkx's (topological generations of the directed graph); within a
-column, nodes keep the order the definitions give them. The console draws the result
-as SVG on the server, so a page shows the graph without any script, and a live page
-swaps in the new drawing as the run moves.
+The server's layering is networkx's (topological generations of the directed graph);
+within a column, nodes keep the order the definitions give them. The console draws the
+result as SVG on the server, so a page shows the graph without any script, and a live
+page swaps in the new drawing as the run moves. In the browser, static/graph.js lays
+the same nodes out again with dagre (left to right, or top to bottom when that fits
+the screen better), fits the drawing to its box, and lets the user pan and zoom.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import networkx as nx
 
@@ -44,6 +47,7 @@ class PlacedNode:
     detail: str
     x: int
     y: int
+    href: str = ""  # the node's run, or its job's, crawler's or workflow's page
 
     @property
     def colour(self) -> str:
@@ -71,7 +75,22 @@ class Layout:
     node_h: int = NODE_H
 
 
-def layout(graph: dict[str, Any], states: dict[str, tuple[str, str]] | None = None) -> Layout:
+def node_href(node: dict[str, Any], workflow: str | None = None) -> str:
+    """Where a node of a workflow's graph links: a job's last run in this workflow run
+    (its page, else the job's), a crawler's page, a trigger's workflow."""
+    kind, name = node.get("Type"), str(node.get("Name", ""))
+    if kind == "JOB":
+        runs = (node.get("JobDetails") or {}).get("JobRuns") or []
+        last = runs[-1].get("Id") if runs else None
+        return f"/runs/{last}" if last else f"/jobs/{quote(name, safe='')}"
+    if kind == "CRAWLER":
+        return f"/crawlers/{quote(name, safe='')}"
+    return f"/workflows/{quote(workflow, safe='')}" if workflow else ""
+
+
+def layout(
+    graph: dict[str, Any], states: dict[str, tuple[str, str]] | None = None, workflow: str | None = None
+) -> Layout:
     """Place ``graph`` (Glue's ``{"Nodes": [...], "Edges": [...]}``); ``states`` gives
     each node's (state, detail) by UniqueId, a node without one is drawn NOT RUN."""
     states = states or {}
@@ -106,6 +125,7 @@ def layout(graph: dict[str, Any], states: dict[str, tuple[str, str]] | None = No
                 detail,
                 MARGIN + col * (NODE_W + GAP_X),
                 top + row * (NODE_H + GAP_Y),
+                node_href(node, workflow),
             )
     drawn = []
     for s, d in edges:

@@ -401,7 +401,7 @@ def workflow_page(request: Request) -> Response:
         request,
         "workflow.html",
         workflow=workflow,
-        graph=layout(graph),
+        graph=layout(graph, workflow=workflow.Name),
         runs=service.workflows.workflow_runs(workflow=workflow.Name, limit=50),
     )
 
@@ -421,7 +421,7 @@ def _run_graph(service, run) -> Any:
     for node in doc["Graph"]["Nodes"]:
         state, _started, _ended, detail = report.node_state(node)
         states[node["UniqueId"]] = (state, detail)
-    return layout(doc["Graph"], states)
+    return layout(doc["Graph"], states, run.workflow)
 
 
 def workflow_run_page(request: Request) -> Response:
@@ -675,7 +675,8 @@ def timeline_page(request: Request) -> Response:
 
     service = request.app.state.service
     params = dict(request.query_params)
-    if not any(params.get(k) for k in ("last", "since", "until")):
+    chosen = any(params.get(k) for k in ("last", "since", "until"))
+    if not chosen:
         params["last"] = "24h"
     wanted = ListFilter.of(params, TIMELINE_STATES, getlist=request.query_params.getlist)
     now = utcnow()
@@ -708,6 +709,9 @@ def timeline_page(request: Request) -> Response:
     items = [
         i for i in items if wanted.name_matches(i.name) and (not wanted.states or i.state in wanted.states)
     ]
+    if not chosen and items:  # the last day by default: the axis starts where its runs do
+        first = min(i.started for i in items)
+        since = max(since, first - (until - first) * 0.03)
     return request.app.state.render(
         request,
         "timeline.html",

@@ -33,7 +33,7 @@ STEPS = [
     )
 ]
 # A pattern per state family, so that the chart reads without colour.
-MARKS = {"FAILED": "✕", "ERROR": "✕", "TIMEOUT": "⏱", "STOPPED": "■", "CANCELLED": "■", "RUNNING": "▶"}
+MARKS = {"FAILED": "✕", "ERROR": "✕", "TIMEOUT": "!", "STOPPED": "■", "CANCELLED": "■", "RUNNING": "▶"}
 
 
 @dataclass(frozen=True)
