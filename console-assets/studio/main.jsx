@@ -16,6 +16,12 @@ import {
   useReactFlow,
 } from "@xyflow/react";
 import dagre from "@dagrejs/dagre";
+import { EditorState } from "@codemirror/state";
+import { EditorView, keymap, lineNumbers, highlightActiveLine, drawSelection } from "@codemirror/view";
+import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching } from "@codemirror/language";
+import { python } from "@codemirror/lang-python";
+import { sql } from "@codemirror/lang-sql";
 import "@xyflow/react/dist/style.css";
 import "./studio.css";
 
@@ -104,22 +110,238 @@ function GlueNode({ id, data, selected }) {
 
 const nodeTypes = { glue: GlueNode };
 
-function Field({ name, field, value, onChange }) {
-  const [text, setText] = useState(() => JSON.stringify(value ?? null, null, 1));
-  const [bad, setBad] = useState(null);
-  useEffect(() => setText(JSON.stringify(value ?? null, null, 1)), [value]);
-  const label = (
-    <span className="field-name">
+// A code editor (CodeMirror): the generated script read-only; CustomCode's Code and
+// SparkSQL's SqlQuery editable.
+function CodeEditor({ value, onChange, language, readOnly = false, id, label }) {
+  const host = useRef(null);
+  const view = useRef(null);
+  const changed = useRef(onChange);
+  changed.current = onChange;
+  useEffect(() => {
+    const extensions = [
+      lineNumbers(),
+      drawSelection(),
+      highlightActiveLine(),
+      history(),
+      indentOnInput(),
+      bracketMatching(),
+      syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+      keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+      language === "sql" ? sql() : python(),
+      EditorView.lineWrapping,
+      EditorState.readOnly.of(readOnly),
+      EditorView.contentAttributes.of({ "aria-label": label || "code" }),
+      EditorView.updateListener.of((u) => {
+        if (u.docChanged && changed.current) changed.current(u.state.doc.toString());
+      }),
+    ];
+    view.current = new EditorView({ parent: host.current, state: EditorState.create({ doc: value || "", extensions }) });
+    host.current.editorView = view.current; // for tests and the browser's console: the editor's whole text
+    return () => view.current.destroy();
+  }, [language, readOnly]);
+  useEffect(() => {
+    const v = view.current;
+    if (v && (value || "") !== v.state.doc.toString()) {
+      v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value || "" } });
+    }
+  }, [value]);
+  return <div className="code-editor" id={id} data-language={language} ref={host} />;
+}
+
+// Browse the configured storage (the project's folder, sparkmark's home, S3) for a path.
+function PathBrowser({ start, onPick, onClose }) {
+  const [at, setAt] = useState(null);
+  const [problem, setProblem] = useState(null);
+  const open = async (path) => {
+    const { ok, data } = await call(`/studio/api/browse?path=${encodeURIComponent(path)}`);
+    if (ok) {
+      setAt(data);
+      setProblem(null);
+    } else setProblem(data.problems?.[0]?.message || "cannot list");
+  };
+  useEffect(() => {
+    const folder = start && !start.endsWith("/") && start.includes("/") ? start.slice(0, start.lastIndexOf("/") + 1) : start;
+    open(folder || "").catch(() => open(""));
+  }, []);
+  return (
+    <div className="path-browser" role="dialog" aria-label="choose a path">
+      <div className="browser-head">
+        <strong>{at?.path || "Storage"}</strong>
+        <button type="button" onClick={onClose} aria-label="close">×</button>
+      </div>
+      {problem && <p className="error">{problem}</p>}
+      <ul>
+        {at && at.parent !== null && (
+          <li><button type="button" className="entry up" onClick={() => open(at.parent)}>↑ up</button></li>
+        )}
+        {at?.entries.map((e) => (
+          <li key={e.path}>
+            <button type="button" className={`entry ${e.dir ? "dir" : "file"}`} data-path={e.path}
+              onClick={() => (e.dir ? open(e.path) : onPick(e.path))}>
+              {e.name}{e.dir ? "/" : ""}
+            </button>
+          </li>
+        ))}
+      </ul>
+      {at?.more && <p className="muted">Only the first entries are shown.</p>}
+      {at?.path && <button type="button" id="browse-choose" onClick={() => onPick(at.path)}>Choose this folder</button>}
+    </div>
+  );
+}
+
+function PathInput({ value, onChange, name }) {
+  const [browsing, setBrowsing] = useState(false);
+  return (
+    <span className="path-input">
+      <input value={value ?? ""} placeholder="s3://bucket/prefix/ or a folder" aria-label={name}
+        onChange={(e) => onChange(e.target.value === "" ? undefined : e.target.value)} />
+      <button type="button" className="browse" onClick={() => setBrowsing(true)}>Browse…</button>
+      {browsing && (
+        <PathBrowser start={value || ""} onClose={() => setBrowsing(false)}
+          onPick={(p) => { onChange(p); setBrowsing(false); }} />
+      )}
+    </span>
+  );
+}
+
+const isPathField = (name) => /(^|[a-z])Paths?$/.test(name) || name === "Path";
+const CODE_FIELDS = { Code: "python", SqlQuery: "sql" };
+
+function Label({ name, field }) {
+  return (
+    <span className="field-name" title={(field.doc || "").replace(/<[^>]+>/g, "")}>
       {name}
       {field.required ? " *" : ""}
     </span>
   );
+}
+
+// A list of strings: one row each, added and removed with buttons.
+function ListField({ name, field, value, onChange }) {
+  const items = Array.isArray(value) ? value : [];
+  const set = (next) => onChange(next.length ? next : undefined);
+  return (
+    <fieldset className="field list-field" data-field={name}>
+      <legend><Label name={name} field={field} /></legend>
+      {items.map((item, i) => (
+        <div className="row" key={i}>
+          {isPathField(name) ? (
+            <PathInput name={`${name} ${i + 1}`} value={item} onChange={(v) => set(items.map((x, j) => (j === i ? v ?? "" : x)))} />
+          ) : (
+            <input value={item ?? ""} aria-label={`${name} ${i + 1}`} onChange={(e) => set(items.map((x, j) => (j === i ? e.target.value : x)))} />
+          )}
+          <button type="button" className="remove" aria-label={`remove ${name} ${i + 1}`} onClick={() => set(items.filter((_, j) => j !== i))}>−</button>
+        </div>
+      ))}
+      <button type="button" className="add" onClick={() => set([...items, ""])}>+ add</button>
+    </fieldset>
+  );
+}
+
+// A map of strings: key and value rows.
+function KeyValueField({ name, field, value, onChange }) {
+  const [rows, setRows] = useState(() => Object.entries(value || {}));
+  useEffect(() => setRows(Object.entries(value || {})), [JSON.stringify(value || {})]);
+  const emit = (next) => {
+    setRows(next);
+    const map = Object.fromEntries(next.filter(([k]) => k !== ""));
+    onChange(Object.keys(map).length ? map : undefined);
+  };
+  return (
+    <fieldset className="field kv-field" data-field={name}>
+      <legend><Label name={name} field={field} /></legend>
+      {rows.map(([k, v], i) => (
+        <div className="row" key={i}>
+          <input value={k} placeholder="key" aria-label={`${name} key ${i + 1}`} onChange={(e) => emit(rows.map((r, j) => (j === i ? [e.target.value, r[1]] : r)))} />
+          <input value={v ?? ""} placeholder="value" aria-label={`${name} value ${i + 1}`} onChange={(e) => emit(rows.map((r, j) => (j === i ? [r[0], e.target.value] : r)))} />
+          <button type="button" className="remove" aria-label={`remove ${name} ${i + 1}`} onClick={() => emit(rows.filter((_, j) => j !== i))}>−</button>
+        </div>
+      ))}
+      <button type="button" className="add" onClick={() => setRows([...rows, ["", ""]])}>+ add option</button>
+    </fieldset>
+  );
+}
+
+// A structure: its own fields, folded until opened (or while it has values).
+function StructField({ name, field, value, onChange, opened = false }) {
+  const spec = value || {};
+  const set = (key, v) => {
+    const next = { ...spec };
+    if (v === undefined) delete next[key];
+    else next[key] = v;
+    onChange(Object.keys(next).length ? next : undefined);
+  };
+  return (
+    <details className="field struct-field" data-field={name} open={opened || Object.keys(spec).length > 0}>
+      <summary><Label name={name} field={field} /></summary>
+      {Object.entries(field.fields).map(([k, f]) => (
+        <Field key={k} name={k} field={f} value={spec[k]} onChange={(v) => set(k, v)} />
+      ))}
+    </details>
+  );
+}
+
+// A list of structures (a mapping, output schemas, …): one folded group per item.
+function StructListField({ name, field, value, onChange }) {
+  const items = Array.isArray(value) ? value : [];
+  const set = (next) => onChange(next.length ? next : undefined);
+  return (
+    <fieldset className="field struct-list-field" data-field={name}>
+      <legend><Label name={name} field={field} /></legend>
+      {items.map((item, i) => (
+        <div className="struct-item" key={i}>
+          <StructField name={`${name} ${i + 1}`} field={{ ...field.member, required: false }} value={item} opened
+            onChange={(v) => set(items.map((x, j) => (j === i ? v || {} : x)))} />
+          <button type="button" className="remove" aria-label={`remove ${name} ${i + 1}`} onClick={() => set(items.filter((_, j) => j !== i))}>−</button>
+        </div>
+      ))}
+      <button type="button" className="add" onClick={() => set([...items, {}])}>+ add</button>
+    </fieldset>
+  );
+}
+
+// Anything else the model holds is edited as JSON, checked as typed (empty, not "null").
+function JsonField({ name, field, value, onChange }) {
+  const shown = (v) => (v === undefined || v === null ? "" : JSON.stringify(v, null, 1));
+  const [text, setText] = useState(() => shown(value));
+  const [bad, setBad] = useState(null);
+  useEffect(() => setText(shown(value)), [value]);
+  return (
+    <label className="field" data-field={name}>
+      <Label name={name} field={field} /> <span className="muted">(JSON)</span>
+      <textarea
+        rows={Math.min(8, Math.max(2, text.split("\n").length))}
+        value={text}
+        placeholder={field.type === "list" ? "[ … ]" : "{ … }"}
+        onChange={(e) => {
+          setText(e.target.value);
+          if (e.target.value.trim() === "") {
+            setBad(null);
+            onChange(undefined);
+            return;
+          }
+          try {
+            const parsed = JSON.parse(e.target.value);
+            setBad(null);
+            onChange(parsed === null ? undefined : parsed);
+          } catch (err) {
+            setBad("not JSON yet");
+          }
+        }}
+      />
+      {bad && <span className="error">{bad}</span>}
+    </label>
+  );
+}
+
+function Field({ name, field, value, onChange }) {
+  const label = <Label name={name} field={field} />;
   if (field.enum.length) {
     return (
       <label className="field" data-field={name}>
         {label}
         <select value={value ?? ""} onChange={(e) => onChange(e.target.value || undefined)}>
-          <option value="">–</option>
+          <option value="">(not set)</option>
           {field.enum.map((v) => (
             <option key={v} value={v}>
               {v}
@@ -137,15 +359,28 @@ function Field({ name, field, value, onChange }) {
       </label>
     );
   }
+  if (field.type === "string" && CODE_FIELDS[name]) {
+    return (
+      <div className="field code-field" data-field={name}>
+        {label}
+        <CodeEditor value={value ?? ""} language={CODE_FIELDS[name]} label={name} id={`code-${name}`}
+          onChange={(v) => onChange(v === "" ? undefined : v)} />
+      </div>
+    );
+  }
   if (field.type === "string") {
     return (
       <label className="field" data-field={name}>
         {label}
-        <input value={value ?? ""} onChange={(e) => onChange(e.target.value === "" ? undefined : e.target.value)} />
+        {isPathField(name) ? (
+          <PathInput name={name} value={value} onChange={onChange} />
+        ) : (
+          <input value={value ?? ""} onChange={(e) => onChange(e.target.value === "" ? undefined : e.target.value)} />
+        )}
       </label>
     );
   }
-  if (["integer", "long"].includes(field.type)) {
+  if (["integer", "long", "double", "float"].includes(field.type)) {
     return (
       <label className="field" data-field={name}>
         {label}
@@ -153,30 +388,27 @@ function Field({ name, field, value, onChange }) {
       </label>
     );
   }
-  // Lists, structures and maps are edited as JSON, checked as typed.
-  return (
-    <label className="field" data-field={name}>
-      {label} <span className="muted">(JSON)</span>
-      <textarea
-        rows={Math.min(8, Math.max(2, text.split("\n").length))}
-        value={text}
-        onChange={(e) => {
-          setText(e.target.value);
-          try {
-            const parsed = JSON.parse(e.target.value);
-            setBad(null);
-            onChange(parsed === null ? undefined : parsed);
-          } catch (err) {
-            setBad("not JSON yet");
-          }
-        }}
-      />
-      {bad && <span className="error">{bad}</span>}
-    </label>
-  );
+  if (field.type === "list" && field.member?.type === "string" && !field.member.enum.length) {
+    return <ListField name={name} field={field} value={value} onChange={onChange} />;
+  }
+  if (field.type === "list" && field.member?.type === "structure" && field.member.fields) {
+    return <StructListField name={name} field={field} value={value} onChange={onChange} />;
+  }
+  if (field.type === "map" && field.key?.type === "string" && field.value?.type === "string") {
+    return <KeyValueField name={name} field={field} value={value} onChange={onChange} />;
+  }
+  if (field.type === "structure" && field.fields) {
+    return <StructField name={name} field={field} value={value} onChange={onChange} />;
+  }
+  return <JsonField name={name} field={field} value={value} onChange={onChange} />;
 }
 
-function Properties({ node, model, onChange }) {
+// Glue Studio's one "Amazon S3" source with a data format to pick: Glue's API has a
+// node type per format, so picking a format changes the node's type (keeping the
+// fields both types have).
+const S3_FORMATS = { S3CsvSource: "CSV", S3JsonSource: "JSON", S3ParquetSource: "Parquet" };
+
+function Properties({ node, model, onChange, onKind }) {
   if (!node) return <p className="muted">Select a node to edit its fields.</p>;
   const fields = model.types[node.data.kind].fields;
   const names = ["Name", ...Object.keys(fields).filter((f) => f !== "Name" && f !== "Inputs")];
@@ -185,6 +417,16 @@ function Properties({ node, model, onChange }) {
       <h3>
         {node.data.kind} <span className="muted">{node.id}</span>
       </h3>
+      {S3_FORMATS[node.data.kind] && (
+        <label className="field" data-field="data-format">
+          <span className="field-name">Data format</span>
+          <select id="data-format" value={node.data.kind} onChange={(e) => onKind(node.id, e.target.value)}>
+            {Object.entries(S3_FORMATS).filter(([k]) => model.types[k]).map(([k, label]) => (
+              <option key={k} value={k}>{label}</option>
+            ))}
+          </select>
+        </label>
+      )}
       {names.map((f) => (
         <Field key={`${node.id}-${f}`} name={f} field={fields[f]} value={node.data.spec[f]} onChange={(v) => onChange(node.id, f, v)} />
       ))}
@@ -231,9 +473,43 @@ function Preview({ node, nodes, edges, model }) {
             {result.rows.map((r, i) => (
               <tr key={i}>
                 {r.map((v, j) => (
-                  <td key={j}>{v === null ? "null" : String(v)}</td>
+                  <td key={j}>{v === null ? <span className="null">NULL</span> : String(v)}</td>
                 ))}
               </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+// A node's output schema, computed on a sample of its sources as preview does.
+function Schema({ node, nodes, edges, model }) {
+  const [result, setResult] = useState(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setResult(null), [node?.id]);
+  if (!node) return <p className="muted">Select a node to see the schema it outputs.</p>;
+  const run = async () => {
+    setBusy(true);
+    const { ok, data } = await call(`${API}/preview`, "POST", { nodes: toGlue(nodes, edges, model), node: node.id });
+    setBusy(false);
+    setResult(ok ? data : { problems: data.problems || [] });
+  };
+  return (
+    <div className="schema">
+      <button id="schema-run" onClick={run} disabled={busy}>
+        {busy ? "Computing on a sample…" : `Output schema of ${node.data.spec.Name || node.id}`}
+      </button>
+      {result?.problems?.length > 0 && (
+        <ul className="problems">{result.problems.map((p, i) => <li key={i}>{p.message}</li>)}</ul>
+      )}
+      {result?.columns && (
+        <table id="schema-table">
+          <thead><tr><th>Column</th><th>Type</th></tr></thead>
+          <tbody>
+            {result.columns.map(([c, t]) => (
+              <tr key={c} data-column={c}><td>{c}</td><td><code>{t}</code></td></tr>
             ))}
           </tbody>
         </table>
@@ -317,6 +593,17 @@ function Editor({ model, initial }) {
         if (value === undefined) delete spec[field];
         else spec[field] = value;
         return { ...n, data: { ...n.data, spec } };
+      }),
+    );
+
+  const changeKind = (id, kind) =>
+    setNodes((ns) =>
+      ns.map((n) => {
+        if (n.id !== id) return n;
+        const fields = model.types[kind].fields;
+        const spec = Object.fromEntries(Object.entries(n.data.spec).filter(([k]) => k in fields));
+        if (spec.Name === n.data.kind) spec.Name = kind; // a default name follows the type
+        return { ...n, data: { ...n.data, kind, spec, category: model.types[kind].category } };
       }),
     );
 
@@ -414,14 +701,20 @@ function Editor({ model, initial }) {
         </div>
         <aside className="side">
           <div className="tabs">
-            {["properties", "script", "preview"].map((t) => (
+            {["properties", "schema", "script", "preview"].map((t) => (
               <button key={t} className={tab === t ? "on" : ""} id={`tab-${t}`} onClick={() => setTab(t)}>
                 {t}
               </button>
             ))}
           </div>
-          {tab === "properties" && <Properties node={current} model={model} onChange={change} />}
-          {tab === "script" && <pre id="script">{script || "The script appears once the graph has no problems."}</pre>}
+          {tab === "properties" && <Properties node={current} model={model} onChange={change} onKind={changeKind} />}
+          {tab === "schema" && <Schema node={current} nodes={nodes} edges={edges} model={model} />}
+          {tab === "script" &&
+            (script ? (
+              <CodeEditor value={script} language="python" readOnly id="script" label="generated script" />
+            ) : (
+              <p className="muted" id="script">The script appears once the graph has no problems.</p>
+            ))}
           {tab === "preview" && <Preview node={current} nodes={nodes} edges={edges} model={model} />}
           {problems.length > 0 && (
             <ul className="problems" id="problems">

@@ -183,6 +183,7 @@ def create_app(service, listen: Listen) -> RequestGuard:
         Route("/studio/import", studio.studio_import, methods=["POST"]),
         Route("/studio/jobs/{name}", studio.editor_page),
         Route("/studio/api/model", studio.model_json),
+        Route("/studio/api/browse", studio.browse_json),
         Route("/studio/api/jobs/{name}", studio.job_json, methods=["GET"]),
         Route("/studio/api/jobs/{name}", studio.save_json, methods=["PUT"]),
         Route("/studio/api/jobs/{name}/check", studio.check_json, methods=["POST"]),

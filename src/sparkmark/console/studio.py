@@ -212,3 +212,70 @@ async def preview_json(request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(compute))
     except GraphError as exc:
         return JSONResponse({"problems": _problems(exc)}, status_code=400)
+
+
+# ------------------------------------------------------------------ the path browser
+
+BROWSE_ENTRIES = 500
+
+
+def _roots(settings) -> list[dict[str, Any]]:
+    """Where browsing starts: the project's folder and sparkmark's home, and the S3
+    endpoint's buckets when one is configured."""
+    project = settings.config.resolve().parent
+    roots = [
+        {"name": f"project ({project})", "path": str(project), "dir": True},
+        {"name": f"sparkmark home ({settings.home})", "path": str(settings.home), "dir": True},
+    ]
+    if settings.aws_endpoint_url_s3:
+        roots.append({"name": f"S3 ({settings.aws_endpoint_url_s3})", "path": "s3://", "dir": True})
+    return roots
+
+
+def browse(settings, path: str) -> dict[str, Any]:
+    """The folders and files directly under ``path`` (a local folder or an ``s3://``
+    URL), folders first, at most BROWSE_ENTRIES; ``path`` empty gives the roots."""
+    import fsspec
+
+    if not path:
+        return {"path": "", "parent": None, "entries": _roots(settings), "more": False}
+    if path.startswith("s3://") and not settings.aws_endpoint_url_s3:
+        raise ArgumentError(f"{path}: no S3 endpoint is configured (AWS_ENDPOINT_URL_S3) to browse")
+    try:
+        fs, inner = fsspec.core.url_to_fs(path)
+        listed = fs.ls(inner, detail=True)
+    except FileNotFoundError:
+        raise NotFound(f"{path} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise ArgumentError(f"{path} cannot be listed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    scheme = "s3://" if path.startswith("s3://") else ""
+    entries = []
+    for item in listed:
+        name = str(item["name"]).rstrip("/")
+        entries.append(
+            {
+                "name": name.rsplit("/", 1)[-1] or name,
+                "path": scheme + name + ("/" if item.get("type") == "directory" and scheme else ""),
+                "dir": item.get("type") == "directory",
+                "size": item.get("size"),
+            }
+        )
+    entries.sort(key=lambda e: (not e["dir"], e["name"]))
+    trimmed = path.rstrip("/")
+    parent = trimmed.rsplit("/", 1)[0] if "/" in trimmed.removeprefix(scheme) else ("" if scheme else None)
+    if scheme and parent and parent != "s3:/":
+        parent += "/"
+    return {"path": path, "parent": parent or "", "entries": entries[:BROWSE_ENTRIES], "more": len(entries) > BROWSE_ENTRIES}
+
+
+async def browse_json(request: Request) -> Response:
+    """GET ?path=…: what a path field's browser shows (for a signed-in user, as every
+    page; reading names only)."""
+    settings = request.app.state.service.settings
+    path = request.query_params.get("path", "")
+    try:
+        return JSONResponse(await run_in_threadpool(browse, settings, path))
+    except NotFound as exc:
+        return JSONResponse({"problems": [{"node": None, "message": str(exc)}]}, status_code=404)
+    except ArgumentError as exc:
+        return JSONResponse({"problems": [{"node": None, "message": str(exc)}]}, status_code=400)

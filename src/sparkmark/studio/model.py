@@ -80,16 +80,36 @@ def _enum_problems(shape, value: Any, where: str) -> list[str]:
     return []
 
 
+def _described(shape, depth: int) -> dict[str, Any]:
+    """One member's shape for a form: its type and allowed values, and (to a few levels)
+    a list's item, a map's key and value, and a structure's own fields."""
+    found: dict[str, Any] = {
+        "type": shape.type_name,
+        "enum": list(getattr(shape, "enum", None) or []),
+        "doc": shape.documentation or "",
+    }
+    if depth >= 4:
+        return found
+    if shape.type_name == "list":
+        found["member"] = _described(shape.member, depth + 1)
+    elif shape.type_name == "map":
+        found["key"] = _described(shape.key, depth + 1)
+        found["value"] = _described(shape.value, depth + 1)
+    elif shape.type_name == "structure":
+        required = set(shape.required_members)
+        found["fields"] = {
+            name: {**_described(member, depth + 1), "required": name in required}
+            for name, member in shape.members.items()
+        }
+    return found
+
+
 def node_fields(node_type: str) -> dict[str, dict[str, Any]]:
-    """A node type's fields as a form needs them: type, whether required, allowed values."""
+    """A node type's fields as a form needs them: type, whether required, allowed
+    values, and what a list, map or structure holds."""
     shape = node_shapes()[node_type]
     required = set(shape.required_members)
     return {
-        name: {
-            "type": member.type_name,
-            "required": name in required,
-            "enum": list(getattr(member, "enum", None) or []),
-            "doc": member.documentation or "",
-        }
+        name: {**_described(member, 0), "required": name in required}
         for name, member in shape.members.items()
     }
