@@ -15,11 +15,11 @@ from starlette.responses import RedirectResponse, Response
 from ..args import as_passed
 from ..engine.masking import MASK, mask_arguments
 from ..engine.models import RunRecord, RunState
-from ..errors import ConfigError, NotFound
+from ..errors import ConfigError
 from ..workflow.definition import TriggerType
 from .figures import run_series
 from .filters import JOB_TYPES, ListFilter
-from .pages import PageError, _checked_form, _page_number, job_name_of
+from .pages import PageError, _checked_form, _page_number, _run, job_name_of
 
 RUNS_PAGE = 50
 CHART_RUNS = 100  # the runs a job's charts show, newest
@@ -337,8 +337,6 @@ async def retry_run(request: Request) -> Response:
     """Retry a run that failed: a new run of its job with the arguments it was started
     with. An argument the store keeps masked (a secret) takes the job's default, or the
     retry is refused: the store never had its value."""
-    from .pages import _run
-
     run = _run(request)
     await _checked_form(request)
     if run.state not in (RunState.FAILED, RunState.TIMEOUT, RunState.STOPPED):
@@ -363,10 +361,3 @@ async def retry_run(request: Request) -> Response:
     run_id = await run_in_threadpool(lambda: service.scheduler().start_job_run(run.job_name, arguments))
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
-
-def queued(service, run_id: str) -> Any:
-    """The scheduler's record of a run that is queued or starting, or None."""
-    try:
-        return service.workflows.action(run_id)
-    except NotFound:
-        return None

@@ -215,13 +215,11 @@ def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
 
 
 def run_page(request: Request) -> Response:
-    from .jobs import queued
-
     service = request.app.state.service
     try:
         run = _run(request)
     except PageError as exc:
-        action = queued(service, request.path_params["run_id"]) if exc.status == 404 else None
+        action = _queued(service, request.path_params["run_id"]) if exc.status == 404 else None
         if action is None or action.kind != "JOB":
             raise
         # Queued by Run job or a retry: the scheduler has not started it yet.
@@ -240,6 +238,14 @@ def run_page(request: Request) -> Response:
         log_text=log_text,
         declared=run.job_name in service.project.jobs,
     )
+
+
+def _queued(service, run_id: str):
+    """The scheduler's record of a run that is queued or starting, or None."""
+    try:
+        return service.workflows.action(run_id)
+    except NotFound:
+        return None
 
 
 def run_log(request: Request) -> Response:
