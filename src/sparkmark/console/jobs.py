@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..workflow.definition import TriggerType
 from .figures import run_series
 from .filters import JOB_TYPES, ListFilter
-from .pages import PageError, _checked_form, _page_number, _run, job_name_of
+from .pages import PageError, _checked_form, _page_number, _run, job_name_of, tidy_query
 
 RUNS_PAGE = 50
 CHART_RUNS = 100  # the runs a job's charts show, newest
@@ -83,6 +83,9 @@ def job_type(service, name: str, latest: RunRecord | None) -> str:
 
 
 def jobs_page(request: Request) -> Response:
+    tidied = tidy_query(request)
+    if tidied is not None:
+        return tidied
     service = request.app.state.service
     wanted = ListFilter.of(
         request.query_params, RUN_STATES + ["NOT RUN"], getlist=request.query_params.getlist
@@ -184,6 +187,9 @@ def _details(service, job: str, latest: RunRecord | None) -> dict[str, Any] | No
 
 def job_page(request: Request) -> Response:
     job = job_name_of(request)
+    tidied = tidy_query(request)
+    if tidied is not None:
+        return tidied
     app = request.app
     service = app.state.service
     if not service.state.job_exists(job) and job not in service.project.jobs:

@@ -122,6 +122,16 @@ def error_head(text: str | None, lines: int = 3, chars: int = 200) -> str:
     return head + (" …" if head != text.strip() else "")
 
 
+def tidy_query(request: Request) -> RedirectResponse | None:
+    """A filter form sends its empty fields too (``?q=x&state=&tag=``): the page
+    answers with the same query without them, so the URL says only what was chosen."""
+    pairs = list(request.query_params.multi_items())
+    kept = [(k, v) for k, v in pairs if v.strip()]
+    if len(kept) == len(pairs):
+        return None
+    return _redirect(request.url.path + ("?" + urlencode(kept) if kept else ""))
+
+
 def _redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
@@ -679,6 +689,9 @@ def timeline_page(request: Request) -> Response:
 
     from . import timeline
 
+    tidied = tidy_query(request)
+    if tidied is not None:
+        return tidied
     service = request.app.state.service
     params = dict(request.query_params)
     chosen = any(params.get(k) for k in ("last", "since", "until"))
