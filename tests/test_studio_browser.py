@@ -73,20 +73,34 @@ def test_build_save_preview_and_run_a_three_node_job(console, page, tmp_path):
     page.wait_for_selector("#palette .palette-item")
 
     page.click("#palette .palette-item[data-kind='S3JsonSource']")
+    # A form for people: no raw null anywhere, empty boxes where nothing is set.
+    assert "null" not in page.locator(".properties").inner_text()
+    assert set(page.locator(".properties textarea").evaluate_all("ts => ts.map(t => t.value)")) <= {""}
     fill(page, "Name", "Orders")
-    fill(page, "Paths", json.dumps([str(data)]))
+    # Paths: a list, and a browser over the storage to pick one from.
+    paths = page.locator(".properties [data-field='Paths']")
+    paths.locator("button.add").click()
+    paths.locator(".row input").fill(str(tmp_path) + "/")
+    paths.locator("button.browse").click()
+    page.locator(".path-browser .entry.dir", has_text="orders").click()
+    page.wait_for_selector(".path-browser .browser-head:has-text('orders')")
+    assert page.locator(".path-browser .entry.file", has_text="a.json").count() == 1
+    page.click("#browse-choose")
+    assert paths.locator(".row input").input_value() == str(data)
     page.click("#palette .palette-item[data-kind='ApplyMapping']")
     fill(page, "Name", "Change Schema")
-    fill(
-        page,
-        "Mapping",
-        json.dumps(
-            [
-                {"ToKey": "id", "FromPath": ["id"], "FromType": "long", "ToType": "long"},
-                {"ToKey": "quantity", "FromPath": ["qty"], "FromType": "string", "ToType": "int"},
-            ]
-        ),
-    )
+    # The mapping: one group of fields per column, FromPath a list of its own.
+    mapping = page.locator(".properties [data-field='Mapping']")
+    for i, (to, source, from_type, to_type) in enumerate(
+        [("id", "id", "long", "long"), ("quantity", "qty", "string", "int")]
+    ):
+        mapping.locator(":scope > button.add").click()
+        item = mapping.locator(".struct-item").nth(i)
+        item.locator("[data-field='ToKey'] input").fill(to)
+        item.locator("[data-field='FromPath'] button.add").click()
+        item.locator("[data-field='FromPath'] .row input").fill(source)
+        item.locator("[data-field='FromType'] input").fill(from_type)
+        item.locator("[data-field='ToType'] input").fill(to_type)
     page.click("#palette .palette-item[data-kind='S3GlueParquetTarget']")
     fill(page, "Name", "Parquet out")
     fill(page, "Path", str(out))
@@ -99,8 +113,10 @@ def test_build_save_preview_and_run_a_three_node_job(console, page, tmp_path):
     page.wait_for_selector("#problem-count[data-count='0']")
     assert page.locator(".react-flow__edge").count() == 2
     page.click("#tab-script")
-    script = page.locator("#script").inner_text()
+    script = editor_text(page, "#script")
     assert "ApplyMapping.apply(" in script and 'format="glueparquet"' in script
+    assert '("qty", "string", "quantity", "int")' in script
+    assert page.locator("#script .cm-content[contenteditable=false]").count() == 1  # read-only
     shot(page, "studio-editor")
 
     page.click("#save")
@@ -127,6 +143,63 @@ def test_build_save_preview_and_run_a_three_node_job(console, page, tmp_path):
     assert states == {"SUCCEEDED"}
     shot(page, "studio-run")
     assert sorted(r["id"] for r in pq.read_table(out).to_pylist()) == [1, 2]
+
+
+def editor_text(page, selector: str) -> str:
+    """The whole text of a CodeMirror editor (its view draws only the visible lines)."""
+    return page.evaluate(f"document.querySelector({json.dumps(selector)}).editorView.state.doc.toString()")
+
+
+def test_format_picker_schema_tab_and_code_editor(console, page, tmp_path):
+    data = tmp_path / "people"
+    data.mkdir()
+    (data / "a.csv").write_text("id,name\n1,ada\n2,grace\n")
+    goto(page, console, "/studio")
+    page.fill("#new-name", "editor_forms")
+    page.click("#new")
+    page.wait_for_url("**/studio/jobs/editor_forms")
+    page.wait_for_selector("#palette .palette-item")
+
+    # One S3 source with a data format to pick, as Glue Studio shows it.
+    page.click("#palette .palette-item[data-kind='S3JsonSource']")
+    paths = page.locator(".properties [data-field='Paths']")
+    paths.locator("button.add").click()
+    paths.locator(".row input").fill(str(data))
+    page.select_option("#data-format", "S3CsvSource")
+    node_of(page, "S3CsvSource").wait_for()
+    assert node_of(page, "S3JsonSource").count() == 0
+    assert paths.locator(".row input").input_value() == str(data)  # kept across the change
+    assert page.locator(".properties [data-field='Name'] input").input_value() == "S3CsvSource"
+    page.select_option(".properties [data-field='Separator'] select", "comma")
+    page.select_option(".properties [data-field='QuoteChar'] select", "quote")
+    page.locator(".properties [data-field='WithHeader'] input").check()
+    source_id = page.locator(".properties").get_attribute("data-node")
+
+    # SparkSQL's query in a code editor; its alias names the source.
+    page.click("#palette .palette-item[data-kind='SparkSQL']")
+    page.locator("[data-field='SqlQuery'] .cm-content").click()
+    page.keyboard.type("select id, upper(name) as name from people")
+    aliases = page.locator(".properties [data-field='SqlAliases']")
+    aliases.locator(":scope > button.add").click()
+    aliases.locator("[data-field='From'] input").fill(source_id)
+    aliases.locator("[data-field='Alias'] input").fill("people")
+    connect(page, "S3CsvSource", "SparkSQL")
+    page.wait_for_selector("#problem-count[data-count='0']")
+
+    # The output schema of the query, computed on a sample.
+    page.click("#tab-schema")
+    page.click("#schema-run")
+    page.wait_for_selector("#schema-table", timeout=120_000)
+    columns = page.locator("#schema-table tbody tr").evaluate_all("rows => rows.map(r => r.dataset.column)")
+    assert columns == ["id", "name"]
+    types = page.locator("#schema-table tbody td code").all_inner_texts()
+    assert all(types) and len(types) == 2
+
+    page.click("#tab-script")
+    script = editor_text(page, "#script")
+    assert "select id, upper(name) as name from people" in script
+    assert 'format="csv"' in script
+    shot(page, "studio-forms-schema")
 
 
 def console_service(running):

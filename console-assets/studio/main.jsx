@@ -130,6 +130,7 @@ function CodeEditor({ value, onChange, language, readOnly = false, id, label }) 
       language === "sql" ? sql() : python(),
       EditorView.lineWrapping,
       EditorState.readOnly.of(readOnly),
+      EditorView.editable.of(!readOnly),
       EditorView.contentAttributes.of({ "aria-label": label || "code" }),
       EditorView.updateListener.of((u) => {
         if (u.docChanged && changed.current) changed.current(u.state.doc.toString());
