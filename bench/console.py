@@ -91,6 +91,15 @@ def pages(run_ids: list[str], runs: int) -> dict[str, str]:
         "bookmark, files after a path": f"/jobs/{JOB}/bookmark?ctx=src&after={middle}",
         "bookmark, files by a rare substring": f"/jobs/{JOB}/bookmark?ctx=src&q=part-00000042.json",
         "rewind confirmation": f"/jobs/{JOB}/bookmark/rewind?run_id={run_ids[0]}",
+        "jobs, searched and filtered": "/?q=bi&state=SUCCEEDED&type=glueetl",
+        "job, failed runs of the last 30 days": f"/jobs/{JOB}?state=FAILED&last=30d",
+        "job, runs in a time range, last page": f"/jobs/{JOB}?since=2020-01-01&until=2100-01-01&page={last_page}",
+        "job script": f"/jobs/{JOB}/script",
+        "run log": f"/runs/{run_ids[-2]}/log",
+        "timeline, last 24 hours": "/timeline",
+        "timeline, failed runs": "/timeline?state=FAILED&last=7d",
+        "crawlers": "/crawlers",
+        "workflows": "/workflows",
     }
 
 

@@ -91,7 +91,9 @@ def test_run_page_has_metrics_manifest_outputs(console, project):
     body = text(page.text)
     assert "SUCCEEDED" in body
     # Each metric a row with its unit, not key=value.
-    figures = dict(re.findall(r'<tr data-metric="(\w+)"><th>[^<]+</th><td class="num">([^<]+)</td>', page.text))
+    figures = dict(
+        re.findall(r'<tr data-metric="(\w+)"><th>[^<]+</th><td class="num">([^<]+)</td>', page.text)
+    )
     assert figures["files_read"] == "2 files" and figures["files_listed"] == "2 files"
     assert figures["bytes_read"].endswith(" bytes") and "files_read=" not in body
     manifest = page.text.split("<h2>Files read</h2>", 1)[1].split("<h2>Outputs", 1)[0]

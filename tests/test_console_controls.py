@@ -197,7 +197,9 @@ def test_search_and_filters_are_kept_in_the_url(console, page):
 
 def test_a_jobs_script_and_charts(console, page):
     goto(page, console, "/jobs/flaky")
-    page.wait_for_function("document.querySelector('canvas.run-chart[data-key=duration]')?.chart !== undefined")
+    page.wait_for_function(
+        "document.querySelector('canvas.run-chart[data-key=duration]')?.chart !== undefined"
+    )
     durations = page.evaluate(
         "document.querySelector('canvas.run-chart[data-key=duration]').chart.data.datasets[0].data"
     )

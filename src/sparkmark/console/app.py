@@ -26,7 +26,7 @@ from ..errors import SparkmarkError
 from ..serving import Listen
 from . import jobs, pages, studio
 from .figures import crawl_figures
-from .security import CSRF_FIELD, SAFE_METHODS, Guard
+from .security import CSRF_FIELD, SAFE_METHODS, Guard, NoSecrets
 
 log = logging.getLogger("sparkmark.console")
 HERE = Path(__file__).parent
@@ -36,6 +36,8 @@ OPEN_PATHS = ("/login", "/health", "/static/")
 def _masked(value: Any) -> Any:
     """Every value a template prints passes here: text is masked (secret-named
     arguments' values, URL and DSN passwords, …) before it reaches a page."""
+    if isinstance(value, NoSecrets):  # built by the console from names, ids and times only
+        return value
     if isinstance(value, Markup):  # already HTML (a macro, tojson): masked, kept as HTML
         return Markup(mask_text(str(value)))
     if isinstance(value, str):

@@ -366,4 +366,3 @@ async def retry_run(request: Request) -> Response:
         arguments[key] = value
     run_id = await run_in_threadpool(lambda: service.scheduler().start_job_run(run.job_name, arguments))
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
-

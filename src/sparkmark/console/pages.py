@@ -28,7 +28,7 @@ from ..workflow import report
 from .figures import rule_grid, source_figures
 from .filters import ListFilter
 from .graph import layout
-from .security import CSRF_FIELD, guard_of
+from .security import CSRF_FIELD, NoSecrets, guard_of
 
 RUNS_PAGE = 50
 VERSIONS_PAGE = 25
@@ -389,15 +389,33 @@ async def rewind_do(request: Request) -> Response:
 # ------------------------------------------------------------------ workflows
 
 
+WORKFLOW_STATUSES = ["RUNNING", "COMPLETED", "STOPPING", "STOPPED", "ERROR"]
+
+
+def _filtered(request: Request, states: list[str]) -> ListFilter | Response:
+    """The list's filter, or the redirect that drops the form's empty fields."""
+    tidied = tidy_query(request)
+    if tidied is not None:
+        return tidied
+    return ListFilter.of(request.query_params, states, getlist=request.query_params.getlist)
+
+
 def workflows_page(request: Request) -> Response:
+    wanted = _filtered(request, WORKFLOW_STATUSES)
+    if not isinstance(wanted, ListFilter):
+        return wanted
     service = request.app.state.service
     project = service.project
-    runs = service.workflows.workflow_runs(limit=50)
+    runs = service.workflows.workflow_runs(statuses=wanted.states or None, limit=50)
     return request.app.state.render(
         request,
         "workflows.html",
-        workflows=sorted(project.workflows.values(), key=lambda w: w.Name),
-        runs=runs,
+        workflows=[
+            w for w in sorted(project.workflows.values(), key=lambda w: w.Name) if wanted.name_matches(w.Name)
+        ],
+        runs=[r for r in runs if wanted.name_matches(r.workflow)],
+        wanted=wanted,
+        states=WORKFLOW_STATUSES,
     )
 
 
@@ -492,8 +510,19 @@ async def workflow_stop(request: Request) -> Response:
 
 
 def quality_page(request: Request) -> Response:
+    wanted = _filtered(request, ["PASSED", "FAILED"])
+    if not isinstance(wanted, ListFilter):
+        return wanted
     service = request.app.state.service
-    return request.app.state.render(request, "quality.html", rulesets=service.quality.rulesets())
+    rulesets = [
+        r
+        for r in service.quality.rulesets()
+        if (wanted.name_matches(r.job_name) or wanted.name_matches(r.ruleset))
+        and (not wanted.states or ("PASSED" if r.last_passed else "FAILED") in wanted.states)
+    ]
+    return request.app.state.render(
+        request, "quality.html", rulesets=rulesets, wanted=wanted, states=["PASSED", "FAILED"]
+    )
 
 
 def quality_job_page(request: Request) -> Response:
@@ -535,9 +564,17 @@ def quality_result_page(request: Request) -> Response:
 
 
 def catalog_page(request: Request) -> Response:
+    wanted = _filtered(request, [])
+    if not isinstance(wanted, ListFilter):
+        return wanted
     catalog = request.app.state.service.catalog
-    databases = [(db, catalog.tables(db)) for db in catalog.databases()]
-    return request.app.state.render(request, "catalog.html", databases=databases)
+    databases = []
+    for db in catalog.databases():
+        tables = catalog.tables(db)
+        shown = [t for t in tables if wanted.name_matches(f"{db}.{t.name}")]
+        if shown or not wanted.q:
+            databases.append((db, shown))
+    return request.app.state.render(request, "catalog.html", databases=databases, wanted=wanted)
 
 
 def table_page(request: Request) -> Response:
@@ -581,13 +618,26 @@ def table_page(request: Request) -> Response:
     )
 
 
+CRAWL_STATES = ["RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "NOT RUN"]
+
+
 def crawlers_page(request: Request) -> Response:
+    wanted = _filtered(request, CRAWL_STATES)
+    if not isinstance(wanted, ListFilter):
+        return wanted
     crawlers = request.app.state.service.crawlers
     rows = []
     for name in crawlers.names():
-        last = crawlers.crawls(name, limit=1)
-        rows.append((name, last[0] if last else None))
-    return request.app.state.render(request, "crawlers.html", crawlers=rows)
+        if not wanted.name_matches(name):
+            continue
+        found = crawlers.crawls(name, limit=1)
+        last = found[0] if found else None
+        if wanted.states and (last.state if last else "NOT RUN") not in wanted.states:
+            continue
+        rows.append((name, last))
+    return request.app.state.render(
+        request, "crawlers.html", crawlers=rows, wanted=wanted, states=CRAWL_STATES
+    )
 
 
 def crawler_page(request: Request) -> Response:
@@ -646,10 +696,22 @@ def no_icon(_request: Request) -> Response:
 # ------------------------------------------------------------------ interactive sessions
 
 
+SESSION_STATES = ["PROVISIONING", "READY", "FAILED", "TIMEOUT", "STOPPING", "STOPPED"]
+
+
 def sessions_page(request: Request) -> Response:
+    wanted = _filtered(request, SESSION_STATES)
+    if not isinstance(wanted, ListFilter):
+        return wanted
     records = request.app.state.service.session_records
-    rows = [(r, len(records.statements(r.id))) for r in reversed(records.all())]
-    return request.app.state.render(request, "sessions.html", sessions=rows, now=utcnow())
+    rows = [
+        (r, len(records.statements(r.id)))
+        for r in reversed(records.all())
+        if wanted.name_matches(r.id) and (not wanted.states or r.status in wanted.states)
+    ]
+    return request.app.state.render(
+        request, "sessions.html", sessions=rows, now=utcnow(), wanted=wanted, states=SESSION_STATES
+    )
 
 
 def _session(request: Request):
@@ -679,7 +741,8 @@ async def session_stop(request: Request) -> Response:
 
 # ------------------------------------------------------------------ timeline
 
-TIMELINE_ITEMS = 2000  # of each kind, newest
+TIMELINE_ITEMS = 1000  # drawn, of each kind, newest
+TIMELINE_LISTED = 200  # rows of the table under the chart, newest
 
 
 def timeline_page(request: Request) -> Response:
@@ -704,13 +767,13 @@ def timeline_page(request: Request) -> Response:
     if since is None:
         since = until - timedelta(days=1)
     items: list[timeline.Item] = []
-    runs, total = service.state.find_runs(since=since, until=until, limit=TIMELINE_ITEMS)
-    for r in runs:
-        if r.job_name.startswith("crawler:"):
+    spans, total = service.state.run_spans(since, until, TIMELINE_ITEMS)
+    for run_id, job, state, started, ended in spans:
+        if job.startswith("crawler:"):
             continue
         items.append(
-            timeline.Item("job", r.job_name, r.started_at, r.ended_at, r.state.value,
-                          f"/runs/{r.run_id}", r.run_id[:14], f"/jobs/{quote(r.job_name, safe='')}")
+            timeline.Item("job", job, started, ended, state.value, f"/runs/{run_id}", run_id[:14],
+                          f"/jobs/{quote(job, safe='')}")
         )  # fmt: skip
     for c in service.crawlers.crawls_between(since, until, limit=TIMELINE_ITEMS):
         href = f"/crawlers/{quote(c.crawler, safe='')}"
@@ -731,11 +794,15 @@ def timeline_page(request: Request) -> Response:
     if not chosen and items:  # the last day by default: the axis starts where its runs do
         first = min(i.started for i in items)
         since = max(since, first - (until - first) * 0.03)
+    listed = sorted(items, key=lambda i: i.started, reverse=True)
+    chart = timeline.layout(items, since, until)
     return request.app.state.render(
         request,
         "timeline.html",
-        chart=timeline.layout(items, since, until),
-        items=sorted(items, key=lambda i: i.started, reverse=True),
+        chart=chart,
+        bars=NoSecrets(timeline.bars_svg(chart)),
+        items=listed[:TIMELINE_LISTED],
+        shown=len(items),
         wanted=wanted,
         states=TIMELINE_STATES,
         capped=total > TIMELINE_ITEMS,

@@ -63,12 +63,14 @@ def _graph(name: str, nodes: dict[str, Any]) -> JobGraph:
 
 def studio_page(request: Request, problems: list[str] | None = None, status: int = 200) -> Response:
     service = request.app.state.service
+    search = request.query_params.get("q", "").strip()
     rows = [
         {"name": n, "nodes": len(glue.get("CodeGenConfigurationNodes") or {})}
         for n, glue in sorted(visual.visual_jobs(service).items())
+        if search.lower() in n.lower()
     ]
     return request.app.state.render(
-        request, "studio.html", status_code=status, jobs=rows, problems=problems or []
+        request, "studio.html", status_code=status, jobs=rows, problems=problems or [], search=search
     )
 
 
@@ -247,7 +249,9 @@ def browse(settings, path: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise NotFound(f"{path} does not exist") from None
     except (OSError, ValueError) as exc:
-        raise ArgumentError(f"{path} cannot be listed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        raise ArgumentError(
+            f"{path} cannot be listed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
     scheme = "s3://" if path.startswith("s3://") else ""
     entries = []
     for item in listed:
@@ -265,7 +269,12 @@ def browse(settings, path: str) -> dict[str, Any]:
     parent = trimmed.rsplit("/", 1)[0] if "/" in trimmed.removeprefix(scheme) else ("" if scheme else None)
     if scheme and parent and parent != "s3:/":
         parent += "/"
-    return {"path": path, "parent": parent or "", "entries": entries[:BROWSE_ENTRIES], "more": len(entries) > BROWSE_ENTRIES}
+    return {
+        "path": path,
+        "parent": parent or "",
+        "entries": entries[:BROWSE_ENTRIES],
+        "more": len(entries) > BROWSE_ENTRIES,
+    }
 
 
 async def browse_json(request: Request) -> Response:

@@ -156,7 +156,9 @@ class CrawlerStore:
             ).all()
         return [_record(r) for r in rows]
 
-    def crawls_between(self, since: datetime | None, until: datetime | None, limit: int = 2000) -> list[CrawlRecord]:
+    def crawls_between(
+        self, since: datetime | None, until: datetime | None, limit: int = 2000
+    ) -> list[CrawlRecord]:
         """Crawls of every crawler alive at some moment from ``since`` to ``until``,
         newest first."""
         query = select(crawls).order_by(crawls.c.started_at.desc()).limit(limit)

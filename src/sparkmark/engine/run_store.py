@@ -314,6 +314,27 @@ class RunStore:
                 total = offset + len(found)
         return [self._run_record(row) for row in found], total
 
+    def run_spans(
+        self, since: datetime, until: datetime, limit: int
+    ) -> tuple[list[tuple[str, str, RunState, datetime, datetime | None]], int]:
+        """(run id, job, state, start, end) of every job's runs alive at some moment from
+        ``since`` to ``until``, newest first, at most ``limit`` of them, and how many there
+        are: the few columns a timeline draws, without a run's arguments and metrics."""
+        r = t.runs.c
+        where = (r.started_at <= until, or_(r.ended_at.is_(None), r.ended_at >= since))
+        query = (
+            select(r.run_id, r.job_name, r.state, r.started_at, r.ended_at)
+            .where(*where)
+            .order_by(r.started_at.desc(), r.run_id)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            found = conn.execute(query).all()
+            total = len(found)
+            if total == limit:
+                total = conn.execute(select(func.count()).select_from(t.runs).where(*where)).scalar_one()
+        return [(row[0], row[1], RunState(row[2]), row[3], row[4]) for row in found], total
+
     def count_runs(self, job_name: str) -> int:
         with self.engine.connect() as conn:
             return conn.execute(
