@@ -170,13 +170,13 @@ def test_source_metrics_get_labels_and_units():
     figures = {
         f.key: f.value
         for f in source_figures(
-            {"type": "files", "files_read": 12, "bytes_read": 19389, "listing_seconds": 0.0004, "manifest": "/x",
+            {"type": "files", "files_read": 12, "files_new": 1, "bytes_read": 19389, "listing_seconds": 0.0004, "manifest": "/x",
              "nested": {"a": 1}, "custom_thing": 3, "lag": None}
         )
     }  # fmt: skip
-    assert figures["files_read"] == "12 files"
+    assert figures["files_read"] == "12 files" and figures["files_new"] == "1 file"
     assert figures["bytes_read"] == "18.9 KiB (19,389 bytes)"
-    assert figures["listing_seconds"] == "0.00 s"
+    assert figures["listing_seconds"] == "0.4 ms"
     assert figures["custom_thing"] == "3"
     assert "manifest" not in figures and "nested" not in figures and "lag" not in figures
 

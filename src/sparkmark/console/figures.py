@@ -53,7 +53,9 @@ def _shown(value: Any, unit: str) -> str:
     if unit == "bytes":
         return f"{human_bytes(value)} ({int(value):,} bytes)" if value >= 1024 else f"{int(value)} bytes"
     if unit == "s":
-        return f"{value:.2f} s"
+        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+    if value == 1 and unit.endswith("s"):
+        unit = unit[:-1]  # 1 file, 1 row
     return f"{value:,} {unit}" if isinstance(value, int) else f"{value:,.2f} {unit}"
 
 
