@@ -251,6 +251,12 @@ def test_workflow_definition_graph(console, project):
         ("/jobs/%2E%2E/bookmark", 400, "invalid job name '..'"),
         ("/static/..%2F..%2Fsettings.py", 404, "no such page"),
         ("/no/such/page", 404, "no such page"),
+        ("/?state=BOGUS", 400, "state 'BOGUS' is not one of"),
+        (f"/jobs/{JOB}?last=2w", 400, "last '2w' is not one of"),
+        (f"/jobs/{JOB}?since=yesterday", 400, "since 'yesterday' is not a date"),
+        ("/timeline?since=2026-11-02&until=2026-11-01", 400, "since must be before until"),
+        ("/?type=glueray", 400, "type 'glueray' is not one of"),
+        ("/jobs/no_such_job/script", 404, "no job named 'no_such_job'"),
     ],
 )
 def test_bad_input_in_urls_is_a_page_not_a_traceback(console, path, status, message):
@@ -264,6 +270,61 @@ def test_bad_input_in_urls_is_a_page_not_a_traceback(console, path, status, mess
     assert answer.status == status
     assert message in text(body)
     assert "Traceback" not in body and 'File "' not in body
+
+
+def test_run_job_and_retry_need_the_token_and_csrf_and_a_declared_job(console, project):
+    """Starting a run is running code: without the token, without the form's CSRF token
+    or from another origin nothing is queued; an undeclared job cannot be started."""
+    queued = lambda: len(console.service.workflows.actions_of(kind="JOB", name="load"))  # noqa: E731
+    before = queued()
+    url = console.url + "/jobs/load/run"
+    anonymous = requests.post(url, data={"arguments": ""}, allow_redirects=False, timeout=30)
+    assert anonymous.status_code == 401
+    session = signed_in(console)
+    assert session.post(url, data={"arguments": ""}, allow_redirects=False, timeout=30).status_code == 403
+    session.get(console.url + "/jobs/load", timeout=30)
+    token = session.cookies.get("sm_csrf")
+    foreign = session.post(
+        url, data={"arguments": "", "csrf": token}, headers={"Origin": "http://evil.example"},
+        allow_redirects=False, timeout=30,
+    )  # fmt: skip
+    assert foreign.status_code == 403
+    bad = session.post(url, data={"arguments": "day 1", "csrf": token}, allow_redirects=False, timeout=30)
+    assert bad.status_code == 400 and "is not --name value" in text(bad.text)
+    assert queued() == before
+
+    # The job of the console project's runs is known only from its runs: not startable.
+    undeclared = session.post(
+        console.url + f"/jobs/{JOB}/run",
+        data={"arguments": "", "csrf": token},
+        allow_redirects=False,
+        timeout=30,
+    )
+    assert undeclared.status_code == 409 and "is not declared" in text(undeclared.text)
+    failed = project.run_ids[-1]
+    retry = session.post(
+        console.url + f"/runs/{failed}/retry", data={"csrf": token}, allow_redirects=False, timeout=30
+    )
+    assert retry.status_code == 409
+    ok = session.post(
+        console.url + f"/runs/{project.run_ids[0]}/retry",
+        data={"csrf": token},
+        allow_redirects=False,
+        timeout=30,
+    )
+    assert ok.status_code == 409 and "only a failed" in text(ok.text)  # it succeeded
+
+    started = session.post(
+        url, data={"arguments": "--day 2026-11-27", "csrf": token}, allow_redirects=False, timeout=30
+    )
+    assert started.status_code == 303
+    run_id = started.headers["location"].rsplit("/", 1)[1]
+    action = console.service.workflows.action(run_id)
+    assert action.name == "load" and action.arguments["--day"] == "2026-11-27"
+    assert action.arguments["--JOB_NAME"] == "load"
+    # Until the scheduler starts it (this console runs none), its page says STARTING.
+    waiting = get(console, f"/runs/{run_id}")
+    assert waiting.status_code == 200 and "STARTING" in text(waiting.text)
 
 
 def test_post_only_routes_refuse_get_and_unknown_methods(console):
@@ -329,6 +390,14 @@ def test_binding_beyond_loopback_needs_a_long_token(project):
 def test_no_page_renders_a_secret(console, project):
     pages = ["/", f"/jobs/{JOB}", f"/jobs/{JOB}/bookmark", f"/jobs/{JOB}/bookmark/rewind"]
     pages += [f"/runs/{r}" for r in project.run_ids] + [f"/runs/{r}/live" for r in project.run_ids]
+    pages += [f"/runs/{r}/log" for r in project.run_ids]
+    pages += [
+        "/timeline",
+        "/timeline?last=30d",
+        f"/jobs/{JOB}/script",
+        f"/jobs/{JOB}?state=FAILED",
+        "/?q=orders",
+    ]
     for path in pages:
         page = get(console, path)
         assert page.status_code == 200, path

@@ -234,7 +234,10 @@ def job_page(request: Request) -> Response:
 def _code_style() -> str:
     from pygments.formatters import HtmlFormatter
 
-    return str(HtmlFormatter(style="default").get_style_defs(".code"))
+    import re
+
+    # Pygments' rules, without its comments (which name token kinds such as Traceback).
+    return re.sub(r"\s*/\*.*?\*/", "", str(HtmlFormatter(style="default").get_style_defs(".code")))
 
 
 def _script_location(service, job: str) -> str | None:
