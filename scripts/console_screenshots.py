@@ -31,7 +31,10 @@ WIDTH, HEIGHT = 1400, 900
 
 def demo_shots(browser) -> None:
     settings = Settings.from_env(
-        {"SPARKMARK_HOME": str(ROOT / ".sparkmark"), "SPARKMARK_CONFIG": str(ROOT / "demo" / "sparkmark.toml")}
+        {
+            "SPARKMARK_HOME": str(ROOT / ".sparkmark"),
+            "SPARKMARK_CONFIG": str(ROOT / "demo" / "sparkmark.toml"),
+        }
     )
     running = start(settings, "127.0.0.1", 0, None, scheduler=False)
     try:
@@ -45,7 +48,11 @@ def demo_shots(browser) -> None:
             ("console-job-details-run-job-charts", "/jobs/demo_transform", None),
             ("console-run-metrics-and-log", f"/runs/{job_runs[0].run_id}", None),
             ("console-timeline-of-runs", "/timeline", None),
-            ("console-workflow-run-graph", f"/workflows/demo_nightly/runs/{runs[0].run_id}", "svg[data-layout]"),
+            (
+                "console-workflow-run-graph",
+                f"/workflows/demo_nightly/runs/{runs[0].run_id}",
+                "svg[data-layout]",
+            ),
         )
         for name, path, ready in shots:
             page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
@@ -62,11 +69,15 @@ def demo_shots(browser) -> None:
 
 def studio_shot(browser) -> None:
     with tempfile.TemporaryDirectory(prefix="sm-shots-") as tmp:
-        settings = Settings.from_env({"SPARKMARK_HOME": tmp, "SPARKMARK_CONFIG": str(Path(tmp) / "sparkmark.toml")})
+        settings = Settings.from_env(
+            {"SPARKMARK_HOME": tmp, "SPARKMARK_CONFIG": str(Path(tmp) / "sparkmark.toml")}
+        )
         case = json.loads((ROOT / "tests" / "fixtures" / "studio" / "clean_dedupe_fill.json").read_text())
         document = json.loads(json.dumps(case["job"]).replace("{root}", str(Path(tmp) / "data")))
         (graph,) = parse_document(document, default_name="orders_clean")
-        save_visual_job(App(settings), "orders_clean", {n.id: {n.type: n.spec} for n in graph.nodes.values()}, create=True)
+        save_visual_job(
+            App(settings), "orders_clean", {n.id: {n.type: n.spec} for n in graph.nodes.values()}, create=True
+        )
         running = start(settings, "127.0.0.1", 0, None, scheduler=False)
         try:
             page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})

@@ -232,9 +232,9 @@ def job_page(request: Request) -> Response:
 
 @cache
 def _code_style() -> str:
-    from pygments.formatters import HtmlFormatter
-
     import re
+
+    from pygments.formatters import HtmlFormatter
 
     # Pygments' rules, without its comments (which name token kinds such as Traceback).
     return re.sub(r"\s*/\*.*?\*/", "", str(HtmlFormatter(style="default").get_style_defs(".code")))
