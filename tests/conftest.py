@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -103,6 +104,19 @@ def browser():
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         yield chromium
         chromium.close()
+
+
+@contextlib.contextmanager
+def watched_tab(browser, width: int, height: int):
+    """A tab in a fresh browser context; a script error on any page it opened fails the
+    test that used it."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    yield tab
+    context.close()
+    assert errors == [], errors  # no script error on any page
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ from sparkmark.engine.models import RunState
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
 
-from .conftest import goto, write_json
+from .conftest import goto, watched_tab, write_json
 from .test_console_browser import shot
 
 STEPS = 6  # jobs in the wide workflow; with its 6 triggers, 12 nodes
@@ -116,13 +116,8 @@ def console(project):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    yield tab
-    context.close()
-    assert errors == [], errors
+    with watched_tab(browser, 1400, 900) as tab:
+        yield tab
 
 
 def store_of(console) -> StateStore:

@@ -15,7 +15,7 @@ from sparkmark.console.server import start
 from sparkmark.settings import Settings
 from sparkmark.studio.jobs import load_visual_job
 
-from .conftest import goto
+from .conftest import goto, watched_tab
 from .test_console_browser import shot
 
 CORPUS = Path(__file__).parent / "fixtures" / "studio"
@@ -31,13 +31,17 @@ def console(sparkmark_home, monkeypatch, spark):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1500, "height": 1000})
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    yield tab
-    context.close()
-    assert errors == [], errors  # no script error on any page
+    with watched_tab(browser, 1500, 1000) as tab:
+        yield tab
+
+
+def new_visual_job(page, console, name: str) -> None:
+    """Create a visual job from the Studio's list, and wait for its editor."""
+    goto(page, console, "/studio")
+    page.fill("#new-name", name)
+    page.click("#new")
+    page.wait_for_url(f"**/studio/jobs/{name}")
+    page.wait_for_selector("#palette .palette-item")
 
 
 def node_of(page, kind: str):
@@ -66,11 +70,7 @@ def test_build_save_preview_and_run_a_three_node_job(console, page, tmp_path):
     data.mkdir()
     (data / "a.json").write_text('{"id": 1, "qty": "3", "note": "x"}\n{"id": 2, "qty": "5", "note": "y"}\n')
 
-    goto(page, console, "/studio")
-    page.fill("#new-name", "editor_three")
-    page.click("#new")
-    page.wait_for_url("**/studio/jobs/editor_three")
-    page.wait_for_selector("#palette .palette-item")
+    new_visual_job(page, console, "editor_three")
 
     page.click("#palette .palette-item[data-kind='S3JsonSource']")
     # A form for people: no raw null anywhere, empty boxes where nothing is set.
@@ -154,11 +154,7 @@ def test_format_picker_schema_tab_and_code_editor(console, page, tmp_path):
     data = tmp_path / "people"
     data.mkdir()
     (data / "a.csv").write_text("id,name\n1,ada\n2,grace\n")
-    goto(page, console, "/studio")
-    page.fill("#new-name", "editor_forms")
-    page.click("#new")
-    page.wait_for_url("**/studio/jobs/editor_forms")
-    page.wait_for_selector("#palette .palette-item")
+    new_visual_job(page, console, "editor_forms")
 
     # One S3 source with a data format to pick, as Glue Studio shows it.
     page.click("#palette .palette-item[data-kind='S3JsonSource']")

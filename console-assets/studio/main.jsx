@@ -217,25 +217,37 @@ function Label({ name, field }) {
   );
 }
 
-// A list of strings: one row each, added and removed with buttons.
-function ListField({ name, field, value, onChange }) {
+// A list the form edits item by item: one row each, removed with its button, and an
+// "add" button for a new item (``blank``).
+function ItemsField({ name, field, value, onChange, kind, row, blank, children }) {
   const items = Array.isArray(value) ? value : [];
   const set = (next) => onChange(next.length ? next : undefined);
   return (
-    <fieldset className="field list-field" data-field={name}>
+    <fieldset className={`field ${kind}`} data-field={name}>
       <legend><Label name={name} field={field} /></legend>
       {items.map((item, i) => (
-        <div className="row" key={i}>
-          {isPathField(name) ? (
-            <PathInput name={`${name} ${i + 1}`} value={item} onChange={(v) => set(items.map((x, j) => (j === i ? v ?? "" : x)))} />
-          ) : (
-            <input value={item ?? ""} aria-label={`${name} ${i + 1}`} onChange={(e) => set(items.map((x, j) => (j === i ? e.target.value : x)))} />
-          )}
+        <div className={row} key={i}>
+          {children(item, i, (v) => set(items.map((x, j) => (j === i ? v : x))))}
           <button type="button" className="remove" aria-label={`remove ${name} ${i + 1}`} onClick={() => set(items.filter((_, j) => j !== i))}>−</button>
         </div>
       ))}
-      <button type="button" className="add" onClick={() => set([...items, ""])}>+ add</button>
+      <button type="button" className="add" onClick={() => set([...items, blank])}>+ add</button>
     </fieldset>
+  );
+}
+
+// A list of strings (Paths, PartitionKeys, …); a path has its browser.
+function ListField({ name, field, value, onChange }) {
+  return (
+    <ItemsField name={name} field={field} value={value} onChange={onChange} kind="list-field" row="row" blank="">
+      {(item, i, put) =>
+        isPathField(name) ? (
+          <PathInput name={`${name} ${i + 1}`} value={item} onChange={(v) => put(v ?? "")} />
+        ) : (
+          <input value={item ?? ""} aria-label={`${name} ${i + 1}`} onChange={(e) => put(e.target.value)} />
+        )
+      }
+    </ItemsField>
   );
 }
 
@@ -282,22 +294,15 @@ function StructField({ name, field, value, onChange, opened = false }) {
   );
 }
 
-// A list of structures (a mapping, output schemas, …): one folded group per item.
+// A list of structures (a mapping, output schemas, …): one group of fields per item.
 function StructListField({ name, field, value, onChange }) {
-  const items = Array.isArray(value) ? value : [];
-  const set = (next) => onChange(next.length ? next : undefined);
   return (
-    <fieldset className="field struct-list-field" data-field={name}>
-      <legend><Label name={name} field={field} /></legend>
-      {items.map((item, i) => (
-        <div className="struct-item" key={i}>
-          <StructField name={`${name} ${i + 1}`} field={{ ...field.member, required: false }} value={item} opened
-            onChange={(v) => set(items.map((x, j) => (j === i ? v || {} : x)))} />
-          <button type="button" className="remove" aria-label={`remove ${name} ${i + 1}`} onClick={() => set(items.filter((_, j) => j !== i))}>−</button>
-        </div>
-      ))}
-      <button type="button" className="add" onClick={() => set([...items, {}])}>+ add</button>
-    </fieldset>
+    <ItemsField name={name} field={field} value={value} onChange={onChange} kind="struct-list-field" row="struct-item" blank={{}}>
+      {(item, i, put) => (
+        <StructField name={`${name} ${i + 1}`} field={{ ...field.member, required: false }} value={item} opened
+          onChange={(v) => put(v || {})} />
+      )}
+    </ItemsField>
   );
 }
 
@@ -435,16 +440,24 @@ function Properties({ node, model, onChange, onKind }) {
   );
 }
 
-function Preview({ node, nodes, edges, model }) {
+// What the selected node outputs on a sample of its sources (the server's preview):
+// [result, busy, compute]; the result is forgotten when another node is selected.
+function useSample(node, nodes, edges, model) {
   const [result, setResult] = useState(null);
   const [busy, setBusy] = useState(false);
-  if (!node) return <p className="muted">Select a node to preview its data.</p>;
-  const run = async () => {
+  useEffect(() => setResult(null), [node?.id]);
+  const compute = async () => {
     setBusy(true);
     const { ok, data } = await call(`${API}/preview`, "POST", { nodes: toGlue(nodes, edges, model), node: node.id });
     setBusy(false);
     setResult(ok ? data : { problems: data.problems || [] });
   };
+  return [result, busy, compute];
+}
+
+function Preview({ node, nodes, edges, model }) {
+  const [result, busy, run] = useSample(node, nodes, edges, model);
+  if (!node) return <p className="muted">Select a node to preview its data.</p>;
   return (
     <div className="preview">
       <button id="preview-run" onClick={run} disabled={busy}>
@@ -487,16 +500,8 @@ function Preview({ node, nodes, edges, model }) {
 
 // A node's output schema, computed on a sample of its sources as preview does.
 function Schema({ node, nodes, edges, model }) {
-  const [result, setResult] = useState(null);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => setResult(null), [node?.id]);
+  const [result, busy, run] = useSample(node, nodes, edges, model);
   if (!node) return <p className="muted">Select a node to see the schema it outputs.</p>;
-  const run = async () => {
-    setBusy(true);
-    const { ok, data } = await call(`${API}/preview`, "POST", { nodes: toGlue(nodes, edges, model), node: node.id });
-    setBusy(false);
-    setResult(ok ? data : { problems: data.problems || [] });
-  };
   return (
     <div className="schema">
       <button id="schema-run" onClick={run} disabled={busy}>

@@ -67,10 +67,11 @@ def next_firings(service, now: datetime) -> dict[str, tuple[datetime, str]]:
     return found
 
 
-def job_type(service, name: str, latest: RunRecord | None) -> str:
+def job_type(service, name: str, latest: RunRecord | None, entries: dict | None = None) -> str:
     """Glue's job type (Command.Name): the one a job created through the API gave, else
-    streaming when the job declares streaming bounds or its runs streamed, else ETL."""
-    entry = service.registry.entries("job").get(name)
+    streaming when the job declares streaming bounds or its runs streamed, else ETL.
+    ``entries`` are the registry's jobs, when the caller has read them already."""
+    entry = (service.registry.entries("job") if entries is None else entries).get(name)
     command = ((entry.glue if entry else {}) or {}).get("Command") or {}
     if command.get("Name") in JOB_TYPES:
         return str(command["Name"])
@@ -94,6 +95,7 @@ def jobs_page(request: Request) -> Response:
     declared = service.project.jobs
     upcoming = next_firings(service, datetime.now(UTC))
     tags = service.tags.all_tags("job")
+    entries = service.registry.entries("job")
     rows = []
     for name in sorted(set(summaries) | set(declared)):
         if name.startswith(CRAWLER_JOBS) or not wanted.name_matches(name):
@@ -105,7 +107,7 @@ def jobs_page(request: Request) -> Response:
             continue
         if not wanted.tag_matches(tags.get(name, {})):
             continue
-        kind = job_type(service, name, latest)
+        kind = job_type(service, name, latest, entries)
         if wanted.kind and kind != wanted.kind:
             continue
         nxt = upcoming.get(name)

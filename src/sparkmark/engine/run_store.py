@@ -263,18 +263,16 @@ class RunStore:
 
     def list_runs(self, job_name: str, limit: int | None = None, offset: int = 0) -> list[RunRecord]:
         """The job's runs, newest first; ``limit`` and ``offset`` page through them."""
-        query = (
-            select(t.runs)
-            .where(t.runs.c.job_name == job_name)
-            .order_by(t.runs.c.started_at.desc(), t.runs.c.run_id)
-        )
+        with self.engine.connect() as conn:
+            return self._page_of_runs(conn, [t.runs.c.job_name == job_name], limit, offset)
+
+    def _page_of_runs(self, conn, where: list[Any], limit: int | None, offset: int) -> list[RunRecord]:
+        query = select(t.runs).where(*where).order_by(t.runs.c.started_at.desc(), t.runs.c.run_id)
         if limit:
             query = query.limit(limit)
         if offset:
             query = query.offset(offset)
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-        return [self._run_record(r) for r in rows]
+        return [self._run_record(row) for row in conn.execute(query).all()]
 
     def find_runs(
         self,
@@ -291,28 +289,19 @@ class RunStore:
         and alive at some moment from ``since`` to ``until`` (a run still going is
         alive until now)."""
         r = t.runs.c
-        where = []
+        where = _alive_between(since, until)
         if job_name is not None:
             where.append(r.job_name == job_name)
         wanted = sorted({s.value for s in states})
         if wanted:
             where.append(r.state.in_(wanted))
-        if until is not None:
-            where.append(r.started_at <= until)
-        if since is not None:
-            where.append(or_(r.ended_at.is_(None), r.ended_at >= since))
-        query = select(t.runs).where(*where).order_by(r.started_at.desc(), r.run_id)
-        if limit:
-            query = query.limit(limit)
-        if offset:
-            query = query.offset(offset)
         with self.engine.connect() as conn:
-            found = conn.execute(query).all()
+            found = self._page_of_runs(conn, where, limit, offset)
             if limit and (offset or len(found) == limit):
                 total = conn.execute(select(func.count()).select_from(t.runs).where(*where)).scalar_one()
             else:
                 total = offset + len(found)
-        return [self._run_record(row) for row in found], total
+        return found, total
 
     def run_spans(
         self, since: datetime, until: datetime, limit: int
@@ -321,7 +310,7 @@ class RunStore:
         ``since`` to ``until``, newest first, at most ``limit`` of them, and how many there
         are: the few columns a timeline draws, without a run's arguments and metrics."""
         r = t.runs.c
-        where = (r.started_at <= until, or_(r.ended_at.is_(None), r.ended_at >= since))
+        where = _alive_between(since, until)
         query = (
             select(r.run_id, r.job_name, r.state, r.started_at, r.ended_at)
             .where(*where)
@@ -379,3 +368,15 @@ class RunStore:
     def require_job(self, job_name: str) -> None:
         if not self.job_exists(job_name):
             raise UnknownJob(job_name)
+
+
+def _alive_between(since: datetime | None, until: datetime | None) -> list[Any]:
+    """Conditions on runs alive at some moment from ``since`` to ``until`` (a run still
+    going is alive until now); an end left None is open."""
+    r = t.runs.c
+    where: list[Any] = []
+    if until is not None:
+        where.append(r.started_at <= until)
+    if since is not None:
+        where.append(or_(r.ended_at.is_(None), r.ended_at >= since))
+    return where
