@@ -325,6 +325,10 @@ def test_run_job_and_retry_need_the_token_and_csrf_and_a_declared_job(console, p
     # Until the scheduler starts it (this console runs none), its page says STARTING.
     waiting = get(console, f"/runs/{run_id}")
     assert waiting.status_code == 200 and "STARTING" in text(waiting.text)
+    listed = get(console, "/jobs/load")
+    row = next(r for r in rows(listed.text, "runs") if f'data-run="{run_id}"' in r)
+    assert "STARTING" in text(row) and "--day 2026-11-27" in text(row)
+    assert 'hx-trigger="every 2s"' in listed.text  # the list follows it until it starts
 
 
 def test_post_only_routes_refuse_get_and_unknown_methods(console):

@@ -209,6 +209,12 @@ def job_page(request: Request) -> Response:
         raise PageError(404, f"job {job!r} has {total} matching runs: page {page} is past the last ({pages})")
     recent, _ = store.find_runs(job, limit=CHART_RUNS)
     latest = recent[0] if recent else None
+    # Runs queued (Run job, Retry, a trigger) that no process has started yet.
+    starting = []
+    if page == 1 and not wanted.active:
+        active = [a for a in service.workflows.active_actions() if a.kind == "JOB" and a.name == job]
+        begun = store.run_states(a.action_id for a in active)
+        starting = [a for a in active if a.action_id not in begun]
     nxt = next_firings(service, datetime.now(UTC)).get(job)
     return app.state.render(
         request,
@@ -225,7 +231,8 @@ def job_page(request: Request) -> Response:
         next_firing=nxt,
         tags=service.tags.tags("job", job),
         series=run_series(recent),
-        running=any(r.state is RunState.RUNNING for r in runs),
+        starting=starting,
+        running=bool(starting) or any(r.state is RunState.RUNNING for r in runs),
     )
 
 

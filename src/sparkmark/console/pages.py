@@ -406,7 +406,8 @@ def workflows_page(request: Request) -> Response:
         return wanted
     service = request.app.state.service
     project = service.project
-    runs = service.workflows.workflow_runs(statuses=wanted.states or None, limit=50)
+    since, until = wanted.window(utcnow())
+    runs = service.workflows.workflow_runs(statuses=wanted.states or None, since=since, until=until, limit=50)
     return request.app.state.render(
         request,
         "workflows.html",
