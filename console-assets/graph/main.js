@@ -20,34 +20,81 @@ function place(svg, rankdir) {
   return g;
 }
 
-function draw(svg, g) {
+// A long left-to-right graph (a chain of many steps) folded into bands, one under the
+// other, so that it fits the box at a readable size: each node keeps dagre's place
+// within its band; an edge from one band to the next goes down between them.
+function fold(g, room) {
+  const { width, height } = g.graph();
+  const bands = Math.ceil(width / room);
+  if (bands < 2) return null;
+  const span = width / bands, gap = 28;
+  const placed = new Map(), shift = new Array(bands).fill(Infinity);
+  for (const id of g.nodes()) {
+    const p = g.node(id), band = Math.min(bands - 1, Math.floor(p.x / span));
+    placed.set(id, { band, x: p.x, y: p.y, w: p.width, h: p.height });
+    shift[band] = Math.min(shift[band], p.x - p.width / 2 - 16);
+  }
+  let right = 0;
+  for (const p of placed.values()) {
+    p.x -= shift[p.band];
+    p.y += p.band * (height + gap);
+    right = Math.max(right, p.x + p.w / 2 + 16);
+  }
+  const edges = new Map();
+  for (const e of g.edges()) {
+    const a = placed.get(e.v), b = placed.get(e.w);
+    let points;
+    if (a.band === b.band) {
+      const dx = -shift[a.band], dy = a.band * (height + gap);
+      points = g.edge(e).points.map((q) => ({ x: q.x + dx, y: q.y + dy }));
+    } else {
+      const out = { x: a.x + a.w / 2, y: a.y }, into = { x: b.x - b.w / 2, y: b.y };
+      const between = a.y + a.h / 2 + (height + gap - a.h) / 2;
+      points = [out, { x: out.x + 12, y: out.y }, { x: out.x + 12, y: between }, { x: into.x - 12, y: between },
+        { x: into.x - 12, y: into.y }, into];
+    }
+    edges.set(`${e.v}\n${e.w}`, points);
+  }
+  return { width: right, height: bands * (height + gap) - gap + 16, node: (id) => placed.get(id),
+    points: (v, w) => edges.get(`${v}\n${w}`), folded: true };
+}
+
+// dagre's result, or a folded one, in one shape for drawing.
+function plan(g) {
+  return { width: g.graph().width, height: g.graph().height, node: (id) => g.node(id),
+    points: (v, w) => g.edge(v, w)?.points, folded: false };
+}
+
+function draw(svg, laid) {
   const w = Number(svg.dataset.nodeW), h = Number(svg.dataset.nodeH);
   for (const node of svg.querySelectorAll("g.node")) {
-    const p = g.node(node.dataset.id);
+    const p = laid.node(node.dataset.id);
     node.setAttribute("transform", `translate(${Math.round(p.x - w / 2)},${Math.round(p.y - h / 2)})`);
   }
   for (const edge of svg.querySelectorAll("path.edge")) {
-    const e = g.edge(edge.dataset.source, edge.dataset.target);
-    if (!e) continue;
-    const pts = e.points;
+    const pts = laid.points(edge.dataset.source, edge.dataset.target);
+    if (!pts) continue;
     let d = `M${pts[0].x},${pts[0].y}`;
     for (let i = 1; i < pts.length; i += 1) d += ` L${pts[i].x},${pts[i].y}`;
     edge.setAttribute("d", d);
   }
-  const { width, height } = g.graph();
-  svg.dataset.full = `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`;
+  svg.dataset.full = `0 0 ${Math.ceil(laid.width)} ${Math.ceil(laid.height)}`;
 }
 
 function layOut(box) {
   const svg = box.querySelector("svg.graph");
   if (!svg || svg.dataset.laidOut) return;
   const room = Math.max(box.clientWidth - 20, 320);
-  // Left to right, as Glue draws workflows, unless top to bottom shows the nodes larger.
-  const across = place(svg, "LR"), down = place(svg, "TB");
-  const scale = (gr) => Math.min(1, room / gr.graph().width, 640 / gr.graph().height);
-  const chosen = scale(down) > scale(across) * 1.25 ? down : across;
+  // Left to right, as Glue draws workflows, unless top to bottom, or left to right
+  // folded into bands, shows the nodes larger.
+  const across = plan(place(svg, "LR")), down = plan(place(svg, "TB"));
+  const folded = fold(place(svg, "LR"), room);
+  const scale = (laid) => Math.min(1, room / laid.width, 640 / laid.height);
+  let chosen = across, name = "LR";
+  if (scale(down) > scale(chosen) * 1.25) [chosen, name] = [down, "TB"];
+  if (folded && scale(folded) > scale(chosen) * 1.25) [chosen, name] = [folded, "LR-folded"];
   draw(svg, chosen);
-  svg.dataset.layout = chosen === down ? "TB" : "LR";
+  svg.dataset.layout = name;
   svg.setAttribute("viewBox", views.get(svg.id) || svg.dataset.full);
   svg.setAttribute("width", "100%");
   const [, , fw, fh] = svg.dataset.full.split(" ").map(Number);
