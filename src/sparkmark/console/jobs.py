@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..workflow.definition import TriggerType
 from .figures import run_series
 from .filters import JOB_TYPES, ListFilter
-from .pages import PageError, _checked_form, _page_number, _run, job_name_of, tidy_query
+from .pages import PageError, _checked_form, _filtered, _page_number, _require_job, _run, job_name_of
 
 RUNS_PAGE = 50
 CHART_RUNS = 100  # the runs a job's charts show, newest
@@ -41,6 +41,11 @@ class JobRow:
     tags: dict[str, str]
 
 
+def _trigger_state(states: dict, trigger) -> str:
+    """A trigger's state: the one the store records, else the one it starts in."""
+    return states.get(trigger.Name, ("ACTIVATED" if trigger.StartOnCreation else "CREATED", None))[0]
+
+
 def next_firings(service, now: datetime) -> dict[str, tuple[datetime, str]]:
     """Each job's next scheduled start: a SCHEDULED trigger that is activated and starts
     the job, or starts a workflow whose graph holds the job."""
@@ -50,7 +55,7 @@ def next_firings(service, now: datetime) -> dict[str, tuple[datetime, str]]:
     for trigger in project.triggers.values():
         if trigger.Type is not TriggerType.SCHEDULED:
             continue
-        state = states.get(trigger.Name, ("ACTIVATED" if trigger.StartOnCreation else "CREATED", None))[0]
+        state = _trigger_state(states, trigger)
         schedule = trigger.schedule
         if state != "ACTIVATED" or schedule is None:
             continue
@@ -84,13 +89,10 @@ def job_type(service, name: str, latest: RunRecord | None, entries: dict | None 
 
 
 def jobs_page(request: Request) -> Response:
-    tidied = tidy_query(request)
-    if tidied is not None:
-        return tidied
+    wanted = _filtered(request, RUN_STATES + ["NOT RUN"])
+    if not isinstance(wanted, ListFilter):
+        return wanted
     service = request.app.state.service
-    wanted = ListFilter.of(
-        request.query_params, RUN_STATES + ["NOT RUN"], getlist=request.query_params.getlist
-    )
     summaries = {s.job_name: s for s in service.state.job_summaries()}
     declared = service.project.jobs
     upcoming = next_firings(service, datetime.now(UTC))
@@ -148,7 +150,7 @@ def _triggers_of(service, job: str) -> list[dict[str, Any]]:
         )
         if not (starts or watches or (in_workflow and trigger.Type is TriggerType.SCHEDULED)):
             continue
-        state = states.get(trigger.Name, ("ACTIVATED" if trigger.StartOnCreation else "CREATED", None))[0]
+        state = _trigger_state(states, trigger)
         found.append(
             {
                 "name": trigger.Name,
@@ -167,10 +169,11 @@ def _details(service, job: str, latest: RunRecord | None) -> dict[str, Any] | No
     definition = service.project.jobs.get(job)
     if definition is None:
         return None
-    entry = service.registry.entries("job").get(job)
+    entries = service.registry.entries("job")
+    entry = entries.get(job)
     glue = (entry.glue if entry else {}) or {}
     return {
-        "type": job_type(service, job, latest),
+        "type": job_type(service, job, latest, entries),
         "script": definition.Script,
         "description": definition.Description,
         "arguments": mask_arguments(definition.DefaultArguments),
@@ -189,16 +192,14 @@ def _details(service, job: str, latest: RunRecord | None) -> dict[str, Any] | No
 
 def job_page(request: Request) -> Response:
     job = job_name_of(request)
-    tidied = tidy_query(request)
-    if tidied is not None:
-        return tidied
+    wanted = _filtered(request, RUN_STATES)
+    if not isinstance(wanted, ListFilter):
+        return wanted
     app = request.app
     service = app.state.service
-    if not service.state.job_exists(job) and job not in service.project.jobs:
-        raise PageError(404, f"no job named {job!r} in this state store or sparkmark.toml")
+    _require_job(app, job)
     store = service.state
     page = _page_number(request)
-    wanted = ListFilter.of(request.query_params, RUN_STATES, getlist=request.query_params.getlist)
     since, until = wanted.window(datetime.now(UTC))
     runs, total = store.find_runs(
         job, states=[RunState(s) for s in wanted.states], since=since, until=until,
@@ -263,8 +264,7 @@ def script_page(request: Request) -> Response:
     one its last run ran."""
     job = job_name_of(request)
     service = request.app.state.service
-    if not service.state.job_exists(job) and job not in service.project.jobs:
-        raise PageError(404, f"no job named {job!r} in this state store or sparkmark.toml")
+    _require_job(request.app, job)
     location = _script_location(service, job)
     html = problem = None
     if location is None:
