@@ -28,7 +28,7 @@ my_has_test() { quiet mariadb -h 127.0.0.1 -P "$MY_PORT" -uroot -e "USE test"; }
 
 # Fast path: everything is already there.
 if command -v pg_isready >/dev/null && command -v mariadb-admin >/dev/null \
-    && pg_up && pg_has_test && my_up && my_has_test; then
+    && command -v promtool >/dev/null && pg_up && pg_has_test && my_up && my_has_test; then
   exit 0
 fi
 
@@ -40,6 +40,10 @@ compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgres
 command -v pg_isready >/dev/null || missing+=(postgresql-client)
 [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v mariadb-admin >/dev/null || missing+=(mariadb-client)
+# Prometheus's server and promtool: the tests scrape sparkmark with the real server and
+# unit-test the shipped alerting rules with promtool. Not started here: a test starts
+# its own server with its own configuration.
+command -v promtool >/dev/null || missing+=(prometheus)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]} from Debian's packages"
   # Package scripts must not try to start services through an init system that is

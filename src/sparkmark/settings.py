@@ -36,6 +36,11 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_SECRETS_KEY`` | secrets_key | unset: ``$SPARKMARK_HOME/secrets.key`` (made on first use); the key that seals a queued run's secret arguments in the state store (share it between schedulers of one store) |
 | ``SPARKMARK_MAX_REQUEST_BYTES`` | max_request_bytes | 10485760: a larger request body is refused (413) before it is read |
 | ``SPARKMARK_REQUEST_BODY_SECONDS`` | request_body_seconds | 30: a body that takes longer to arrive is refused (408) |
+| ``SPARKMARK_METRICS_INTERVAL`` | metrics_interval | 30: seconds between a run's metric reports while it runs (0: only as it ends) |
+| ``SPARKMARK_METRICS_RETENTION_DAYS`` | metrics_retention_days | 15: datapoints older than this are forgotten (0: kept) |
+| ``SPARKMARK_SPARK_UI_URL`` | spark_ui_url | unset: the session's own UI; for Spark Connect, the server's UI (``http://host:4040``), where a run's Spark metrics are read |
+| ``SPARKMARK_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, ``OTEL_EXPORTER_OTLP_ENDPOINT``) | otlp_endpoint | unset; an OpenTelemetry collector's OTLP/HTTP URL: each run's metrics are pushed there too |
+| ``SPARKMARK_OTLP_HEADERS`` (or ``OTEL_EXPORTER_OTLP_HEADERS``) | otlp_headers | unset; ``key=value,…`` headers sent with each push (a collector's token) |
 
 S3 access is configured the way AWS's own tools take it, from the standard variables
 (no ``SPARKMARK_`` prefix); sparkmark hands them to its S3 client and to Spark's S3A:
@@ -83,6 +88,13 @@ AWS_VARIABLES = {
     "aws_config_file": ("AWS_CONFIG_FILE",),
     "aws_shared_credentials_file": ("AWS_SHARED_CREDENTIALS_FILE",),
     "spark_remote": ("SPARK_REMOTE",),  # PySpark's own variable for Spark Connect
+    # OpenTelemetry's own variables, when sparkmark's is not set
+    "otlp_endpoint": (
+        "SPARKMARK_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ),
+    "otlp_headers": ("SPARKMARK_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"),
 }
 
 
@@ -125,6 +137,11 @@ class Settings(BaseModel):
     tls_keyfile: Path | None = None
     max_request_bytes: int = Field(10 * 1024 * 1024, gt=0)
     request_body_seconds: float = Field(30, gt=0)
+    metrics_interval: float = Field(30, ge=0)
+    metrics_retention_days: float = Field(15, ge=0)
+    spark_ui_url: str | None = None
+    otlp_endpoint: str | None = None
+    otlp_headers: SecretStr | None = None
     aws_access_key_id: str | None = Field(None, repr=False)
     aws_secret_access_key: SecretStr | None = None
     aws_session_token: SecretStr | None = None

@@ -51,8 +51,15 @@ def exists(message: str) -> GlueApiError:
 
 
 # The services the endpoint speaks, by the X-Amz-Target prefix their clients send: Glue,
-# and the CloudWatch Logs operations Glue's tools read a run's logs with.
-SERVICES = {TARGET_PREFIX: "glue", "Logs_20140328.": "logs"}
+# the CloudWatch Logs operations Glue's tools read a run's logs with, and CloudWatch's
+# metric operations (botocore speaks AWS JSON 1.0 to it, the first of the protocols its
+# model lists that botocore prefers).
+SERVICES = {TARGET_PREFIX: "glue", "Logs_20140328.": "logs", "GraniteServiceVersion20100801.": "cloudwatch"}
+CONTENT_TYPES = {"cloudwatch": "application/x-amz-json-1.0"}
+
+
+def content_type(service: str) -> str:
+    return CONTENT_TYPES.get(service, CONTENT_TYPE)
 
 
 @cache
@@ -161,6 +168,20 @@ def _without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
     return value
+
+
+def query_error(service: str, code: str) -> str | None:
+    """The ``x-amzn-query-error`` header of an error of a service that also speaks the
+    query protocol (CloudWatch): botocore reads the error's code from it."""
+    model = service_model(service)
+    if "awsQueryCompatible" not in model.metadata:
+        return None
+    try:
+        shape = model.shape_for(code)
+    except Exception:  # noqa: BLE001 - not an error the model names
+        return None
+    error = shape.metadata.get("error") or {}
+    return f"{error.get('code', code)};{'Sender' if error.get('senderFault') else 'Receiver'}"
 
 
 def render_error(error: GlueApiError) -> bytes:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import os
@@ -37,7 +38,7 @@ from .service import Service
 log = logging.getLogger("sparkmark.api")
 
 # Operations register themselves on import.
-from . import catalog, connections, crawlers, jobs, logs, quality, sessions, tags, workflows  # noqa: E402, F401
+from . import catalog, cloudwatch, connections, crawlers, jobs, logs, quality, sessions, tags, workflows  # noqa: E402, F401
 
 HOW_TO_TOKEN = "set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)"
 
@@ -52,7 +53,7 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
     ``also_accept`` secret keys) are served."""
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
 
     secrets = [listen.token, *also_accept]
@@ -62,6 +63,7 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
         body = await request.body()
         headers = {"Content-Type": protocol.CONTENT_TYPE}
         name = "?"
+        kind = "glue"
         client = client_address(request.scope)
         # STS is called in the query protocol and answered in XML, its errors too.
         querying = request.headers.get("x-amz-target") is None and sts.is_sts(
@@ -83,6 +85,7 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
                 name = "sts"
                 return Response(sts.answer(body, auth.access_key(request.headers)), media_type="text/xml")
             kind, name = protocol.target_of(request.headers.get("x-amz-target"))
+            headers = {"Content-Type": protocol.content_type(kind)}
             op = protocol.operation(name, kind)
             params = protocol.parse_request(op, body)
             result = await asyncio.to_thread(service.call, name, params, kind)
@@ -91,11 +94,11 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             log.info("%s: %s %s", name, exc.code, exc.message)
             if querying:
                 return Response(sts.error(exc), status_code=exc.status, media_type="text/xml")
-            return Response(
-                protocol.render_error(exc),
-                status_code=exc.status,
-                headers={**headers, "x-amzn-ErrorType": exc.code},
-            )
+            extra = {"x-amzn-ErrorType": exc.code}
+            query_code = protocol.query_error(kind, exc.code) if kind != "glue" else None
+            if query_code:
+                extra["x-amzn-query-error"] = query_code
+            return Response(protocol.render_error(exc), status_code=exc.status, headers={**headers, **extra})
         except Exception:  # an endpoint answers every request, with Glue's error shape
             log.exception("%s failed", name)
             failure = protocol.GlueApiError(
@@ -106,7 +109,33 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
     async def health(_request: Request) -> Response:
         return JSONResponse({"service": "sparkmark-glue-api", "status": "ok"})
 
-    app = Starlette(routes=[Route("/", glue, methods=["POST"]), Route("/health", health, methods=["GET"])])
+    async def metrics(request: Request) -> Response:
+        """The project's metrics for Prometheus, for a bearer of the endpoint's token
+        (Prometheus cannot sign with SigV4: ``authorization: credentials_file``)."""
+        from ..app.prometheus import exposition
+
+        client = client_address(request.scope)
+        if limiter.blocked(client):
+            return PlainTextResponse("too many wrong tokens: wait a minute\n", status_code=429)
+        header = request.headers.get("authorization", "")
+        given = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        if not given or not any(hmac.compare_digest(given.encode(), s.encode()) for s in secrets if s):
+            limiter.failed(client)
+            return PlainTextResponse(
+                "the metrics need the endpoint's token as a bearer token (Authorization: Bearer TOKEN)\n",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        body, content_type = await asyncio.to_thread(exposition, service)
+        return Response(body, media_type=content_type)
+
+    app = Starlette(
+        routes=[
+            Route("/", glue, methods=["POST"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ]
+    )
     return RequestGuard(
         app, hosts=listen.hosts, limits=listen.limits, refuse=_refusal, name="Glue API endpoint"
     )

@@ -17,6 +17,8 @@ log = logging.getLogger("sparkmark.api")
 Handler = Callable[["Service", dict[str, Any]], dict[str, Any]]
 HANDLERS: dict[str, Handler] = {}  # Glue's operations
 LOGS_HANDLERS: dict[str, Handler] = {}  # CloudWatch Logs' operations (a run's logs)
+METRICS_HANDLERS: dict[str, Handler] = {}  # CloudWatch's metric operations (PutMetricData …)
+BY_SERVICE = {"glue": HANDLERS, "logs": LOGS_HANDLERS, "cloudwatch": METRICS_HANDLERS}
 # Run after an operation succeeds, with its name and parameters (tags given on create).
 AFTER: list[Callable[[Service, str, dict[str, Any]], None]] = []
 CATALOG_ID = "000000000000"  # Glue's catalog id is the account's; sparkmark has one catalog
@@ -24,7 +26,7 @@ CATALOG_ID = "000000000000"  # Glue's catalog id is the account's; sparkmark has
 
 def handler(name: str, service: str = "glue") -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
-        (HANDLERS if service == "glue" else LOGS_HANDLERS)[name] = fn
+        BY_SERVICE[service][name] = fn
         return fn
 
     return register
@@ -35,7 +37,7 @@ class Service(App):
     sparkmark's errors into Glue's."""
 
     def call(self, operation: str, params: dict[str, Any], service: str = "glue") -> dict[str, Any]:
-        fn = (HANDLERS if service == "glue" else LOGS_HANDLERS).get(operation)
+        fn = BY_SERVICE[service].get(operation)
         if fn is None:
             what = "a Glue" if service == "glue" else f"a {service}"
             raise GlueApiError(

@@ -19,7 +19,8 @@ log = logging.getLogger("sparkmark.run")
 
 
 def glue_endpoint(env: ScriptEnvironment):
-    """Point boto3's Glue client at sparkmark's endpoint and have it sign with the
+    """Point boto3's Glue client (and its CloudWatch client, unless the user chose one)
+    at sparkmark's endpoint and have it sign with the
     endpoint's token. Without AWS credentials of its own, the script uses an endpoint
     already running on this machine for the same home (or one started here) and signs
     with the home's token; with credentials of its own (which it may need for S3), it
@@ -51,6 +52,8 @@ def glue_endpoint(env: ScriptEnvironment):
         started = start_in_thread(settings, also_accept=[own.get_frozen_credentials().secret_key])
         url = started.url
     env.set("AWS_ENDPOINT_URL_GLUE", url)
+    if not os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):  # put_metric_data lands with the run's metrics
+        env.set("AWS_ENDPOINT_URL_CLOUDWATCH", url)
     if session.get_config_variable("region") is None:
         env.set("AWS_DEFAULT_REGION", settings.aws_region or "us-east-1")
     log.info("boto3's Glue client talks to sparkmark at %s", url)

@@ -7,6 +7,7 @@ holds one worker, not the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -688,6 +689,14 @@ async def login_do(request: Request) -> Response:
 
 def health(_request: Request) -> Response:
     return PlainTextResponse("ok")
+
+
+async def metrics(request: Request) -> Response:
+    """The project's metrics for Prometheus (the token as a bearer token, as on every page)."""
+    from ..app.prometheus import exposition
+
+    body, content_type = await asyncio.to_thread(exposition, request.app.state.service)
+    return Response(body, media_type=content_type)
 
 
 def no_icon(_request: Request) -> Response:

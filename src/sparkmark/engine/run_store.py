@@ -350,6 +350,13 @@ class RunStore:
             found.setdefault(row.job_name, JobSummary(row.job_name, row.runs, self._run_record(row)))
         return list(found.values())
 
+    def run_counts(self) -> dict[tuple[str, RunState], int]:
+        """How many runs each job has in each state."""
+        r = t.runs.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(r.job_name, r.state, func.count()).group_by(r.job_name, r.state)).all()
+        return {(row[0], RunState(row[1])): int(row[2]) for row in rows}
+
     def run_states(self, run_ids: Iterable[str]) -> dict[str, RunState]:
         """The state of each of ``run_ids`` that the store knows."""
         wanted = sorted(set(run_ids))

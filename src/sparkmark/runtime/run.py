@@ -41,7 +41,9 @@ from ..engine.store import StateStore
 from ..errors import ArgumentError, OutputLost, RunFinished, SinkError, SourceError, StateStoreError
 from ..sources.registry import FILES, kind_of_state
 from . import stopping
-from .failures import describe_error, reading_of
+from .failures import reading_of
+from .insights import category_of_state, failure_message
+from .run_metrics import MetricsSetup
 
 log = logging.getLogger("sparkmark.run")
 
@@ -103,6 +105,7 @@ class JobRun:
         bookmark_to: str | None = None,
         attempt: int | None = None,
         run_id: str | None = None,
+        metrics_setup: MetricsSetup | None = None,
     ):
         self.name = name
         self.store = store
@@ -123,6 +126,9 @@ class JobRun:
         self._started = time.monotonic()
         self._committed = False
         self._script = script_identity(sys.argv[0] if sys.argv else None)
+        self._script_path = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else None
+        self._glue: dict[str, float] = {}  # the run's Glue metrics, as it ended
+        self._insight: dict[str, Any] | None = None
 
         self.range: tuple[BookmarkVersion, BookmarkVersion] | None = None
         if bookmark_from is not None:
@@ -153,6 +159,10 @@ class JobRun:
         _install_process_hooks()
         self._heartbeat = _Heartbeat(self, max(lease_seconds / 3, 0.05))
         self._heartbeat.start()
+        self._sampler = (metrics_setup or MetricsSetup(record=False)).for_run(
+            name, self.run_id, self._figures, store, temp_dir
+        )
+        self._sampler.start()
         # Holding the job's lease, finish what earlier runs of the job left half-done.
         run_outputs.recover(store, name, running_run=self.run_id, connections=connections)
         log.info(
@@ -186,7 +196,23 @@ class JobRun:
             metrics["quality"] = dict(self._quality)
         if self._stream_metrics is not None:
             metrics["streaming"] = dict(self._stream_metrics)
+        metrics.update({k: dict(v) for k, v in (("glue", self._glue), ("insight", self._insight)) if v})
         return metrics
+
+    def _figures(self) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
+        """The sources' figures, the stream's summary and the bookmark version, for the sampler."""
+        return (
+            dict(self._sources),
+            self._stream_metrics,
+            self.record.committed_version or self.record.base_version,
+        )
+
+    def _final_metrics(self) -> None:
+        """The run's Glue metrics as it ends, kept with its record."""
+        self._glue = self._glue or self._sampler.final()
+
+    def _report_end(self, succeeded: bool, category: str | None = None) -> None:
+        self._sampler.ended(succeeded, category, self.record.committed_version if succeeded else None)
 
     def reading(self) -> str | None:
         """What this run has read, for an error that names no file of its own."""
@@ -427,6 +453,7 @@ class JobRun:
         nobody renews, and nothing published or discarded. The next run of the job
         takes over once the lease is free (at once, when this process is the owner)."""
         self._end()
+        self._sampler.stop()
 
     def commit(self) -> RunRecord:
         """Persist every source's new state atomically and mark the run SUCCEEDED.
@@ -449,6 +476,7 @@ class JobRun:
         try:
             self._check_inputs()
             self._check_staged()
+            self._final_metrics()
             self._store_commit()
         except Exception as exc:
             self.fail(exc)
@@ -460,6 +488,7 @@ class JobRun:
             self._publish()
         finally:
             self.record = self.store.get_run(self.run_id)
+            self._report_end(self.record.state is RunState.SUCCEEDED)
         return self.record
 
     def _store_commit(self) -> None:
@@ -515,12 +544,14 @@ class JobRun:
             "job %s: run %s ended without job.commit(); the bookmark did not advance", self.name, self.run_id
         )
         self._end()
+        self._final_metrics()
         # With bookmarks on, the next run reads this run's input again: publishing its
         # output too would write it twice.
         publish = self.option is not BookmarkOption.ENABLE
         self.record = self.store.finish_run(
             self.run_id, RunState.SUCCEEDED, metrics=self.metrics, commit_outputs=publish
         )
+        self._report_end(True)
         if publish:
             self._publish()
         else:
@@ -532,7 +563,9 @@ class JobRun:
         if self.finished:
             return self.record
         self._end()
-        message = error if isinstance(error, str) else describe_error(error, self.reading())
+        self._final_metrics()
+        message, found = failure_message(error, self.reading(), self._script_path)
+        self._insight = found.as_dict() if found is not None else None
         try:
             self.record = self.store.finish_run(self.run_id, state, error=message, metrics=self.metrics)
         except RunFinished:
@@ -549,6 +582,7 @@ class JobRun:
             )
             return self.record
         log.error("job %s: run %s %s: %s", self.name, self.run_id, state.value, message)
+        self._report_end(False, found.category if found is not None else category_of_state(state))
         self._discard(f"run {self.run_id} ended {state.value} without committing")
         return self.record
 

@@ -15,6 +15,7 @@ from ..engine.store import StateStore
 from ..errors import ArgumentError
 from ..settings import Settings
 from .run import JobRun
+from .run_metrics import MetricsSetup
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,4 +79,5 @@ def start_run(
         bookmark_to=bookmark_to,
         attempt=attempt,
         run_id=run_id,
+        metrics_setup=MetricsSetup.from_settings(settings),
     )

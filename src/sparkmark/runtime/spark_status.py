@@ -1,0 +1,166 @@
+"""Reading what Spark reports about a run, for its Glue metrics: the stages and
+executors from Spark's own monitoring REST API (``/api/v1``, served by the Spark UI),
+and, when this process holds the driver's JVM, its heap and Hadoop's file-system
+counters through Py4J.
+
+The REST API is the one reader for every way Spark runs: a local master and a
+cluster's driver serve it in this process (``SparkContext.uiWebUrl``); a Spark Connect
+server serves it in its own, at the URL the settings give (``SPARKMARK_SPARK_UI_URL``).
+Where it cannot be reached (``spark.ui.enabled=false``, or a Connect server whose UI
+is not given), the run keeps its bookmark figures and Spark's metrics are left out,
+said once in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.error
+import urllib.request
+from datetime import datetime
+from typing import Any
+
+from .glue_metrics import SparkStatus, stages_since
+
+log = logging.getLogger("sparkmark.metrics")
+
+TIMEOUT_SECONDS = 5.0
+S3_SCHEMES = ("s3a", "s3", "s3n")
+
+
+class SparkStatusReader:
+    """Reads Spark's status for one run. Safe to call from the run's sampling thread
+    and from the thread that ends the run."""
+
+    def __init__(self, ui_url: str | None = None):
+        self.configured_url = ui_url.rstrip("/") if ui_url else None
+        self._lock = threading.Lock()
+        self._app: tuple[str, str] | None = None  # (REST base URL, application id)
+        self._task_times: dict[tuple[int, int], tuple[float, float]] = {}
+        self._fs_base: dict[str, tuple[int, int]] | None = None
+        self._said = False
+
+    # ------------------------------------------------------------ the application
+
+    @staticmethod
+    def _context() -> Any:
+        try:
+            from pyspark import SparkContext
+        except ImportError:
+            return None
+        return SparkContext._active_spark_context
+
+    def _locate(self) -> tuple[str, str] | None:
+        if self._app is not None:
+            return self._app
+        sc = self._context()
+        url = None
+        app = None
+        if sc is not None:
+            url = sc.uiWebUrl
+            app = sc.applicationId
+        if url is None and self.configured_url:
+            url = self.configured_url
+            apps = self._get(f"{url}/api/v1/applications?status=running")
+            if isinstance(apps, list) and apps:
+                app = str(apps[0].get("id"))
+        if not url or not app:
+            self._say("Spark's UI is off (spark.ui.enabled=false) or not reachable")
+            return None
+        self._app = (f"{url.rstrip('/')}/api/v1/applications/{app}", app)
+        return self._app
+
+    def _say(self, why: str) -> None:
+        if not self._said:
+            self._said = True
+            log.info("Spark's metrics are left out of this run's Glue metrics: %s", why)
+
+    def _get(self, url: str) -> Any:
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as answer:
+                return json.load(answer)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            self._say(f"{url} did not answer ({exc})")
+            return None
+
+    # ------------------------------------------------------------ the driver's JVM
+
+    def _jvm(self) -> Any:
+        sc = self._context()
+        return getattr(sc, "_jvm", None) if sc is not None else None
+
+    def _filesystems(self) -> dict[str, tuple[int, int]] | None:
+        jvm = self._jvm()
+        if jvm is None:
+            return None
+        try:
+            found: dict[str, tuple[int, int]] = {}
+            for stats in jvm.org.apache.hadoop.fs.FileSystem.getAllStatistics():
+                scheme = str(stats.getScheme())
+                read, written = found.get(scheme, (0, 0))
+                found[scheme] = (read + int(stats.getBytesRead()), written + int(stats.getBytesWritten()))
+            return found
+        except Exception as exc:  # noqa: BLE001 - an older Hadoop, or the JVM going away
+            log.debug("Hadoop's file-system statistics could not be read: %s", exc)
+            return None
+
+    def begin(self) -> None:
+        """Note the JVM's file-system counters as the run begins (none when Spark has
+        not started yet: its counters then start at zero with it)."""
+        with self._lock:
+            self._fs_base = self._filesystems() or {}
+
+    def _heap(self) -> tuple[int, int] | None:
+        jvm = self._jvm()
+        if jvm is None:
+            return None
+        try:
+            runtime = jvm.java.lang.Runtime.getRuntime()
+            return int(runtime.totalMemory()) - int(runtime.freeMemory()), int(runtime.maxMemory())
+        except Exception:  # noqa: BLE001 - the JVM going away
+            return None
+
+    # ------------------------------------------------------------ one reading
+
+    def read(self, began: datetime) -> SparkStatus | None:
+        """Spark's status of the run that began at ``began``; None when Spark cannot be
+        asked (not started yet, its UI off)."""
+        with self._lock:
+            located = self._locate()
+            if located is None:
+                return None
+            base, _ = located
+            stages = self._get(f"{base}/stages?details=false")
+            executors = self._get(f"{base}/executors")
+            if not isinstance(stages, list) or not isinstance(executors, list):
+                return None
+            mine = stages_since(stages, began)
+            for stage in mine:
+                key = (int(stage["stageId"]), int(stage.get("attemptId") or 0))
+                if stage.get("status") != "COMPLETE" or key in self._task_times:
+                    continue
+                if int(stage.get("numCompleteTasks") or 0) < 2:
+                    continue  # one task cannot be skewed against others
+                summary = self._get(f"{base}/stages/{key[0]}/{key[1]}/taskSummary?quantiles=0.5,1.0")
+                run_times = (summary or {}).get("executorRunTime") if isinstance(summary, dict) else None
+                if isinstance(run_times, list) and len(run_times) == 2:
+                    self._task_times[key] = (float(run_times[0]), float(run_times[1]))
+            filesystems = None
+            now = self._filesystems()
+            if now is not None:
+                base_fs = self._fs_base or {}
+                filesystems = {
+                    scheme: (read - base_fs.get(scheme, (0, 0))[0], written - base_fs.get(scheme, (0, 0))[1])
+                    for scheme, (read, written) in now.items()
+                }
+            sc = self._context()
+            local = sc is None or str(sc.master).startswith("local")
+            return SparkStatus(
+                stages=mine,
+                executors=executors,
+                task_times=dict(self._task_times),
+                heap=self._heap(),
+                filesystems=filesystems,
+                local_master=local and sc is not None,
+            )
