@@ -105,6 +105,9 @@ def test_file_bookmarks_and_a_driver_killed_before_its_commit(cluster, team, tmp
 
         runs = store.list_runs(job)
         assert runs[0].metrics["sources"]["src"]["files_read"] == 1  # run 2: only c.json
+        glue = runs[0].metrics["glue"]  # Glue's metrics, from the driver's Spark UI: the executors' tasks
+        assert glue["glue.driver.aggregate.recordsRead"] >= 15
+        assert glue["glue.driver.ExecutorAllocationManager.executors.numberAllExecutors"] >= 1
         ids = sorted(r["id"] for r in pq.read_table(out).to_pylist())
         assert ids == list(range(75))  # every row once: nothing of the killed run
         with psycopg.connect(PG_DSN) as conn:

@@ -35,7 +35,7 @@ job.commit()
 
 @pytest.fixture(scope="module")
 def connect(tmp_path_factory):
-    server = start_connect(tmp_path_factory.mktemp("connect"))
+    server = start_connect(tmp_path_factory.mktemp("connect"), ui=True)
     yield server
     server.stop()
 
@@ -52,7 +52,7 @@ def write_rows(path: Path, ids: list[int]) -> None:
 def test_a_bookmarked_job_over_spark_connect(connect, tmp_path):
     data, out, script = tmp_path / "in", tmp_path / "out", tmp_path / "job.py"
     script.write_text(JOB)
-    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"))
+    env = dict(os.environ, SPARKMARK_HOME=str(tmp_path / "home"), SPARKMARK_SPARK_UI_URL=str(connect.ui_url))
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     args = ["run", "--remote", connect.url, str(script), "--JOB_NAME", "remote_job"]
     args += ["--job-bookmark-option", "job-bookmark-enable", "--input", str(data), "--output", str(out)]
@@ -68,6 +68,13 @@ def test_a_bookmarked_job_over_spark_connect(connect, tmp_path):
     store = StateStore.from_settings(Settings.from_env({"SPARKMARK_HOME": str(tmp_path / "home")}))
     files = store.committed_files("remote_job", "src", store.latest_version("remote_job"))
     assert sorted(Path(f.path).name for f in files) == ["a.json", "b.json"]
+    # Glue's metrics of a Connect run, from the server's Spark UI: the second run read
+    # the 5 new records (at least once; a schema pass may read them again).
+    (latest, _), _ = store.find_runs("remote_job", limit=2)
+    glue = latest.metrics["glue"]
+    assert glue["glue.driver.aggregate.recordsRead"] >= 5
+    assert glue["glue.driver.aggregate.numCompletedStages"] >= 1
+    assert glue["sparkmark.bookmark.filesRead"] == 1
 
 
 def test_a_glue_script_over_spark_connect_is_refused_in_one_line(connect, tmp_path):

@@ -37,6 +37,7 @@ SUBCOMMANDS = {
     "api": ("api", "api_command", "command"),
     "console": ("console", "console_command", "command"),
     "aws-profile": ("profile", "profile_command", "command"),
+    "monitoring": ("monitoring", "app", "group"),
 }
 
 _app = typer.Typer(

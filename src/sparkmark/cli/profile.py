@@ -60,7 +60,7 @@ def write_profile(settings: Settings, name: str, endpoint: str) -> tuple[Path, P
             f"profile {name}": {"region": settings.aws_region or "us-east-1", "services": services},
             # Glue, and the CloudWatch Logs and STS calls Glue's tools make beside it.
             f"services {services}": dict.fromkeys(
-                ("glue", "cloudwatch_logs", "sts"), f"\nendpoint_url = {endpoint}"
+                ("glue", "cloudwatch_logs", "cloudwatch", "sts"), f"\nendpoint_url = {endpoint}"
             ),
         },
         private=False,

@@ -18,6 +18,7 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 class ConnectServer:
     url: str  # sc://127.0.0.1:PORT
     process: ServerProcess
+    ui_url: str | None = None  # its Spark UI (http://127.0.0.1:PORT), when started with one
 
     @property
     def pid(self) -> int:
@@ -28,18 +29,27 @@ class ConnectServer:
 
 
 def start_connect(
-    work: Path, master: str = "local[2]", port: int | None = None, conf: dict[str, str] | None = None
+    work: Path,
+    master: str = "local[2]",
+    port: int | None = None,
+    conf: dict[str, str] | None = None,
+    *,
+    ui: bool = False,
 ) -> ConnectServer:
+    """The server; with ``ui``, its Spark UI on a port of its own too, whose REST API
+    gives the runs' Spark metrics (``SPARKMARK_SPARK_UI_URL``)."""
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"{submit} is missing: the pinned PySpark should ship it")
     work.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
+    ui_port = free_port() if ui else None
     argv = [str(submit), "--class", SERVER_CLASS, "--master", master, "--name", "Spark Connect server"]
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
-        "spark.ui.enabled": "false",
+        "spark.ui.enabled": "true" if ui_port else "false",
+        **({"spark.ui.port": str(ui_port)} if ui_port else {}),
         "spark.sql.session.timeZone": "UTC",
         **(conf or {}),
     }
@@ -50,4 +60,6 @@ def start_connect(
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     process = ServerProcess("the Spark Connect server", argv, work / "connect.log", env=env)
     process.wait_until(lambda: port_answers(port), 120, "listening")
-    return ConnectServer(f"sc://127.0.0.1:{port}", process)
+    return ConnectServer(
+        f"sc://127.0.0.1:{port}", process, f"http://127.0.0.1:{ui_port}" if ui_port else None
+    )
