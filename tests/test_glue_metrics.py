@@ -98,14 +98,37 @@ def test_only_the_stages_submitted_since_the_run_began_are_its_own():
 def test_spark_values_sum_the_runs_stages_as_glues_aggregate_metrics():
     status = gm.SparkStatus(
         stages=[
-            _stage(2, "COMPLETE", "x", inputRecords=10, inputBytes=100, outputRecords=4, numCompleteTasks=2,
-                   numFailedTasks=1, numKilledTasks=0, numTasks=2, shuffleWriteBytes=30, shuffleLocalBytesRead=30,
-                   executorRunTime=800),
-            _stage(3, "FAILED", "x", inputRecords=5, inputBytes=50, numCompleteTasks=1, numFailedTasks=4, numTasks=4,
-                   executorRunTime=200),
+            _stage(
+                2,
+                "COMPLETE",
+                "x",
+                inputRecords=10,
+                inputBytes=100,
+                outputRecords=4,
+                numCompleteTasks=2,
+                numFailedTasks=1,
+                numKilledTasks=0,
+                numTasks=2,
+                shuffleWriteBytes=30,
+                shuffleLocalBytesRead=30,
+                executorRunTime=800,
+            ),
+            _stage(
+                3,
+                "FAILED",
+                "x",
+                inputRecords=5,
+                inputBytes=50,
+                numCompleteTasks=1,
+                numFailedTasks=4,
+                numTasks=4,
+                executorRunTime=200,
+            ),
             _stage(4, "ACTIVE", "x", numTasks=9, numCompleteTasks=2, executorRunTime=0),
-        ],  # fmt: skip
-        executors=[{"id": "driver", "isActive": True, "totalCores": 2, "peakMemoryMetrics": {"JVMHeapMemory": 70}}],
+        ],
+        executors=[
+            {"id": "driver", "isActive": True, "totalCores": 2, "peakMemoryMetrics": {"JVMHeapMemory": 70}}
+        ],
         heap=(256, 1024),
         filesystems={"s3a": (300, 40), "file": (999, 999)},
     )
@@ -217,7 +240,10 @@ def test_reports_send_a_counts_increase_and_a_gauges_value():
     first = {"glue.driver.aggregate.recordsRead": 10.0, "glue.driver.jvm.heap.used": 500.0}
     second = {"glue.driver.aggregate.recordsRead": 25.0, "glue.driver.jvm.heap.used": 300.0}
     assert gm.deltas({}, first) == first
-    assert gm.deltas(first, second) == {"glue.driver.aggregate.recordsRead": 15.0, "glue.driver.jvm.heap.used": 300.0}
+    assert gm.deltas(first, second) == {
+        "glue.driver.aggregate.recordsRead": 15.0,
+        "glue.driver.jvm.heap.used": 300.0,
+    }
 
 
 def test_a_runs_end_as_glues_reliability_metrics():
@@ -237,13 +263,17 @@ def test_the_metric_store_keeps_datapoints_series_and_latest_values(tmp_path):
     store = MetricStore(StateStore(f"sqlite:///{tmp_path / 'state.db'}"))
     now = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
     dims = dims_of({"JobName": "j", "Stage": "x"})
-    store.put([Datapoint.single("App", "Rate", dims, now - timedelta(minutes=m), m, "Percent") for m in range(3)])
+    store.put(
+        [Datapoint.single("App", "Rate", dims, now - timedelta(minutes=m), m, "Percent") for m in range(3)]
+    )
     points = store.datapoints("App", "Rate", dims, now - timedelta(minutes=5), now + timedelta(seconds=1))
     assert [p.total for p in points] == [2.0, 1.0, 0.0]  # oldest first
     assert store.datapoints("App", "Rate", dims_of({"JobName": "j"}), now - timedelta(hours=1), now) == []
     assert store.series("App") == [("App", "Rate", (("JobName", "j"), ("Stage", "x")))]
     assert store.prune(now - timedelta(seconds=90)) == 1
-    store.set_latest("Glue", {"a": (1.0, None), "b": (2.0, "Count")}, dims_of({"JobRunId": "r1"}), now, group="j")
+    store.set_latest(
+        "Glue", {"a": (1.0, None), "b": (2.0, "Count")}, dims_of({"JobRunId": "r1"}), now, group="j"
+    )
     store.set_latest("Glue", {"a": (3.0, None)}, dims_of({"JobRunId": "r2"}), now, group="j")
     assert [(r.name, r.value, dict(r.dims)["JobRunId"]) for r in store.latest("Glue")] == [("a", 3.0, "r2")]
 
@@ -265,7 +295,10 @@ def test_periods_are_aligned_as_cloudwatch_aligns_them():
     at = datetime(2026, 11, 27, 9, 0, 10, tzinfo=UTC)
     later = datetime(2026, 11, 27, 9, 1, 59, tzinfo=UTC)
     buckets = _bucket([Datapoint.single("N", "m", (), t, 1) for t in (at, later)], 60)
-    assert sorted(buckets) == [datetime(2026, 11, 27, 9, 0, tzinfo=UTC), datetime(2026, 11, 27, 9, 1, tzinfo=UTC)]
+    assert sorted(buckets) == [
+        datetime(2026, 11, 27, 9, 0, tzinfo=UTC),
+        datetime(2026, 11, 27, 9, 1, tzinfo=UTC),
+    ]
     assert _period(300) == 300
     for wrong in (0, 7, 61, 90):
         with pytest.raises(GlueApiError, match="Period"):
@@ -285,11 +318,16 @@ ERRORS = [
     (OSError("[Errno 28] No space left on device"), "DISK_NO_SPACE_ERROR"),
     (ModuleNotFoundError("No module named 'great_tables'"), "IMPORT_ERROR"),
     (
-        RuntimeError("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column or function parameter with name `amt` cannot be resolved"),
+        RuntimeError(
+            "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column or function parameter with name `amt` cannot be resolved"
+        ),
         "QUERY_ERROR",
     ),
     (RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/data/in."), "RESOURCE_NOT_FOUND_ERROR"),
-    (RuntimeError("[TABLE_OR_VIEW_NOT_FOUND] The table or view `db`.`t` cannot be found."), "RESOURCE_NOT_FOUND_ERROR"),
+    (
+        RuntimeError("[TABLE_OR_VIEW_NOT_FOUND] The table or view `db`.`t` cannot be found."),
+        "RESOURCE_NOT_FOUND_ERROR",
+    ),
     (RuntimeError("Connection refused: localhost/127.0.0.1:5432"), "CONNECTION_ERROR"),
     (PermissionError("[Errno 13] Permission denied: '/data/x'"), "PERMISSION_ERROR"),
     (RuntimeError("[PATH_ALREADY_EXISTS] Path file:/out already exists."), "RESOURCES_ALREADY_EXISTS_ERROR"),
@@ -305,7 +343,9 @@ def test_errors_are_classified_in_glues_error_categories(error, category):
 
 def test_a_spark_error_nobody_classified_names_the_java_class():
     Py4JJavaError = type("Py4JJavaError", (Exception,), {})
-    error = Py4JJavaError("An error occurred: org.apache.spark.SparkException: Job aborted due to stage failure")
+    error = Py4JJavaError(
+        "An error occurred: org.apache.spark.SparkException: Job aborted due to stage failure"
+    )
     category, error_class, cause, advice = classify(error)
     assert (category, error_class) == ("UNCLASSIFIED_SPARK_ERROR", "org.apache.spark.SparkException")
     assert cause and advice
@@ -328,7 +368,7 @@ def test_the_script_line_where_the_run_failed(tmp_path):
     source = "x = 1\n\ndef go():\n    raise ValueError('boom')\n\ngo()\n"
     script.write_text(source)
     with pytest.raises(ValueError) as caught:
-        exec(compile(source, str(script), "exec"), {})  # noqa: S102 - a script, as runpy runs one
+        exec(compile(source, str(script), "exec"), {})  # a script, compiled as runpy compiles one
     assert script_line(caught.value.__traceback__, str(script)) == 4
     found = insight_of(caught.value, str(script))
     assert found.where() == "line 4 of job.py"

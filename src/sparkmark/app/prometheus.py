@@ -29,6 +29,13 @@ from ..runtime import glue_metrics as gm
 if TYPE_CHECKING:
     from .application import App
 
+JOB_FAMILIES = RUNS, ELAPSED, TIMEOUT, EMPTY, LAST_END = (
+    "sparkmark_job_runs",
+    "sparkmark_job_run_elapsed_seconds",
+    "sparkmark_job_timeout_seconds",
+    "sparkmark_job_empty_runs_in_a_row",
+    "sparkmark_job_last_run_end_timestamp_seconds",
+)
 EMPTY_RUNS_LOOKED_AT = 20  # the latest runs of a job looked at for zero-record runs in a row
 BOOKKEEPING = "crawler:"  # a crawler's own runs, not jobs
 
@@ -112,7 +119,7 @@ class Collector:
 
         state = self.app.state
         counts = GaugeMetricFamily(
-            "sparkmark_job_runs", "runs of the job in the state store, by state", labels=["job_name", "state"]
+            RUNS, "runs of the job in the state store, by state", labels=["job_name", "state"]
         )
         for (job, run_state), n in sorted(state.run_counts().items()):
             if not job.startswith(BOOKKEEPING):
@@ -121,7 +128,7 @@ class Collector:
 
         now = datetime.now(UTC)
         running = GaugeMetricFamily(
-            "sparkmark_job_run_elapsed_seconds",
+            ELAPSED,
             "seconds since each running run of the job started",
             labels=["job_name", "job_run_id"],
         )
@@ -134,7 +141,7 @@ class Collector:
         yield running
 
         timeouts = GaugeMetricFamily(
-            "sparkmark_job_timeout_seconds",
+            TIMEOUT,
             "the job's timeout (Glue's Timeout, in minutes × 60)",
             labels=["job_name"],
         )
@@ -147,12 +154,12 @@ class Collector:
         yield timeouts
 
         empty = GaugeMetricFamily(
-            "sparkmark_job_empty_runs_in_a_row",
+            EMPTY,
             "the job's latest succeeded bookmarked runs in a row that read zero records",
             labels=["job_name"],
         )
         last_end = GaugeMetricFamily(
-            "sparkmark_job_last_run_end_timestamp_seconds",
+            LAST_END,
             "when the job's latest finished run ended (Unix time), by its state",
             labels=["job_name", "state"],
         )

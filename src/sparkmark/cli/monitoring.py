@@ -10,7 +10,9 @@ import typer
 
 from ..monitoring import DASHBOARD, RULES
 
-app = typer.Typer(help="The Prometheus rules and Grafana dashboard for sparkmark's metrics.", no_args_is_help=True)
+app = typer.Typer(
+    help="The Prometheus rules and Grafana dashboard for sparkmark's metrics.", no_args_is_help=True
+)
 
 
 @app.command("rules")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -121,6 +122,12 @@ def show(
         ["Arguments", " ".join(f"--{k} {v}" for k, v in sorted(run.arguments.items()))],
         ["Error", run.error],
     ]
+    insight = run.metrics.get("insight")
+    if insight:  # Glue's job run insights, each on a row of its own
+        if insight.get("line"):
+            rows.append(["Failed at", f"line {insight['line']} of {Path(insight['script']).name}"])
+        rows.append(["Error category", f"{insight['category']} ({insight['error_class']})"])
+        rows += [["Probable cause", insight["cause"]], ["Advice", insight["advice"]]]
     console.print(table(f"Run {run.run_id}", ["Field", "Value"], rows))
     all_sources = run.metrics.get("sources") or {}
     sources = {c: m for c, m in all_sources.items() if not kind_of_metrics(m).streaming}

@@ -196,6 +196,7 @@ def create_app(service, listen: Listen) -> RequestGuard:
         Route("/login", pages.login_do, methods=["POST"]),
         Route("/health", pages.health),
         Route("/metrics", pages.metrics),
+        Route("/metric-data", pages.metric_data_page),
         Route("/favicon.ico", pages.no_icon),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]

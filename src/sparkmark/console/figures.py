@@ -175,3 +175,37 @@ def rule_grid(results: list[Any]) -> dict[str, Any]:
         "cells": {rule: [o.get(rule, "") for o in outcomes] for rule in rules},
         "passed": {rule: sum(1 for o in outcomes if o.get(rule) == "Passed") for rule in rules},
     }
+
+
+@dataclass(frozen=True)
+class GlueFigure:
+    name: str  # Glue's
+    value: str  # for people, with its unit
+    meaning: str
+
+
+def glue_value(unit: str, value: float) -> str:
+    if unit == "Bytes":
+        return f"{human_bytes(value)} ({int(value):,} bytes)" if value >= 1024 else f"{int(value)} bytes"
+    if unit == "Milliseconds":
+        return f"{value / 1000:.2f} s"
+    if unit == "Gigabytes":
+        return f"{value:,.2f} GB"
+    if unit == "Percent" and value <= 1 and "percentage" not in unit:
+        return f"{value:.4g}"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+def glue_figures(values: dict[str, float]) -> list[GlueFigure]:
+    """A run's Glue metrics, in the table's order, for its page."""
+    from ..runtime import glue_metrics as gm
+
+    rows = []
+    order = {m.name: i for i, m in enumerate(gm.METRICS)}
+    for name in sorted(values, key=lambda n: (order.get(n, order.get("glue.error.<CATEGORY>", 0)), n)):
+        try:
+            metric = gm.describe(name)
+        except KeyError:
+            continue
+        rows.append(GlueFigure(name, glue_value(metric.unit, float(values[name])), metric.meaning))
+    return rows

@@ -26,7 +26,7 @@ from ..errors import ArgumentError, NotFound, SparkmarkError
 from ..sources.registry import FILES, kind_of_metrics, kind_of_state
 from ..sources.states import parse_state
 from ..workflow import report
-from .figures import rule_grid, source_figures
+from .figures import glue_figures, rule_grid, source_figures
 from .filters import ListFilter
 from .graph import layout
 from .security import CSRF_FIELD, NoSecrets, guard_of
@@ -243,6 +243,7 @@ def run_page(request: Request) -> Response:
         run=run,
         sources=source_rows(run),
         streaming=run.metrics.get("streaming"),
+        **_glue_and_insight(service, run),
         manifests=_manifest(run),
         outputs=store.outputs(run_id=run.run_id),
         log_path=log_path,
@@ -275,7 +276,38 @@ def run_live(request: Request) -> Response:
         run=run,
         sources=source_rows(run),
         streaming=run.metrics.get("streaming"),
+        **_glue_and_insight(request.app.state.service, run),
     )
+
+
+def _glue_and_insight(service, run: RunRecord) -> dict[str, Any]:
+    """A run's Glue metrics (as it ended; while it runs, its latest report) and the
+    insight of its failure."""
+    from ..engine.metric_store import MetricStore
+    from ..runtime.glue_metrics import NAMESPACE
+
+    values = dict(run.metrics.get("glue") or {})
+    if run.state is RunState.RUNNING:
+        for row in MetricStore(service.state).latest(NAMESPACE):
+            if dict(row.dims).get("JobRunId") == run.run_id:
+                values[row.name] = row.value
+    return {"glue": glue_figures(values), "insight": run.metrics.get("insight")}
+
+
+def metric_data_page(request: Request) -> Response:
+    """What scripts put with CloudWatch's PutMetricData: each series' latest value."""
+    from ..engine.metric_store import MetricStore
+    from ..runtime.glue_metrics import NAMESPACE
+
+    q = (request.query_params.get("q") or "").strip().lower()
+    rows = [
+        r
+        for r in MetricStore(request.app.state.service.state).latest()
+        if r.namespace != NAMESPACE or not r.group
+    ]
+    if q:
+        rows = [r for r in rows if q in f"{r.namespace} {r.name} {r.dims}".lower()]
+    return request.app.state.render(request, "metric_data.html", rows=rows, q=q)
 
 
 # ------------------------------------------------------------------ bookmarks

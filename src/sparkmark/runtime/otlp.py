@@ -2,8 +2,9 @@
 OpenTelemetry SDK (the ``otlp`` extra: ``pip install 'sparkmark[otlp]'``).
 
 Each Glue metric is an observable gauge under its Glue name (OpenTelemetry's names
-are dotted too), with Glue's dimensions as attributes (``JobName``, ``JobRunId``,
-``Type``). A report exports at once (``force_flush``); the run's end shuts the
+are dotted too; its instrument names are case-insensitive, and the SDK sends them in
+lower case: ``glue.driver.aggregate.recordsread``), with Glue's dimensions as
+attributes (``JobName``, ``JobRunId``, ``Type``). A report exports at once (``force_flush``); the run's end shuts the
 provider down. A collector that does not answer costs the run a logged warning,
 never its result.
 """
