@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -378,3 +379,36 @@ def test_the_script_line_where_the_run_failed(tmp_path):
 
 def test_floats_stay_finite():
     assert all(math.isfinite(v) for v in gm.spark_values(gm.SparkStatus(), elapsed_ms=0).values())
+
+
+# ------------------------------------------------------------------ the documentation
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "observability.md"
+
+
+def doc_row(metric: gm.Metric) -> str:
+    prometheus = gm.prometheus_name(metric.name.replace("<CATEGORY>", "CATEGORY")).replace(
+        "category", "<category>"
+    )
+    return f"| `{metric.name}` | `{prometheus}` | {metric.type} | {metric.unit} | {metric.source} | {metric.meaning} |"
+
+
+def test_the_documentation_lists_every_metric_with_its_names_source_and_meaning():
+    text = DOC.read_text(encoding="utf-8")
+    table = text.split(
+        "| Glue name | Prometheus name | type | unit | source | meaning |\n|---|---|---|---|---|---|\n", 1
+    )[1]
+    documented = table.split("\n\n", 1)[0].splitlines()
+    expected = [doc_row(m) for m in gm.METRICS]
+    assert documented == expected, "\n".join(expected)
+
+
+def test_the_documentation_lists_every_job_figure_and_alert():
+    from sparkmark.app.prometheus import JOB_FAMILIES
+    from sparkmark.monitoring import RULES
+
+    text = DOC.read_text(encoding="utf-8")
+    for name in JOB_FAMILIES:
+        assert f"| `{name}` |" in text
+    for alert in re.findall(r"- alert: (\w+)", RULES.read_text(encoding="utf-8")):
+        assert f"| `{alert}` |" in text
