@@ -140,6 +140,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/table_formats.py
 	$(PY) bench/sessions.py
 	$(PY) bench/table.py
+	$(PY) bench/metrics.py
 
 bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/files_incremental.py --quick --repeats 3
@@ -152,6 +153,7 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/table_formats.py --quick --repeats 3
 	$(PY) bench/sessions.py --repeats 2
 	$(PY) bench/table.py
+	$(PY) bench/metrics.py --quick --repeats 3
 
 clean:
 	rm -rf $(VENV) $(CLIENTS) $(DEMO) .sparkmark build

@@ -209,7 +209,12 @@ def run(minutes: int, state: RunState = RunState.SUCCEEDED, **metrics: Any) -> R
 
 def test_a_jobs_runs_become_series_oldest_first_and_empty_charts_are_left_out():
     runs = [
-        run(10, sources={"s": {"files_read": 2, "bytes_read": 100}}, sinks=[{"rows_written": 7}]),
+        run(
+            10,
+            sources={"s": {"files_read": 2, "bytes_read": 100}},
+            sinks=[{"rows_written": 7}],
+            glue={"glue.driver.aggregate.recordsRead": 12.0},
+        ),
         run(0, RunState.FAILED, sources={"s": {"files_read": 0}}),
         run(20, RunState.RUNNING, sources={"s": {"files_read": 1, "bytes_read": 50}}),
     ]
@@ -220,6 +225,8 @@ def test_a_jobs_runs_become_series_oldest_first_and_empty_charts_are_left_out():
     assert charts["rows_written"] == [0, 7, 0]
     assert charts["duration"] == [30.0, 30.0, None]  # a running run has no duration yet
     assert "rows_read" not in charts and "Rows and records read" in series["unrecorded"]
+    assert charts["spark_records_read"] == [None, 12.0, None]  # Glue's metric, where a run reported it
+    assert "Shuffle bytes written" in series["unrecorded"]
     empty = run_series([])
     assert (empty["labels"], empty["charts"]) == ([], [])
     assert len(empty["unrecorded"]) == len(CHARTS)

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..engine.masking import mask_text
 from ..engine.metric_store import Datapoint, Dimensions, MetricStore, dims_of
 from .protocol import GlueApiError
 from .service import Service, handler
@@ -45,7 +46,7 @@ def _store(svc: Service) -> MetricStore:
 
 
 def _dims(given: Iterable[dict[str, Any]] | None, where: str) -> Dimensions:
-    items = [(d["Name"], d["Value"]) for d in (given or [])]
+    items = [(d["Name"], mask_text(d["Value"])) for d in (given or [])]  # a secret never reaches the store
     if len(items) > MAX_DIMENSIONS:
         raise _invalid(f"{where}: at most {MAX_DIMENSIONS} dimensions, got {len(items)}")
     names = [n for n, _ in items]

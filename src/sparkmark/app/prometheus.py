@@ -36,7 +36,7 @@ JOB_FAMILIES = RUNS, ELAPSED, TIMEOUT, EMPTY, LAST_END = (
     "sparkmark_job_empty_runs_in_a_row",
     "sparkmark_job_last_run_end_timestamp_seconds",
 )
-EMPTY_RUNS_LOOKED_AT = 20  # the latest runs of a job looked at for zero-record runs in a row
+EMPTY_RUNS_LOOKED_AT = 10  # the latest runs of a job looked at for zero-record runs in a row
 BOOKKEEPING = "crawler:"  # a crawler's own runs, not jobs
 
 
@@ -163,14 +163,9 @@ class Collector:
             "when the job's latest finished run ended (Unix time), by its state",
             labels=["job_name", "state"],
         )
-        for summary in state.job_summaries():
-            if summary.job_name.startswith(BOOKKEEPING):
+        for job, finished in sorted(state.latest_finished(EMPTY_RUNS_LOOKED_AT).items()):
+            if job.startswith(BOOKKEEPING):
                 continue
-            finished, _ = state.find_runs(
-                summary.job_name,
-                states=[RunState.SUCCEEDED, RunState.FAILED, RunState.STOPPED, RunState.TIMEOUT],
-                limit=EMPTY_RUNS_LOOKED_AT,
-            )
             streak = 0
             for record in finished:
                 if (
@@ -181,11 +176,9 @@ class Collector:
                 if not empty_run(record):
                     break
                 streak += 1
-            empty.add_metric([summary.job_name], float(streak))
-            if finished and finished[0].ended_at is not None:
-                last_end.add_metric(
-                    [summary.job_name, finished[0].state.value], finished[0].ended_at.timestamp()
-                )
+            empty.add_metric([job], float(streak))
+            if finished[0].ended_at is not None:
+                last_end.add_metric([job, finished[0].state.value], finished[0].ended_at.timestamp())
         yield empty
         yield last_end
 

@@ -114,7 +114,10 @@ def run_totals(run: RunRecord) -> dict[str, float | None]:
     streaming = run.metrics.get("streaming") or {}
     rows = sum(int(m.get("rows_read") or 0) for m in sources) + int(streaming.get("numRecords") or 0)
     ended = run.ended_at
+    glue = run.metrics.get("glue") or {}
     return {
+        "spark_records_read": glue.get("glue.driver.aggregate.recordsRead"),
+        "shuffle_bytes": glue.get("glue.driver.aggregate.shuffleBytesWritten"),
         "rows_read": rows,
         "rows_written": sum(int(s.get("rows_written") or 0) for s in sinks if isinstance(s, dict)),
         "bytes_read": sum(int(m.get("bytes_read") or 0) for m in sources),
@@ -129,6 +132,8 @@ CHARTS = (
     ("bytes_read", "Bytes read", "bytes"),
     ("files_read", "Files read", "files"),
     ("duration", "Duration", "seconds"),
+    ("spark_records_read", "Records read (Glue's recordsRead)", "rows"),
+    ("shuffle_bytes", "Shuffle bytes written", "bytes"),
 )
 
 

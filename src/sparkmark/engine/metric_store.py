@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from sqlalchemy import (
     Column,
@@ -81,6 +82,7 @@ def _encode(dims: Dimensions) -> str:
     return json.dumps([list(d) for d in dims], separators=(",", ":"))
 
 
+@lru_cache(maxsize=4096)  # a run's many series share one set of dimensions
 def _decode(text: str) -> Dimensions:
     return tuple((str(k), str(v)) for k, v in json.loads(text))
 

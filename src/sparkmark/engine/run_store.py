@@ -350,6 +350,22 @@ class RunStore:
             found.setdefault(row.job_name, JobSummary(row.job_name, row.runs, self._run_record(row)))
         return list(found.values())
 
+    def latest_finished(self, per_job: int) -> dict[str, list[RunRecord]]:
+        """Each job's ``per_job`` latest finished runs, newest first, in one query."""
+        r = t.runs.c
+        rank = (
+            func.row_number()
+            .over(partition_by=r.job_name, order_by=(r.started_at.desc(), r.run_id))
+            .label("rank")
+        )
+        ranked = select(t.runs, rank).where(r.state != RunState.RUNNING.value).subquery()
+        query = select(ranked).where(ranked.c.rank <= per_job).order_by(ranked.c.job_name, ranked.c.rank)
+        found: dict[str, list[RunRecord]] = {}
+        with self.engine.connect() as conn:
+            for row in conn.execute(query).all():
+                found.setdefault(row.job_name, []).append(self._run_record(row))
+        return found
+
     def run_counts(self) -> dict[tuple[str, RunState], int]:
         """How many runs each job has in each state."""
         r = t.runs.c
