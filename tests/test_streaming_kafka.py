@@ -168,6 +168,11 @@ def test_glue_streaming_script_runs_until_caught_up_and_again(
     metrics = json.loads(sm("runs", "show", runs[0]["run_id"], "--json").output)["metrics"]["streaming"]
     assert metrics["numRecords"] == 20 and metrics["records_quarantined"] == 1
     assert sum(b["numRecords"] for b in metrics["recent_batches"]) == 20
+    # Glue's streaming metric and sparkmark's lag, as the run reported them.
+    glue = json.loads(sm("runs", "show", runs[0]["run_id"], "--json").output)["metrics"]["glue"]
+    assert glue["glue.driver.streaming.numRecords"] == 20
+    assert glue["sparkmark.streaming.lag"] == 0
+    assert glue["sparkmark.bookmark.recordsQuarantined"] == 1
     assert "numRecords" in sm("runs", "show", runs[0]["run_id"]).output
     assert len(store.stream_batches(job)) == metrics["batches"] + 1  # and run 1's batch
     store.close()
