@@ -152,6 +152,8 @@ def main() -> None:
     m2 = scrape_cost(*((50, 20) if opts.quick else (200, 50)), opts.repeats)
     print(f"M1 a run's metrics: {m1}")
     print(f"M2 a Prometheus scrape: {m2}")
+    for figure in (m1, m2):
+        figure.update(value=figure["ratio"], goal="none: measured for issue 39", met=None)
     record({"M1_run_metrics": m1, "M2_metrics_scrape": m2}, {})
 
 

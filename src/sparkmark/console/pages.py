@@ -277,6 +277,7 @@ def run_live(request: Request) -> Response:
         sources=source_rows(run),
         streaming=run.metrics.get("streaming"),
         **_glue_and_insight(request.app.state.service, run),
+        declared=run.job_name in request.app.state.service.project.jobs,
     )
 
 

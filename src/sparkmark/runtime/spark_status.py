@@ -69,7 +69,8 @@ class SparkStatusReader:
             if isinstance(apps, list) and apps:
                 app = str(apps[0].get("id"))
         if not url or not app:
-            self._say("Spark's UI is off (spark.ui.enabled=false) or not reachable")
+            if sc is not None or self.configured_url:  # else Spark has not started yet
+                self._say("Spark's UI is off (spark.ui.enabled=false) or not reachable")
             return None
         self._app = (f"{url.rstrip('/')}/api/v1/applications/{app}", app)
         return self._app
