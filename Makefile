@@ -139,8 +139,8 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/session_start.py
 	$(PY) bench/table_formats.py
 	$(PY) bench/sessions.py
-	$(PY) bench/table.py
 	$(PY) bench/metrics.py
+	$(PY) bench/table.py
 
 bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/files_incremental.py --quick --repeats 3
@@ -152,8 +152,8 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/session_start.py --repeats 3
 	$(PY) bench/table_formats.py --quick --repeats 3
 	$(PY) bench/sessions.py --repeats 2
-	$(PY) bench/table.py
 	$(PY) bench/metrics.py --quick --repeats 3
+	$(PY) bench/table.py
 
 clean:
 	rm -rf $(VENV) $(CLIENTS) $(DEMO) .sparkmark build

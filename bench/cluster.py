@@ -81,8 +81,12 @@ def main() -> None:
     key = "P1c_quick" if opts.quick else "P1c"
     record(
         {
-            key: {"value": round(p1c, 3), "goal": "<= 1.2", "met": p1c <= 1.2},
-            f"{key}_cluster_over_local": round(on_cluster[0] / on_local[0], 3),
+            key: {
+                "value": round(p1c, 3),
+                "goal": "<= 1.2",
+                "met": p1c <= 1.2,
+                "cluster_over_local": round(on_cluster[0] / on_local[0], 3),
+            },
         },
         {key: {"files": partitions * per, "new": len(new), "workers": 2}},
     )

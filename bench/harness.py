@@ -16,10 +16,12 @@ def record(entries: dict, sizes: dict) -> None:
     LATEST.parent.mkdir(exist_ok=True)
     doc = json.loads(LATEST.read_text()) if LATEST.exists() else {}
     today = time.strftime("%Y-%m-%d")
-    for entry in entries.values():
-        if isinstance(entry, dict):
-            entry.setdefault("date", today)
-    doc.update(entries)
+    for key, entry in entries.items():
+        missing = {"value", "goal", "met"} - set(entry) if isinstance(entry, dict) else {"a dict"}
+        if missing:  # every figure is kept in one shape, so bench/table.py can list it
+            raise ValueError(f"figure {key} lacks {', '.join(sorted(missing))}")
+        entry.setdefault("date", today)
+    doc.update(entries)  # keys not measured this time stay as they were
     doc.setdefault("sizes", {}).update(sizes)
     LATEST.write_text(json.dumps(doc, indent=2, sort_keys=True))
 

@@ -36,6 +36,12 @@ ORDER = [
     "T1",
     "T2",
     "T3",
+    "K1",
+    "A1",
+    "L1",
+    "Q2",
+    "M1",
+    "M2",
 ]
 
 
@@ -43,15 +49,20 @@ def main() -> None:
     if not LATEST.exists():
         sys.exit(f"no results yet: {LATEST}")
     doc = json.loads(Path(LATEST).read_text())
-    keys = [k for k in ORDER if isinstance(doc.get(k), dict) and "value" in doc[k]]
-    keys += sorted(k for k, v in doc.items() if isinstance(v, dict) and "value" in v and k not in keys)
-    print(f"{'key':<6}{'value':>12}  {'goal':<48}{'met':>5}")
+    figures = {k: v for k, v in doc.items() if k != "sizes"}
+    misshapen = sorted(k for k, v in figures.items() if not isinstance(v, dict) or "value" not in v)
+    keys = [k for k in ORDER if k in figures and k not in misshapen]
+    keys += sorted(k for k in figures if k not in keys and k not in misshapen)
+    print(f"{'figure':<36}{'value':>10}  {'goal':<46}{'met':>5}  date")
     for key in keys:
-        entry = doc[key]
+        entry = figures[key]
         met = {True: "yes", False: "NO", None: "-"}.get(entry.get("met"), "-")
-        print(f"{key:<6}{entry['value']!s:>12}  {entry.get('goal', '')!s:<48}{met:>5}")
-    missed = [k for k in keys if doc[k].get("met") is False]
+        goal = str(entry.get("goal", ""))[:45]
+        print(f"{key:<36}{entry['value']!s:>10}  {goal:<46}{met:>5}  {entry.get('date', '?')}")
+    missed = [k for k in keys if figures[k].get("met") is False]
     print(f"{len(keys)} figures, {len(missed)} missed" + (f": {', '.join(missed)}" if missed else ""))
+    if misshapen:
+        sys.exit(f"figures without a value: {', '.join(misshapen)}")
 
 
 if __name__ == "__main__":
