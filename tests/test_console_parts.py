@@ -332,3 +332,26 @@ def test_no_help_text_shows_a_type_on_a_flag_or_breaks_a_sentence():
         assert "<bool>" not in helped(*args), args
     line = next(x for x in helped("bookmark").splitlines() if " preview " in x)
     assert "already processed" in line  # the whole summary on its one line
+
+
+def test_a_runs_glue_metrics_are_shown_in_the_tables_order_with_units():
+    from sparkmark.console.figures import glue_figures
+
+    shown = glue_figures(
+        {
+            "sparkmark.bookmark.filesRead": 3.0,
+            "glue.driver.aggregate.elapsedTime": 4228.0,
+            "glue.driver.aggregate.bytesRead": 2672.0,
+            "glue.error.QUERY_ERROR": 1.0,
+            "glue.driver.workerUtilization": 0.0835,
+            "not.a.glue.metric": 5.0,
+        }
+    )
+    assert [(f.name, f.value) for f in shown] == [
+        ("glue.driver.aggregate.bytesRead", "2.6 KiB (2,672 bytes)"),
+        ("glue.driver.aggregate.elapsedTime", "4.23 s"),
+        ("glue.driver.workerUtilization", "0.0835"),
+        ("glue.error.QUERY_ERROR", "1"),
+        ("sparkmark.bookmark.filesRead", "3"),
+    ]
+    assert all(f.meaning for f in shown)

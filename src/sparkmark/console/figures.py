@@ -196,8 +196,6 @@ def glue_value(unit: str, value: float) -> str:
         return f"{value / 1000:.2f} s"
     if unit == "Gigabytes":
         return f"{value:,.2f} GB"
-    if unit == "Percent" and value <= 1 and "percentage" not in unit:
-        return f"{value:.4g}"
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"
 
 
