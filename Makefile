@@ -140,6 +140,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/table_formats.py
 	$(PY) bench/sessions.py
 	$(PY) bench/metrics.py
+	$(PY) bench/state_growth.py --postgres
 	$(PY) bench/table.py
 
 bench-quick: install services jars clients $(VENV)/.bench
@@ -153,6 +154,7 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/table_formats.py --quick --repeats 3
 	$(PY) bench/sessions.py --repeats 2
 	$(PY) bench/metrics.py --quick --repeats 3
+	$(PY) bench/state_growth.py --quick
 	$(PY) bench/table.py
 
 clean:
