@@ -90,21 +90,28 @@ def state_bytes(store: StateStore) -> int:
         return conn.execute(text("SELECT pg_total_relation_size('sm_file_entries')")).scalar()
 
 
+def commits_and_load(store: StateStore, job: str, batches: list[list[FileEntry]]):
+    """Each batch committed and, alternately, inserted bare (the floor); then the time
+    to load the source's processed files and how many there are."""
+    commits, floors = [], []
+    for batch in batches:  # alternate the two measurements
+        floors.append(floor(store, batch))
+        commits.append(commit(store, job, batch))
+    latest = store.latest_version(job)
+    began = time.perf_counter()
+    loaded = store.processed_files(job, "src", latest.lineage)
+    return commits, floors, time.perf_counter() - began, loaded
+
+
 def scenario(name: str, store: StateStore, tracked: int, added: int, repeats: int) -> dict:
     job = f"bench_{uuid.uuid4().hex[:6]}"
     chunk = 100_000
     for start in range(0, tracked, chunk):
         commit(store, job, entries(f"seed{start}", min(chunk, tracked - start)))
     size = state_bytes(store)
-    commits, floors = [], []
-    for r in range(repeats):  # alternate the two measurements
-        batch = entries(f"new{r}", added)
-        floors.append(floor(store, batch))
-        commits.append(commit(store, job, batch))
-    latest = store.latest_version(job)
-    began = time.perf_counter()
-    loaded = store.processed_files(job, "src", latest.lineage)
-    load = time.perf_counter() - began
+    commits, floors, load, loaded = commits_and_load(
+        store, job, [entries(f"new{r}", added) for r in range(repeats)]
+    )
     result = {
         "backend": name,
         "tracked": tracked,

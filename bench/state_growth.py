@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import psycopg
 
-from commit_cost import PG, commit, floor, state_bytes
+from commit_cost import PG, commit, commits_and_load, state_bytes
 from harness import record
 from sparkmark.engine.models import FileEntry
 from sparkmark.engine.store import StateStore
@@ -56,15 +56,8 @@ def measure(name: str, store: StateStore, tracked: int) -> dict:
         commit(store, job, files("seed", start, min(CHUNK, tracked - start), tracked))
     seeding = time.perf_counter() - began
     size = state_bytes(store)
-    commits, floors = [], []
-    for r in range(3):
-        batch = files(f"new{r}", 0, ADDED, tracked)
-        floors.append(floor(store, batch))
-        commits.append(commit(store, job, batch))
-    latest = store.latest_version(job)
-    began = time.perf_counter()
-    loaded = store.processed_files(job, "src", latest.lineage)
-    load = time.perf_counter() - began
+    batches = [files(f"new{r}", 0, ADDED, tracked) for r in range(3)]
+    commits, floors, load, loaded = commits_and_load(store, job, batches)
     return {
         "backend": name,
         "tracked": tracked,
