@@ -37,6 +37,17 @@ def _env(work: Path) -> dict[str, str]:
         SPARK_LOG_DIR=str(work / "logs"),
         SPARK_WORKER_DIR=str(work / "work"),
         SPARK_NO_DAEMONIZE="1",
+        # Each executor gets its own copy of every jar an application ships (with the
+        # connectors, hundreds of MB): a finished application's folder is removed after
+        # a minute, not Spark's seven days.
+        SPARK_WORKER_OPTS=" ".join(
+            [
+                os.environ.get("SPARK_WORKER_OPTS", ""),
+                "-Dspark.worker.cleanup.enabled=true",
+                "-Dspark.worker.cleanup.interval=60",
+                "-Dspark.worker.cleanup.appDataTtl=60",
+            ]
+        ).strip(),
     )
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     return env
@@ -48,6 +59,7 @@ class SparkCluster:
     ui_url: str
     master: ServerProcess
     workers: list[ServerProcess] = field(default_factory=list)
+    work: Path | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -67,6 +79,10 @@ class SparkCluster:
         for worker in self.workers:
             worker.stop()
         self.master.stop()
+        if self.work is not None:
+            # The executors' copies of shipped jars; their logs stay.
+            for jar in self.work.glob("worker-*/app-*/*/*.jar"):
+                jar.unlink(missing_ok=True)
 
 
 def start_cluster(
@@ -91,7 +107,7 @@ def start_cluster(
         work / "master.log",
         env=env,
     )
-    cluster = SparkCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", master)
+    cluster = SparkCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", master, work=work)
     try:
         master.wait_until(lambda: _answers(cluster), 60, "listening")
         for n in range(workers):
