@@ -87,7 +87,11 @@ def state_bytes(store: StateStore) -> int:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return sum(os.path.getsize(p) for p in (base, base + "-wal") if os.path.exists(p))
     with store.engine.connect() as conn:
-        return conn.execute(text("SELECT pg_total_relation_size('sm_file_entries')")).scalar()
+        # Every table of a source's per-file state, with its indexes and TOAST.
+        return sum(
+            conn.execute(text(f"SELECT pg_total_relation_size('{table}')")).scalar()
+            for table in ("sm_files", "sm_folders", "sm_version_files", "sm_dir_entries")
+        )
 
 
 def commits_and_load(store: StateStore, job: str, batches: list[list[FileEntry]]):

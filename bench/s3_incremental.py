@@ -3,7 +3,9 @@
 P8: an incremental run that finds 100 new objects among 10,000 in 100 Hive partitions
     on the local S3 API server (read JSON from S3, write Parquet to S3): sparkmark ÷ the
     floor (plain Spark reading exactly the 100 new keys, handed over as explicit s3a://
-    paths, and writing the same Parquet). Goal ≤ 1.3. Also recorded: the listing's share
+    paths, and writing the same Parquet). Goal ≤ 1.3. Also recorded: the LIST requests
+    one run's listing makes, counted in the server's own request log, against the fewest
+    the layout allows (one flat listing, 1,000 keys a page); the listing's share
     of sparkmark's run, and the same run writing through the exactly-once sink (staged,
     then published by server-side copy) with the publish step's share.
 
@@ -42,6 +44,17 @@ from sparkmark.spark import create_session
 
 BUCKET = "bench"
 PARTITIONS = 100
+PAGE = 1000  # keys in one ListObjectsV2 answer at most
+
+
+def list_requests(log: Path) -> int:
+    """The bucket-listing GETs the S3 server has logged so far (ListObjects and
+    ListObjectsV2 are GETs of the bucket with a query; an object GET has a key)."""
+    count = 0
+    for line in log.read_text(errors="replace").splitlines():
+        if f'"GET /{BUCKET}?' in line or f'"GET /{BUCKET}/?' in line:
+            count += 1
+    return count
 
 
 def populate(client, per_partition: int) -> None:
@@ -144,6 +157,14 @@ def main() -> None:
             df.write.mode("overwrite").parquet(f"s3a://{BUCKET}/out/floor")
 
         floor(), sparkmark_run(False)()  # warm up
+        log = work / "moto.log"
+        before = list_requests(log)
+        plan_only = FileLister().list([root])  # the listing alone, as a run makes it
+        listing_lists = list_requests(log) - before
+        before = list_requests(log)
+        sparkmark_run(False)()
+        run_lists = list_requests(log) - before
+        fewest = -(-len(plan_only.files) // PAGE)
         listing_seconds.clear()
         a, b, c = [], [], []
         for i in range(opts.repeats):
@@ -157,7 +178,8 @@ def main() -> None:
         print(
             f"P8 sparkmark {med['sparkmark']:.2f}s / floor {med['floor']:.2f}s = {p8:.3f} (goal <= 1.3); "
             f"listing {listing:.2f}s = {listing / med['sparkmark']:.0%} of the run; "
-            f"with the exactly-once sink {med['sink']:.2f}s, its commit and publish {publish:.2f}s"
+            f"with the exactly-once sink {med['sink']:.2f}s, its commit and publish {publish:.2f}s; "
+            f"LIST requests: the listing {listing_lists}, the whole run {run_lists}, fewest {fewest}"
         )
         record(
             {
@@ -169,6 +191,9 @@ def main() -> None:
                     "listing_seconds": round(listing, 3),
                     "listing_share": round(listing / med["sparkmark"], 3),
                     "sink_commit_publish_seconds": round(publish, 3),
+                    "list_requests_listing": listing_lists,
+                    "list_requests_run": run_lists,
+                    "list_requests_fewest": fewest,
                 }
             },
             {"P8_objects": PARTITIONS * per, "P8_new": len(new), "P8_repeats": opts.repeats},

@@ -42,7 +42,7 @@ def commit_files(store, job, run_id, names, ctx="src"):
 
 def file_rows(store) -> int:
     with store.engine.connect() as conn:
-        return conn.execute(select(func.count()).select_from(t.file_entries)).scalar()
+        return conn.execute(select(func.count()).select_from(t.files)).scalar()
 
 
 def test_extend_lineage():
@@ -303,9 +303,11 @@ def test_a_version_2_store_is_migrated_to_hold_outputs(tmp_path):
     store.close()
 
 
-def test_a_version_3_store_gains_etags_and_keeps_its_entries(tmp_path):
-    """Before object storage (schema 3) file entries had no ETag: the migration adds the
-    column, old entries read with no ETag and still match by mtime and size."""
+def test_a_version_3_store_keeps_its_entries_through_every_migration(tmp_path):
+    """Before object storage (schema 3) file entries had no ETag, and until schema 10
+    each row held its whole path. Opening such a store moves every entry into folders
+    and names: each path reads back with its mtime, size and version, no ETag, and each
+    version's count is kept."""
     from sqlalchemy import create_engine, inspect
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
@@ -320,12 +322,36 @@ def test_a_version_3_store_gains_etags_and_keeps_its_entries(tmp_path):
         conn.execute(t.schema_info.insert().values(name="schema_version", value="3"))
         t._v2(conn)
         t._v3(conn)
-    assert "etag" not in {c["name"] for c in inspect(engine).get_columns("sm_file_entries")}
+        conn.execute(t.sources.insert().values(source_id=1, job_name="old", ctx="src"))
+        conn.exec_driver_sql(
+            "INSERT INTO sm_file_entries VALUES "
+            "(1, 1, 's3://b/t/dt=1/a.json', 10, 100), (1, 1, 's3://b/t/dt=2/b.json', 20, 200), "
+            "(1, 2, 's3://b/t/dt=1/a.json', 11, 101), (1, 2, 's3://b/t/top.json', 30, 300)"
+        )
     engine.dispose()
     store = StateStore(url)
-    assert "etag" in {c["name"] for c in inspect(store.engine).get_columns("sm_file_entries")}
+    tables = set(inspect(store.engine).get_table_names())
+    assert "sm_file_entries" not in tables and {"sm_files", "sm_folders"} <= tables
     with store.engine.connect() as conn:
         assert t.stored_version(conn) == t.SCHEMA_VERSION
+    assert {
+        p: (e.mtime_ms, e.size, e.etag, e.version)
+        for p, e in store.processed_files("old", "src", ((1, 2),)).items()
+    } == {
+        "s3://b/t/dt=1/a.json": (11, 101, None, 2),
+        "s3://b/t/dt=2/b.json": (20, 200, None, 1),
+        "s3://b/t/top.json": (30, 300, None, 2),
+    }
+    # Version 1's state alone: the first a.json.
+    assert store.processed_files("old", "src", ((1, 1),))["s3://b/t/dt=1/a.json"].mtime_ms == 10
+    assert store.files_recorded("old", [1, 2, 3]) == {(1, "src"): 2, (2, "src"): 2}
+    # Three folders, each path once.
+    with store.engine.connect() as conn:
+        assert sorted(conn.execute(select(t.folders.c.path)).scalars()) == [
+            "s3://b/t/",
+            "s3://b/t/dt=1/",
+            "s3://b/t/dt=2/",
+        ]
     store.close()
 
 

@@ -30,6 +30,7 @@ from .models import (
     BookmarkVersion,
     CompactionResult,
     CtxCommit,
+    FileEntry,
     Lineage,
     RunRecord,
     RunState,
@@ -219,22 +220,8 @@ class BookmarkStore(FileStateStore):
                 self._insert_ctx_states(conn, run.job_name, new_version, states)
                 for c in commits:
                     source_id = self._source(conn, run.job_name, c.ctx, create=True)
-                    rows.insert_many(
-                        conn,
-                        t.file_entries,
-                        (
-                            {
-                                "source_id": source_id,
-                                "version": new_version,
-                                "path": f.path,
-                                "mtime_ms": f.mtime_ms,
-                                "size": f.size,
-                                "etag": f.etag,
-                                "content_sha256": f.content_sha256,
-                            }
-                            for f in c.files
-                        ),
-                    )
+                    assert source_id is not None
+                    self._write_files(conn, source_id, new_version, c.files)
                     rows.insert_many(
                         conn,
                         t.dir_entries,
@@ -358,23 +345,15 @@ class BookmarkStore(FileStateStore):
                 )
             )
             self._insert_ctx_states(conn, job_name, version, current.ctx_states)
-            fe, de = t.file_entries.c, t.dir_entries.c
+            fi, de = t.files.c, t.dir_entries.c
             before = after = dropped = 0
             sources = conn.execute(
                 select(t.sources.c.source_id, t.sources.c.ctx).where(t.sources.c.job_name == job_name)
             ).all()
             for source_id, ctx in sources:
-                latest = self._latest(
-                    conn,
-                    t.file_entries,
-                    "path",
-                    ("mtime_ms", "size", "etag", "content_sha256"),
-                    source_id,
-                    current.lineage,
-                )
-                before += conn.execute(
-                    select(func.count()).select_from(t.file_entries).where(fe.source_id == source_id)
-                ).scalar_one()
+                latest = self._latest_files(conn, source_id, current.lineage)
+                own = fi.folder_id.in_(self._source_folders(source_id))
+                before += conn.execute(select(func.count()).select_from(t.files).where(own)).scalar_one()
                 kept = {p: v for p, v in latest.items() if keep is None or keep(ctx, p)}
                 dropped += len(latest) - len(kept)
                 after += len(kept)
@@ -383,23 +362,14 @@ class BookmarkStore(FileStateStore):
                 )
                 # A folder some of whose files were dropped no longer matches its digest.
                 thinned = {p.rsplit("/", 1)[0] for p in latest if p not in kept}
-                conn.execute(t.file_entries.delete().where(fe.source_id == source_id))
+                conn.execute(t.files.delete().where(own))
+                conn.execute(t.version_files.delete().where(t.version_files.c.source_id == source_id))
                 conn.execute(t.dir_entries.delete().where(de.source_id == source_id))
-                rows.insert_many(
+                self._write_files(
                     conn,
-                    t.file_entries,
-                    (
-                        {
-                            "source_id": source_id,
-                            "version": version,
-                            "path": p,
-                            "mtime_ms": m,
-                            "size": z,
-                            "etag": e,
-                            "content_sha256": h,
-                        }
-                        for p, (m, z, e, h) in kept.items()
-                    ),
+                    source_id,
+                    version,
+                    (FileEntry(p, m, z, e, h) for p, (m, z, e, h, _) in kept.items()),
                 )
                 rows.insert_many(
                     conn,

@@ -1,21 +1,32 @@
-"""The per-file state under bookmark versions, as runs and doors read it: each path's
-latest processed entry in a lineage, the folders' marks, a version's committed files
-and pages of them. Reads only; ``bookmark_store`` writes."""
+"""The per-file state under bookmark versions: each path's latest processed entry in a
+lineage, the folders' marks, a version's committed files and pages of them, and the
+writing of a commit's files. A file is stored as its folder's number and its name
+(``schema.files``); the folder's path is in ``schema.folders`` once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Iterable, Iterator
 
-from sqlalchemy import Connection, Engine, and_, false, func, insert, or_, select
+from sqlalchemy import Connection, Engine, and_, false, func, insert, literal, or_, select, tuple_
 
+from . import rows
 from . import schema as t
-from .models import BookmarkVersion, CommittedFile, Lineage, ProcessedFiles
+from .models import BookmarkVersion, CommittedFile, FileEntry, Lineage, ProcessedFiles, Recorded
+from .schema import split_path
+
+IN_LIST = 500  # folder numbers in one IN (...)
 
 
 def lineage_clause(column, lineage: Lineage):
     if not lineage:
         return false()
     return or_(*[column.between(lo, hi) for lo, hi in lineage])
+
+
+def _chunks(values: list, size: int) -> Iterator[list]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 class FileStateStore:
@@ -30,15 +41,105 @@ class FileStateStore:
         wanted = sorted(set(versions))
         if not wanted:
             return {}
-        fe, src = t.file_entries.c, t.sources.c
+        vf, src = t.version_files.c, t.sources.c
         query = (
-            select(fe.version, src.ctx, func.count())
-            .join_from(t.file_entries, t.sources, src.source_id == fe.source_id)
-            .where(src.job_name == job_name, fe.version.in_(wanted))
-            .group_by(fe.version, src.ctx)
+            select(vf.version, src.ctx, vf.files)
+            .join_from(t.version_files, t.sources, src.source_id == vf.source_id)
+            .where(src.job_name == job_name, vf.version.in_(wanted))
         )
         with self.engine.connect() as conn:
             return {(version, ctx): count for version, ctx, count in conn.execute(query)}
+
+    # -- writing ---------------------------------------------------------------------
+
+    def _write_files(self, conn: Connection, source_id: int, version: int, files: Iterable[FileEntry]) -> int:
+        """Record ``files`` under ``version``: their folders are numbered once per
+        source, each file is a row of (folder, name). Returns how many were written."""
+        entries = list(files)
+        if not entries:
+            return 0
+        split = [split_path(f.path) for f in entries]
+        ids = self._folder_ids(conn, source_id, {folder for folder, _ in split})
+        rows.copy_many(
+            conn,
+            t.files,
+            ("folder_id", "name", "version", "mtime_ms", "size", "etag", "content_sha256"),
+            (
+                (ids[folder], name, version, f.mtime_ms, f.size, f.etag, f.content_sha256)
+                for (folder, name), f in zip(split, entries, strict=True)
+            ),
+        )
+        conn.execute(insert(t.version_files).values(source_id=source_id, version=version, files=len(entries)))
+        return len(entries)
+
+    @staticmethod
+    def _folder_ids(conn: Connection, source_id: int, paths: set[str]) -> dict[str, int]:
+        """The numbers of ``paths`` among the source's folders, numbering the new ones."""
+        fo = t.folders.c
+        found: dict[str, int] = {}
+        for chunk in _chunks(sorted(paths), IN_LIST):
+            found.update(
+                conn.execute(
+                    select(fo.path, fo.folder_id).where(fo.source_id == source_id, fo.path.in_(chunk))
+                ).all()
+            )
+        missing = sorted(paths - found.keys())
+        if missing:
+            rows.insert_many(conn, t.folders, ({"source_id": source_id, "path": p} for p in missing))
+            for chunk in _chunks(missing, IN_LIST):
+                found.update(
+                    conn.execute(
+                        select(fo.path, fo.folder_id).where(fo.source_id == source_id, fo.path.in_(chunk))
+                    ).all()
+                )
+        return found
+
+    # -- reading ---------------------------------------------------------------------
+
+    @staticmethod
+    def _folders(conn: Connection, source_id: int) -> dict[int, str]:
+        fo = t.folders.c
+        return dict(conn.execute(select(fo.folder_id, fo.path).where(fo.source_id == source_id)).all())
+
+    @staticmethod
+    def _source_folders(source_id: int):
+        return select(t.folders.c.folder_id).where(t.folders.c.source_id == source_id).scalar_subquery()
+
+    def _latest_files(
+        self, conn: Connection, source_id: int, lineage: Lineage, folder_ids: list[int] | None = None
+    ) -> dict[str, Recorded]:
+        """Each path's latest (mtime, size, etag, sha256, version) in ``lineage``, of the
+        whole source or of the folders numbered ``folder_ids``. The rows come in key
+        order (folder, name, version), so a path's last row is its latest."""
+        paths = self._folders(conn, source_id)
+        fi = t.files.c
+        query = select(
+            fi.folder_id, fi.name, fi.mtime_ms, fi.size, fi.etag, fi.content_sha256, fi.version
+        ).where(lineage_clause(fi.version, lineage))
+        if folder_ids is None:
+            selections = [query.where(fi.folder_id.in_(self._source_folders(source_id)))]
+        else:
+            selections = [
+                query.where(fi.folder_id.in_(chunk)) for chunk in _chunks(sorted(folder_ids), IN_LIST)
+            ]
+        latest: dict[str, Recorded] = {}
+        for selection in selections:
+            ordered = selection.order_by(fi.folder_id, fi.name, fi.version)
+            for folder_id, name, mtime, size, etag, sha, version in conn.execute(ordered):
+                latest[paths[folder_id] + name] = (mtime, size, etag, sha, version)
+        return latest
+
+    def _committed(self, job_name: str):
+        """Per-file rows with their folder's path and the run and time of the version
+        that recorded each."""
+        fi, fo, bv = t.files.c, t.folders.c, t.bookmark_versions.c
+        return (
+            select(
+                fo.path.label("folder"), fi.name, fi.mtime_ms, fi.size, fi.version, bv.run_id, bv.created_at
+            )
+            .join_from(t.files, t.folders, fo.folder_id == fi.folder_id)
+            .join(t.bookmark_versions, and_(bv.job_name == job_name, bv.version == fi.version))
+        )
 
     def file_page(
         self,
@@ -50,51 +151,45 @@ class FileStateStore:
         after: str | None = None,
         limit: int = 50,
     ) -> list[CommittedFile]:
-        """One page of ``ctx``'s per-file state in ``version``, in path order: the paths
-        after ``after`` (whose text holds ``contains``, when given), each with its latest
-        entry. Walks the (source, path) index, so a page costs its own rows."""
+        """One page of ``ctx``'s per-file state in ``version``, in order of folder then
+        name: the paths after ``after`` (whose text holds ``contains``, when given), each
+        with its latest entry. Walks the folders' (source, path) index and each folder's
+        range of the files' key, so a page costs its own rows."""
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not version.lineage:
                 return []
-            fe = t.file_entries.c
-            query = select(fe.path, func.max(fe.version).label("version")).where(
-                fe.source_id == source_id, lineage_clause(fe.version, version.lineage)
+            fi, fo = t.files.c, t.folders.c
+            query = (
+                select(fo.path, fi.name, func.max(fi.version).label("version"))
+                .join_from(t.files, t.folders, fo.folder_id == fi.folder_id)
+                .where(fo.source_id == source_id, lineage_clause(fi.version, version.lineage))
             )
             if after is not None:
-                query = query.where(fe.path > after)
+                query = query.where(
+                    tuple_(fo.path, fi.name) > tuple_(*(literal(v) for v in split_path(after)))
+                )
             if contains:
-                query = query.where(fe.path.contains(contains, autoescape=True))
-            found = dict(conn.execute(query.group_by(fe.path).order_by(fe.path).limit(limit)).all())
-            if not found:
+                query = query.where((fo.path + fi.name).contains(contains, autoescape=True))
+            page = conn.execute(
+                query.group_by(fo.path, fi.name).order_by(fo.path, fi.name).limit(limit)
+            ).all()
+            if not page:
                 return []
-            # Each path's latest row, looked up on the primary key (source, version, path):
-            # the page's versions times its paths, the pairs kept below.
-            rows = conn.execute(
-                self._committed(job_name, source_id).where(
-                    fe.version.in_(set(found.values())), fe.path.in_(list(found))
+            wanted = {(folder, name): v for folder, name, v in page}
+            found = conn.execute(
+                self._committed(job_name).where(
+                    fo.source_id == source_id,
+                    fi.version.in_(set(wanted.values())),
+                    tuple_(fo.path, fi.name).in_(list(wanted)),
                 )
             ).all()
         files = [
-            CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at)
-            for r in rows
-            if found.get(r.path) == r.version
+            CommittedFile(r.folder + r.name, r.mtime_ms, r.size, r.version, r.run_id, r.created_at)
+            for r in found
+            if wanted.get((r.folder, r.name)) == r.version
         ]
-        return sorted(files, key=lambda f: f.path)
-
-    @staticmethod
-    def _committed(job_name: str, source_id: int):
-        """A source's per-file rows, each with the run and time of the version that recorded it."""
-        fe, bv = t.file_entries.c, t.bookmark_versions.c
-        return (
-            select(fe.path, fe.mtime_ms, fe.size, fe.version, bv.run_id, bv.created_at)
-            .join_from(
-                t.file_entries,
-                t.bookmark_versions,
-                and_(bv.job_name == job_name, bv.version == fe.version),
-            )
-            .where(fe.source_id == source_id)
-        )
+        return sorted(files, key=lambda f: split_path(f.path))
 
     @staticmethod
     def _source(conn: Connection, job_name: str, ctx: str, *, create: bool = False) -> int | None:
@@ -109,36 +204,15 @@ class FileStateStore:
 
     @staticmethod
     def _latest(
-        conn: Connection,
-        table,
-        key: str,
-        values: tuple[str, ...],
-        source_id: int,
-        lineage: Lineage,
-        where=None,
-        by_key: bool = False,
+        conn: Connection, table, key: str, values: tuple[str, ...], source_id: int, lineage: Lineage
     ) -> dict[str, tuple]:
-        """Each key's latest row in ``lineage``: later versions overwrite earlier ones.
-
-        ``by_key``: ``where`` narrows the key to a range, to be read through the key's
-        index. The rows then come in key order and the latest version of each key is
-        kept here: ordered by version, SQLite would walk the table's (source, version)
-        key instead, which the lineage covers whole, and read every row of the source."""
+        """Each key's latest row of a per-source table keyed by version (the folders'
+        marks) in ``lineage``: later versions overwrite earlier ones."""
         c = table.c
-        query = select(c[key], *[c[v] for v in values], c.version).where(
+        query = select(c[key], *[c[v] for v in values]).where(
             c.source_id == source_id, lineage_clause(c.version, lineage)
         )
-        if where is not None:
-            query = query.where(where)
-        if not by_key:
-            return {row[0]: tuple(row[1:-1]) for row in conn.execute(query.order_by(c.version)).all()}
-        latest: dict[str, tuple] = {}
-        newest: dict[str, int] = {}
-        for row in conn.execute(query.order_by(c[key])).all():
-            if row[-1] >= newest.get(row[0], -1):
-                newest[row[0]] = row[-1]
-                latest[row[0]] = tuple(row[1:-1])
-        return latest
+        return {row[0]: tuple(row[1:]) for row in conn.execute(query.order_by(c.version)).all()}
 
     def processed_files(
         self, job_name: str, ctx: str, lineage: Lineage, folders: Iterable[str] | None = None
@@ -151,29 +225,20 @@ class FileStateStore:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return ProcessedFiles({})
-            columns = ("mtime_ms", "size", "etag", "content_sha256", "version")
             if folders is None:
-                return ProcessedFiles(self._latest(conn, t.file_entries, "path", columns, source_id, lineage))
-            # One range query a folder, each a seek in the (source, path) index.
-            latest: dict[str, tuple] = {}
+                return ProcessedFiles(self._latest_files(conn, source_id, lineage))
+            known = sorted((path, folder_id) for folder_id, path in self._folders(conn, source_id).items())
+            keys = [path for path, _ in known]
+            wanted: set[int] = set()
             for folder in folders:
-                where = self._below(folder)
-                latest.update(
-                    self._latest(
-                        conn, t.file_entries, "path", columns, source_id, lineage, where, by_key=True
-                    )
-                )
-        return ProcessedFiles(latest)
-
-    def _below(self, folder: str):
-        """The paths under ``folder``, as one index range (one seek per folder: an OR of
-        several ranges made SQLite read every row of the source)."""
-        path = t.file_entries.c.path
-        prefix = folder.rstrip("/") + "/"
-        if self.dialect == "sqlite":  # binary order: exactly the paths under the folder
-            return and_(path >= prefix, path < prefix[:-1] + "0")
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return path.like(escaped + "%", escape="\\")
+                prefix = folder.rstrip("/") + "/"
+                at = bisect.bisect_left(keys, prefix)
+                while at < len(keys) and keys[at].startswith(prefix):
+                    wanted.add(known[at][1])
+                    at += 1
+            if not wanted:
+                return ProcessedFiles({})
+            return ProcessedFiles(self._latest_files(conn, source_id, lineage, sorted(wanted)))
 
     def processed_dirs(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, int]:
         """Each fully processed leaf folder's mtime in a version with this lineage."""
@@ -197,13 +262,14 @@ class FileStateStore:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not version.lineage:
                 return []
-            fe = t.file_entries.c
-            rows = conn.execute(
-                self._committed(job_name, source_id)
-                .where(lineage_clause(fe.version, version.lineage))
-                .order_by(fe.version)
+            fi, fo = t.files.c, t.folders.c
+            found = conn.execute(
+                self._committed(job_name)
+                .where(fo.source_id == source_id, lineage_clause(fi.version, version.lineage))
+                .order_by(fi.version)
             )
             latest: dict[str, CommittedFile] = {}
-            for r in rows:
-                latest[r.path] = CommittedFile(r.path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at)
+            for r in found:
+                path = r.folder + r.name
+                latest[path] = CommittedFile(path, r.mtime_ms, r.size, r.version, r.run_id, r.created_at)
         return sorted(latest.values(), key=lambda f: f.path)

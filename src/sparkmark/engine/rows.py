@@ -61,6 +61,20 @@ def insert_many(conn: Connection, table, rows: Iterable[dict]) -> None:
         conn.execute(insert(table), batch)
 
 
+def copy_many(conn: Connection, table, columns: tuple[str, ...], rows: Iterable[tuple]) -> None:
+    """Insert ``rows`` (tuples in the order of ``columns``) in the connection's
+    transaction: through PostgreSQL's COPY when the driver is psycopg (a 10,000-row
+    commit in a fraction of the time a multi-row INSERT takes), as INSERTs otherwise."""
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+        names = ", ".join(f'"{c}"' for c in columns)
+        raw = conn.connection.driver_connection
+        with raw.cursor() as cursor, cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:  # type: ignore[union-attr]
+            for row in rows:
+                copy.write_row(row)
+        return
+    insert_many(conn, table, (dict(zip(columns, row, strict=True)) for row in rows))
+
+
 def job_exists(conn: Connection, job_name: str) -> bool:
     for table in (t.runs, t.bookmark_versions):
         found = conn.execute(select(table.c.job_name).where(table.c.job_name == job_name).limit(1)).first()

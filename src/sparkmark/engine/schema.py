@@ -25,8 +25,10 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    func,
     inspect,
     select,
+    tuple_,
 )
 
 
@@ -141,8 +143,8 @@ sources = Table(
     UniqueConstraint("job_name", "ctx", name="uq_sm_sources_job_ctx"),
 )
 
-# One row per file a commit processed. Rows are only ever inserted; which rows make
-# up a version's state is decided by that version's lineage.
+# Versions 1 to 9 kept one row per file a commit processed here, the whole path in each
+# row and twice more in indexes; version 10 moved them into sm_folders and sm_files.
 file_entries = Table(
     "sm_file_entries",
     metadata,
@@ -154,6 +156,44 @@ file_entries = Table(
     Column("etag", String(128)),  # version 4: object stores' entity tag
     Column("content_sha256", String(64)),  # version 5: modifiedFiles=new-bytes sources
     sqlite_with_rowid=False,
+)
+
+# The folders of a source's processed files, each path once (ending in "/"): a file's
+# row names its folder by number. (Version 10.)
+folders = Table(
+    "sm_folders",
+    metadata,
+    Column("folder_id", Integer, primary_key=True, autoincrement=True),
+    Column("source_id", Integer, ForeignKey("sm_sources.source_id"), nullable=False),
+    Column("path", Text, nullable=False),
+    UniqueConstraint("source_id", "path", name="uq_sm_folders_source_path"),
+)
+
+# One row per file a commit processed: its folder's number and its name. Rows are only
+# ever inserted; which rows make up a version's state is decided by that version's
+# lineage. The key is the one index, so a folder's files are one range of it and a row
+# holds the name once. (Version 10.)
+files = Table(
+    "sm_files",
+    metadata,
+    Column("folder_id", Integer, ForeignKey("sm_folders.folder_id"), primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("mtime_ms", BigInteger, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("etag", String(128)),  # object stores' entity tag
+    Column("content_sha256", String(64)),  # modifiedFiles=new-bytes sources
+    sqlite_with_rowid=False,
+)
+
+# How many file rows each version recorded for each source, written with them, so that
+# a version's count is not a scan of every row. (Version 10.)
+version_files = Table(
+    "sm_version_files",
+    metadata,
+    Column("source_id", Integer, ForeignKey("sm_sources.source_id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("files", Integer, nullable=False),
 )
 
 # Leaf directories whose every file was processed, with the directory mtime seen.
@@ -282,6 +322,65 @@ def _v9(conn: Connection) -> None:
     metadata.create_all(conn, tables=[shared_leases])
 
 
+def split_path(path: str) -> tuple[str, str]:
+    """A file's path as (its folder, ending in "/", and its name): folder + name is the path."""
+    cut = path.rfind("/") + 1
+    return path[:cut], path[cut:]
+
+
+def _v10(conn: Connection) -> None:
+    """Per-file state by folder number and name (sm_folders, sm_files), with each
+    version's count (sm_version_files): a row holds its name once, where version 9 held
+    the whole path three times on PostgreSQL and twice on SQLite. The rows are moved in
+    path order, a source at a time."""
+    metadata.create_all(conn, tables=[folders, files, version_files])
+    if not conn.dialect.has_table(conn, file_entries.name):
+        return
+    old = file_entries.c
+    conn.execute(
+        version_files.insert().from_select(
+            ["source_id", "version", "files"],
+            select(old.source_id, old.version, func.count()).group_by(old.source_id, old.version),
+        )
+    )
+    known: dict[tuple[int, str], int] = {}
+    query = select(
+        old.source_id, old.path, old.version, old.mtime_ms, old.size, old.etag, old.content_sha256
+    ).order_by(old.source_id, old.path, old.version)
+    after: tuple | None = None
+    while True:  # pages of the old key's order, so a large store is never held whole
+        page = query if after is None else query.where(tuple_(old.source_id, old.path, old.version) > after)
+        rows = conn.execute(page.limit(20_000)).all()
+        if not rows:
+            break
+        batch = []
+        for row in rows:
+            folder, name = split_path(row.path)
+            folder_id = known.get((row.source_id, folder))
+            if folder_id is None:
+                folder_id = conn.execute(
+                    folders.insert()
+                    .values(source_id=row.source_id, path=folder)
+                    .returning(folders.c.folder_id)
+                ).scalar_one()
+                known[(row.source_id, folder)] = folder_id
+            batch.append(
+                {
+                    "folder_id": folder_id,
+                    "name": name,
+                    "version": row.version,
+                    "mtime_ms": row.mtime_ms,
+                    "size": row.size,
+                    "etag": row.etag,
+                    "content_sha256": row.content_sha256,
+                }
+            )
+        conn.execute(files.insert(), batch)
+        last = rows[-1]
+        after = (last.source_id, last.path, last.version)
+    file_entries.drop(conn)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _v1,
     2: _v2,
@@ -292,6 +391,7 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     7: _v7,
     8: _v8,
     9: _v9,
+    10: _v10,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
