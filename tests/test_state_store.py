@@ -303,22 +303,28 @@ def test_a_version_2_store_is_migrated_to_hold_outputs(tmp_path):
     store.close()
 
 
-def test_a_version_3_store_keeps_its_entries_through_every_migration(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_version_3_store_keeps_its_entries_through_every_migration(backend, request, tmp_path):
     """Before object storage (schema 3) file entries had no ETag, and until schema 10
     each row held its whole path. Opening such a store moves every entry into folders
     and names: each path reads back with its mtime, size and version, no ETag, and each
     version's count is kept."""
     from sqlalchemy import create_engine, inspect
 
-    url = f"sqlite:///{tmp_path / 'old.db'}"
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+    else:
+        from tests.conftest import pg_url
+
+        url = pg_url(request.getfixturevalue("pg_schemas")())
     engine = create_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "CREATE TABLE sm_file_entries (source_id INTEGER NOT NULL, version INTEGER NOT NULL, "
-            "path TEXT NOT NULL, mtime_ms BIGINT NOT NULL, size BIGINT NOT NULL, "
-            "PRIMARY KEY (source_id, version, path)) WITHOUT ROWID"
-        )
         t.metadata.create_all(conn, tables=[tb for tb in t._V1_TABLES if tb is not t.file_entries])
+        conn.exec_driver_sql(
+            "CREATE TABLE sm_file_entries (source_id INTEGER NOT NULL REFERENCES sm_sources (source_id), "
+            "version INTEGER NOT NULL, path TEXT NOT NULL, mtime_ms BIGINT NOT NULL, size BIGINT NOT NULL, "
+            "PRIMARY KEY (source_id, version, path))" + (" WITHOUT ROWID" if backend == "sqlite" else "")
+        )
         conn.execute(t.schema_info.insert().values(name="schema_version", value="3"))
         t._v2(conn)
         t._v3(conn)
