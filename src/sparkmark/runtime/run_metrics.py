@@ -91,7 +91,7 @@ class RunMetrics:
     def _loop(self) -> None:
         if self.reader is not None:
             try:  # Spark's UI answers its first REST request slowly: not as the run ends
-                self.reader.read(self.began)
+                self.reader.warm_up(self.began)
             except Exception as exc:  # noqa: BLE001 - a metric never fails a run
                 log.debug("run %s: Spark's status could not be read: %s", self.run_id, exc)
         while not self._stop.wait(self.interval):
