@@ -458,3 +458,29 @@ def test_unchanged_folders_are_settled_by_their_digest_and_a_rewrite_is_still_fo
     assert [f.name for f in rewritten.increment.selected] == ["0.json"]
     assert rewritten.increment.modified == 1
     assert rewritten.settled == {f"file://{data}/dt=0", f"file://{data}/dt=2"}
+
+
+def test_the_files_of_given_folders_are_read_without_their_siblings(store, job_name):
+    """A run reads the state of the folders it compares: exactly the files in each
+    (a folder named like the start of another, dt=1 beside dt=10, stays out), with a
+    trailing slash or without, and nothing for a folder never recorded."""
+    run = start(store, job_name, "jr_" + "1" * 64)
+    files = [
+        FileEntry("s3://b/t/dt=1/a.json", 1, 10),
+        FileEntry("s3://b/t/dt=1/b.json", 2, 20),
+        FileEntry("s3://b/t/dt=10/c.json", 3, 30),
+        FileEntry("s3://b/t/dt=1/x=2/d.json", 4, 40),
+    ]
+    store.commit(run, [CtxCommit("src", {"type": "files"}, files)], metrics={})
+    lineage = store.latest_version(job_name).lineage
+    assert set(store.processed_files(job_name, "src", lineage, ["s3://b/t/dt=1"])) == {
+        "s3://b/t/dt=1/a.json",
+        "s3://b/t/dt=1/b.json",
+    }
+    both = store.processed_files(job_name, "src", lineage, ["s3://b/t/dt=10/", "s3://b/t/dt=1/x=2"])
+    assert {p: (e.mtime_ms, e.size) for p, e in both.items()} == {
+        "s3://b/t/dt=10/c.json": (3, 30),
+        "s3://b/t/dt=1/x=2/d.json": (4, 40),
+    }
+    assert len(store.processed_files(job_name, "src", lineage, ["s3://b/t/dt=2"])) == 0
+    assert len(store.processed_files(job_name, "src", lineage, [])) == 0

@@ -5,7 +5,6 @@ writing of a commit's files. A file is stored as its folder's number and its nam
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Iterator
 
 from sqlalchemy import Connection, Engine, and_, false, func, insert, literal, or_, select, tuple_
@@ -106,22 +105,20 @@ class FileStateStore:
         return select(t.folders.c.folder_id).where(t.folders.c.source_id == source_id).scalar_subquery()
 
     def _latest_files(
-        self, conn: Connection, source_id: int, lineage: Lineage, folder_ids: list[int] | None = None
+        self, conn: Connection, source_id: int, lineage: Lineage, folders: dict[int, str] | None = None
     ) -> dict[str, Recorded]:
         """Each path's latest (mtime, size, etag, sha256, version) in ``lineage``, of the
-        whole source or of the folders numbered ``folder_ids``. The rows come in key
+        whole source or of the folders given (number → path). The rows come in key
         order (folder, name, version), so a path's last row is its latest."""
-        paths = self._folders(conn, source_id)
+        paths = self._folders(conn, source_id) if folders is None else folders
         fi = t.files.c
         query = select(
             fi.folder_id, fi.name, fi.mtime_ms, fi.size, fi.etag, fi.content_sha256, fi.version
         ).where(lineage_clause(fi.version, lineage))
-        if folder_ids is None:
+        if folders is None:
             selections = [query.where(fi.folder_id.in_(self._source_folders(source_id)))]
         else:
-            selections = [
-                query.where(fi.folder_id.in_(chunk)) for chunk in _chunks(sorted(folder_ids), IN_LIST)
-            ]
+            selections = [query.where(fi.folder_id.in_(chunk)) for chunk in _chunks(sorted(folders), IN_LIST)]
         latest: dict[str, Recorded] = {}
         for selection in selections:
             ordered = selection.order_by(fi.folder_id, fi.name, fi.version)
@@ -219,26 +216,23 @@ class FileStateStore:
     ) -> ProcessedFiles:
         """Each path's latest processed (mtime, size) in a version with this lineage.
 
-        With ``folders``, only entries below those folders are read (at least those:
-        a lookup by exact path never needs more)."""
+        With ``folders``, only the entries of files directly in those folders are read
+        (each folder's number found on the folders' key, then its range of the files'
+        key): what a listing compares, folder by folder."""
         with self.engine.connect() as conn:
             source_id = self._source(conn, job_name, ctx)
             if source_id is None or not lineage:
                 return ProcessedFiles({})
             if folders is None:
                 return ProcessedFiles(self._latest_files(conn, source_id, lineage))
-            known = sorted((path, folder_id) for folder_id, path in self._folders(conn, source_id).items())
-            keys = [path for path, _ in known]
-            wanted: set[int] = set()
-            for folder in folders:
-                prefix = folder.rstrip("/") + "/"
-                at = bisect.bisect_left(keys, prefix)
-                while at < len(keys) and keys[at].startswith(prefix):
-                    wanted.add(known[at][1])
-                    at += 1
+            fo = t.folders.c
+            wanted: dict[int, str] = {}
+            for chunk in _chunks(sorted({f.rstrip("/") + "/" for f in folders}), IN_LIST):
+                found = select(fo.folder_id, fo.path).where(fo.source_id == source_id, fo.path.in_(chunk))
+                wanted.update(conn.execute(found).tuples().all())
             if not wanted:
                 return ProcessedFiles({})
-            return ProcessedFiles(self._latest_files(conn, source_id, lineage, sorted(wanted)))
+            return ProcessedFiles(self._latest_files(conn, source_id, lineage, wanted))
 
     def processed_dirs(self, job_name: str, ctx: str, lineage: Lineage) -> dict[str, int]:
         """Each fully processed leaf folder's mtime in a version with this lineage."""
