@@ -141,6 +141,8 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/sessions.py
 	$(PY) bench/metrics.py
 	$(PY) bench/state_growth.py --postgres
+	$(PY) bench/h2_runs.py
+	$(PY) bench/s3_incremental.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars clients $(VENV)/.bench
@@ -155,6 +157,8 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/sessions.py --repeats 2
 	$(PY) bench/metrics.py --quick --repeats 3
 	$(PY) bench/state_growth.py --quick
+	$(PY) bench/h2_runs.py --quick --repeats 3
+	$(PY) bench/s3_incremental.py --quick --repeats 3
 	$(PY) bench/table.py
 
 clean:
