@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import psycopg
 
 from commit_cost import PG
-from files_incremental import floor_run, increment, seed
+from files_incremental import add_new_files, floor_run, increment, seed
 from harness import record, timed
 from sparkmark.engine.fileplan import now_ms, plan_bookmarked
 from sparkmark.engine.increment import FileSourceOptions
@@ -57,17 +57,6 @@ def make_empty_tree(root: Path, per_partition: int) -> float:
         for n in range(per_partition):
             os.close(os.open(f"{base}/part-{n:05d}.json", flags, 0o644))
     return time.perf_counter() - began
-
-
-def add_new(root: Path) -> list[Path]:
-    """100 new files with a row each: 10 in each of 10 partitions spread over the tree."""
-    new = []
-    for p in range(0, PARTITIONS, PARTITIONS // 10):
-        for n in range(10):
-            path = root / f"dt={p:05d}" / f"new-{n:02d}.json"
-            path.write_text(f'{{"id": {p * 10 + n}, "v": "new"}}\n')
-            new.append(path)
-    return new
 
 
 def decide_nothing_new(store: StateStore, job: str, root: Path) -> int:
@@ -130,7 +119,7 @@ def main() -> None:
                         timed(lambda store=store, job=job, root=root: decide_nothing_new(store, job, root))
                         for _ in range(opts.repeats)
                     ]
-                    new = add_new(root)
+                    new = add_new_files(root, PARTITIONS)  # 10 new files in each of 10 partitions
                     run = increment(spark, store, settings, job, root, out, new, skip=True)
                     floor = floor_run(spark, root, out, new)
                     run(), floor()  # warm up
