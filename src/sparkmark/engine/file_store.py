@@ -229,7 +229,7 @@ class FileStateStore:
             wanted: dict[int, str] = {}
             for chunk in _chunks(sorted({f.rstrip("/") + "/" for f in folders}), IN_LIST):
                 found = select(fo.folder_id, fo.path).where(fo.source_id == source_id, fo.path.in_(chunk))
-                wanted.update(conn.execute(found).tuples().all())
+                wanted.update(conn.execute(found).all())
             if not wanted:
                 return ProcessedFiles({})
             return ProcessedFiles(self._latest_files(conn, source_id, lineage, wanted))
