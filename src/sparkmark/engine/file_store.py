@@ -72,25 +72,23 @@ class FileStateStore:
         return len(entries)
 
     @staticmethod
-    def _folder_ids(conn: Connection, source_id: int, paths: set[str]) -> dict[str, int]:
-        """The numbers of ``paths`` among the source's folders, numbering the new ones."""
+    def _known_folders(conn: Connection, source_id: int, paths: Iterable[str]) -> dict[str, int]:
+        """The numbers of those of ``paths`` (each ending in "/") that are the source's
+        folders, looked up on the folders' (source, path) key."""
         fo = t.folders.c
         found: dict[str, int] = {}
         for chunk in _chunks(sorted(paths), IN_LIST):
-            found.update(
-                conn.execute(
-                    select(fo.path, fo.folder_id).where(fo.source_id == source_id, fo.path.in_(chunk))
-                ).all()
-            )
-        missing = sorted(paths - found.keys())
+            query = select(fo.path, fo.folder_id).where(fo.source_id == source_id, fo.path.in_(chunk))
+            found.update(conn.execute(query).all())
+        return found
+
+    def _folder_ids(self, conn: Connection, source_id: int, paths: set[str]) -> dict[str, int]:
+        """The numbers of ``paths`` among the source's folders, numbering the new ones."""
+        found = self._known_folders(conn, source_id, paths)
+        missing = paths - found.keys()
         if missing:
-            rows.insert_many(conn, t.folders, ({"source_id": source_id, "path": p} for p in missing))
-            for chunk in _chunks(missing, IN_LIST):
-                found.update(
-                    conn.execute(
-                        select(fo.path, fo.folder_id).where(fo.source_id == source_id, fo.path.in_(chunk))
-                    ).all()
-                )
+            rows.insert_many(conn, t.folders, ({"source_id": source_id, "path": p} for p in sorted(missing)))
+            found.update(self._known_folders(conn, source_id, missing))
         return found
 
     # -- reading ---------------------------------------------------------------------
@@ -225,11 +223,8 @@ class FileStateStore:
                 return ProcessedFiles({})
             if folders is None:
                 return ProcessedFiles(self._latest_files(conn, source_id, lineage))
-            fo = t.folders.c
-            wanted: dict[int, str] = {}
-            for chunk in _chunks(sorted({f.rstrip("/") + "/" for f in folders}), IN_LIST):
-                found = select(fo.folder_id, fo.path).where(fo.source_id == source_id, fo.path.in_(chunk))
-                wanted.update(conn.execute(found).all())
+            known = self._known_folders(conn, source_id, {f.rstrip("/") + "/" for f in folders})
+            wanted = {folder_id: path for path, folder_id in known.items()}
             if not wanted:
                 return ProcessedFiles({})
             return ProcessedFiles(self._latest_files(conn, source_id, lineage, wanted))

@@ -405,6 +405,11 @@ def stage_time(text: str | None) -> datetime | None:
         return None
 
 
+def stage_key(stage: Mapping[str, Any]) -> tuple[int, int]:
+    """A stage of Spark's REST API as (stage id, attempt id), the key of its task times."""
+    return int(stage["stageId"]), int(stage.get("attemptId") or 0)
+
+
 def stages_since(stages: Iterable[Mapping[str, Any]], began: datetime) -> list[dict[str, Any]]:
     """The stages submitted at or after ``began`` (a run's own, in a process that runs one
     run at a time); a stage not yet submitted has no time and is left out."""
@@ -495,7 +500,7 @@ def spark_values(status: SparkStatus, elapsed_ms: float) -> dict[str, float]:
     for stage in stages:
         if stage.get("status") != "COMPLETE":
             continue
-        times = status.task_times.get((int(stage["stageId"]), int(stage.get("attemptId") or 0)))
+        times = status.task_times.get(stage_key(stage))
         if times is None:
             continue
         skews.append((skewness(*times), float(stage.get("executorRunTime") or 0)))

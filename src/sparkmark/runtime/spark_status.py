@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from .glue_metrics import SparkStatus, stages_since
+from .glue_metrics import SparkStatus, stage_key, stages_since
 
 log = logging.getLogger("sparkmark.metrics")
 
@@ -30,17 +30,12 @@ TIMEOUT_SECONDS = 5.0
 # Task summaries (for skewness) read per reading, at most: a run of thousands of stages
 # gets the rest at its next readings rather than all at its end.
 SUMMARIES_PER_READ = 50
-S3_SCHEMES = ("s3a", "s3", "s3n")
 PARALLEL_REQUESTS = 4
 # Spark's median of one or two tasks is the longest of them (its quantile index is
 # min(q·n, n-1)): max/median is 1, such a stage is never skewed, and its summary is not
 # asked for.
 MIN_TASKS_FOR_SKEW = 3
 _WARM: set[str] = set()  # REST base URLs that have answered in this process
-
-
-def stage_key(stage: dict[str, Any]) -> tuple[int, int]:
-    return int(stage["stageId"]), int(stage.get("attemptId") or 0)
 
 
 class SparkStatusReader:
@@ -173,13 +168,13 @@ class SparkStatusReader:
             if not isinstance(stages, list) or not isinstance(executors, list):
                 return None
             mine = stages_since(stages, began)
-            wanted = [
-                key
-                for key, stage in ((stage_key(stage), stage) for stage in mine)
+            done = [
+                stage_key(stage)
+                for stage in mine
                 if stage.get("status") == "COMPLETE"
-                and key not in self._task_times
                 and int(stage.get("numCompleteTasks") or 0) >= MIN_TASKS_FOR_SKEW
-            ][:SUMMARIES_PER_READ]
+            ]
+            wanted = [key for key in done if key not in self._task_times][:SUMMARIES_PER_READ]
             summaries = self._get_all(
                 [f"{base}/stages/{k[0]}/{k[1]}/taskSummary?quantiles=0.5,1.0" for k in wanted]
             )
