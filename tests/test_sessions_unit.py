@@ -117,6 +117,8 @@ def test_statements_are_numbered_from_zero_and_their_states_move(sessions):
     done = sessions.statement("s1", 0)
     assert done.progress == 1.0 and done.output == {"Status": "ok"}
     assert done.started_on is not None and done.completed_on is not None
+    sessions.update_statement("s1", 0, progress=0.6)  # a sample that arrives after the end
+    assert sessions.statement("s1", 0).progress == 1.0
     assert [s.id for s in sessions.unfinished_statements("s1")] == [1]
     sessions.update_statement("s1", 1, state=CANCELLED)
     assert sessions.unfinished_statements("s1") == []

@@ -238,6 +238,9 @@ class SessionStore:
         if not values:
             return
         key = (statements_table.c.session_id == session_id) & (statements_table.c.id == number)
+        if state is None:
+            # a late progress sample never rewrites an ended statement's
+            key = key & statements_table.c.state.not_in(list(STATEMENT_ENDED))
         with self.state.begin() as conn:
             conn.execute(update(statements_table).where(key).values(**values))
             if state is not None:

@@ -192,6 +192,8 @@ class SessionProcess:
             with self.lock:
                 self.running = None
             done.set()
+            # the reporter's last sample must not land after the statement's end
+            reporter.join()
             statement.flush_streams()
         if number in self.cancelled or output.get("Status") == CANCELLED:
             self._send(number, CANCELLED, output={"Status": CANCELLED, "ExecutionCount": number})
