@@ -11,6 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
+	$(SM) glue install-shim  # what the wheel ships; an editable install does not get it
 	touch $@
 
 install: $(VENV)/.installed

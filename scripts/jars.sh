@@ -26,4 +26,5 @@ if ! mvn -B -q dependency:build-classpath -Dsparkmark.jars.dir="$dir" >"$log" 2>
   exit 1
 fi
 rm -f "$log"
-for m in $modules; do touch "$dir/$m.classpath"; done
+# Maven's classpath files replace any an on-demand fetch wrote, and its pins with them.
+for m in $modules; do touch "$dir/$m.classpath"; rm -f "$dir/$m.coordinates"; done

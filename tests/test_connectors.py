@@ -154,7 +154,7 @@ def test_missing_connector_says_what_provides_it(text, name, target):
     line = connectors.missing_connector(text)
     assert line is not None and "\n" not in line
     assert line.startswith(f"the {name} connector is not on Spark's classpath")
-    assert "`make jars`" in line and f"spark.jars.packages={target}" in line
+    assert f"`sparkmark connectors fetch {name}`" in line and f"spark.jars.packages={target}" in line
 
 
 def test_other_errors_are_not_about_connectors():

@@ -1,18 +1,33 @@
 """Spark connectors: which ones sparkmark puts on Spark's classpath, where their jars
-are, and the one line that tells a user how to get a missing one.
+are, how a missing one is fetched, and the one line that tells a user what is missing.
 
-``make jars`` resolves the Maven project in ``jars/`` from Maven Central and writes
-one classpath file per connector into the jars folder (``Settings.jars_dir``): a
-``:``-separated list of jar paths in Maven's local repository. A connector is
-*resolved* when its file exists and every jar it names is still there. Sessions
-that sparkmark starts get the resolved connectors that ``SPARKMARK_CONNECTORS``
-selects; a cluster that brings its own jars needs none of this.
+A connector's jars are listed in a classpath file in the jars folder
+(``Settings.jars_dir``): a ``:``-separated list of jar paths. A connector is *resolved*
+when its file exists and every jar it names is still there. Two things write it:
+
+- **on demand** (``resolve``): the first session that needs a connector resolves its
+  Maven coordinates, pinned to the installed PySpark and its Hadoop, through Spark's own
+  package resolution (``spark.jars.packages``, Ivy) in a short JVM of its own, into the
+  Ivy cache under the jars folder; a ``.coordinates`` file beside the classpath file pins
+  what was resolved, so a PySpark upgrade resolves again. Spark's resolvers are used as
+  they are: Maven's local repository, then Maven Central (``spark.jars.repositories`` and
+  ``spark.jars.ivySettings``, given as Spark settings, point it at a mirror);
+- ``make jars`` (the repository's pre-fetch): the Maven project in ``jars/``, into Maven's
+  local repository.
+
+Sessions that sparkmark starts get every resolved connector ``SPARKMARK_CONNECTORS``
+selects, and resolve the ones the job needs (``needed_by``: its script and arguments)
+that are not; a cluster that brings its own jars needs none of this.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import re
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +76,8 @@ CONNECTORS: tuple[Connector, ...] = (
         "jdbc",
         "jdbc",
         "JDBC drivers for PostgreSQL, MariaDB/MySQL and SQLite",
-        "org.postgresql:postgresql:42.7.8,org.mariadb.jdbc:mariadb-java-client:3.5.10",
+        "org.postgresql:postgresql:42.7.8,org.mariadb.jdbc:mariadb-java-client:3.5.10,"
+        "org.xerial:sqlite-jdbc:3.53.4.0",
         (),
     ),
 )
@@ -86,25 +102,197 @@ def selected(choice: str) -> tuple[Connector, ...]:
     return tuple(BY_NAME[n] for n in names)
 
 
+def coordinates(connector: Connector) -> str:
+    """``connector``'s Maven coordinates for the installed PySpark and its Hadoop."""
+    spark, hadoop = spark_and_hadoop_versions()
+    return connector.coordinates.format(spark=spark, hadoop=hadoop)
+
+
 def resolved_jars(jars_dir: Path, connector: Connector) -> list[str]:
-    """The jars of ``connector`` that ``make jars`` resolved, or [] when it was not run
-    or Maven's repository lost one of them since (then the whole set is stale)."""
+    """The resolved jars of ``connector``, or [] when it is not resolved: never, for
+    another PySpark (its pinned coordinates differ), or a jar it names is gone since
+    (then the whole set is stale)."""
     listing = jars_dir / f"{connector.classpath_file}.classpath"
     try:
         text = listing.read_text(encoding="utf-8").strip()
     except OSError:
         return []
+    pinned = listing.with_suffix(".coordinates")
+    if pinned.exists() and pinned.read_text(encoding="utf-8").strip() != coordinates(connector):
+        return []  # resolved for another PySpark: resolved again when needed
     jars = [j for j in text.split(":") if j]
     missing = [j for j in jars if not Path(j).is_file()]
     if missing or not jars:
         log.warning(
-            "connector %s: %s lists %d jar(s) that are gone; run `make jars` again",
+            "connector %s: %s lists %d jar(s) that are gone; it is resolved again when needed",
             connector.name,
             listing,
             len(missing),
         )
         return []
     return jars
+
+
+# What in a job's script or arguments shows that it uses a connector.
+_NEEDS: dict[str, re.Pattern[str]] = {
+    "s3": re.compile(r"\bs3[an]?://", re.IGNORECASE),
+    "kafka": re.compile(r"""["']kafka["']"""),
+    "avro": re.compile(r"""["']avro["']"""),
+    "jdbc": re.compile(
+        r"""["'](?:jdbc|postgresql|mysql|mariadb|sqlite)["']|\bjdbc:(?:postgresql|mysql|mariadb|sqlite):"""
+    ),
+}
+
+
+def needed_by(texts: Iterable[str]) -> tuple[str, ...]:
+    """The connectors a job's texts (its script, its argument values) show it uses: an
+    ``s3://`` path, ``connection_type="kafka"`` or ``format("avro")``, a JDBC URL or
+    type. A connector a job uses without saying so (a catalog table's location) is
+    named in ``SPARKMARK_CONNECTORS``, or fetched with ``sparkmark connectors fetch``."""
+    found: list[str] = []
+    for text in texts:
+        found += [name for name, sign in _NEEDS.items() if name not in found and sign.search(text)]
+    return tuple(c.name for c in CONNECTORS if c.name in found)
+
+
+def resolve(
+    jars_dir: Path,
+    connector: Connector,
+    *,
+    environ: Mapping[str, str],
+    spark_confs: Mapping[str, str] | None = None,
+    timeout: float = 1800,
+) -> list[str]:
+    """Resolve ``connector`` through Spark's own package resolution, once per machine:
+    its jars, which are also written to its classpath file. The resolving JVM runs with
+    ``environ`` (the settings' resolved environment: JAVA_HOME, a proxy). Processes that
+    need it at the same time wait for the first. One ConfigError line when it cannot be
+    resolved."""
+    from .errors import ConfigError
+
+    jars_dir.mkdir(parents=True, exist_ok=True)
+    with (jars_dir / ".resolving.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = resolved_jars(jars_dir, connector)
+        if found:
+            return found  # another process resolved it while this one waited
+        wanted = coordinates(connector)
+        ivy = jars_dir / "ivy"
+        sys.stderr.write(
+            f"sparkmark: fetching the {connector.name} connector ({wanted}) through Spark's package "
+            f"resolution into {ivy}; this happens once\n"
+        )
+        args = ["--packages", wanted, "--conf", f"spark.jars.ivy={ivy}"]
+        for key, value in (spark_confs or {}).items():
+            if key in ("spark.jars.repositories", "spark.jars.ivySettings", "spark.jars.excludes"):
+                args += ["--conf", f"{key}={value}"]
+        env = {**environ, "PYSPARK_SUBMIT_ARGS": " ".join([*map(_quoted, args), "pyspark-shell"])}
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _PROBE],
+                check=False,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise ConfigError(
+                f"fetching the {connector.name} connector ({wanted}) took over {timeout:.0f} s; "
+                "try `sparkmark connectors fetch` again, or point spark.jars.repositories at a mirror"
+            ) from None
+        listed = [line for line in done.stdout.splitlines() if line.startswith("JARS ")]
+        jars = [_local(j) for j in listed[-1].removeprefix("JARS ").split(",") if j] if listed else []
+        if done.returncode != 0 or not jars:
+            raise ConfigError(
+                f"the {connector.name} connector ({wanted}) could not be fetched from Maven Central: "
+                f"{_why(done.stderr)}; check the network, or set spark.jars.repositories to a mirror "
+                "(SPARKMARK_SPARK_CONF)"
+            )
+        jars = [_from_cache(ivy, Path(j)) for j in jars]
+        listing = jars_dir / f"{connector.classpath_file}.classpath"
+        listing.write_text(":".join(jars) + "\n", encoding="utf-8")
+        listing.with_suffix(".coordinates").write_text(wanted + "\n", encoding="utf-8")
+        log.info("connector %s: %d jar(s) in %s", connector.name, len(jars), ivy)
+        return jars
+
+
+# Run in the resolving JVM's Python: Spark has resolved --packages before its gateway
+# answers, and lists the jars it fetched in spark.jars.
+_PROBE = (
+    "from pyspark.java_gateway import launch_gateway\n"
+    "g = launch_gateway()\n"
+    "print('JARS ' + (g.jvm.System.getProperty('spark.jars') or ''))\n"
+)
+
+
+def _from_cache(ivy: Path, retrieved: Path) -> str:
+    """Ivy keeps each jar twice: in its cache (``cache/ORG/MODULE/jars/MODULE-REV.jar``)
+    and the copy Spark retrieves (``jars/ORG_MODULE-REV.jar``). The classpath names the
+    cached one and the copy is removed: the AWS SDK alone is 600 MB."""
+    org, sep, rest = retrieved.name.partition("_")
+    if retrieved.parent != ivy / "jars" or not sep:
+        return str(retrieved)
+    for module in sorted((ivy / "cache" / org).glob("*/jars")):
+        cached = module / rest
+        if cached.is_file() and cached.stat().st_size == retrieved.stat().st_size:
+            retrieved.unlink()
+            return str(cached)
+    return str(retrieved)
+
+
+def _quoted(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+def _local(url: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(url).path) if url.startswith("file:") else url
+
+
+def _why(stderr: str) -> str:
+    """The line of Ivy's or Spark's output that says why a resolution failed."""
+    lines = [line.strip(" :\t") for line in stderr.splitlines() if line.strip()]
+    for sign in ("not found", "UNRESOLVED", "Exception", "Error", "error"):
+        hits = [line for line in lines if sign in line and "repos.spark-packages.org" not in line]
+        if hits:
+            return hits[0][:300]
+    return lines[-1][:300] if lines else "no output"
+
+
+def session_connectors(
+    jars_dir: Path,
+    choice: str,
+    needs: Iterable[str],
+    *,
+    environ: Mapping[str, str],
+    on_demand: bool = True,
+    spark_confs: Mapping[str, str] | None = None,
+    include: tuple[str, ...] | None = None,
+) -> list[str]:
+    """The jars a new session gets: each selected connector that is resolved, and each
+    one the job needs (or ``choice`` names) that is not yet, resolved now unless
+    ``on_demand`` is off. A needed connector that cannot be had is logged, not raised:
+    the job may not reach the code that needs it, and if it does, its error says which
+    connector is missing and how to get it."""
+    explicit = choice.strip().lower() not in ("", "auto", "all", "none")
+    wanted = set(needs)
+    jars: dict[str, None] = {}
+    for connector in selected(choice):
+        if include is not None and connector.name not in include:
+            continue
+        found = resolved_jars(jars_dir, connector)
+        if not found and on_demand and (explicit or connector.name in wanted):
+            try:
+                found = resolve(jars_dir, connector, environ=environ, spark_confs=spark_confs)
+            except Exception as exc:  # noqa: BLE001 - told in one line; the session starts without it
+                log.warning("%s", exc)
+                found = []
+        jars.update(dict.fromkeys(found))
+    return list(jars)
 
 
 def classpath(jars_dir: Path, choice: str, *, include: tuple[str, ...] | None = None) -> list[str]:
@@ -145,7 +333,7 @@ def missing_connector(text: str) -> str | None:
         packages = connector.coordinates.format(spark=spark, hadoop=hadoop)
         return (
             f"the {connector.name} connector is not on Spark's classpath ({what}): run "
-            f"`make jars` once and start the job again, or start Spark with "
-            f"spark.jars.packages={packages}"
+            f"`sparkmark connectors fetch {connector.name}` once and start the job again (or name it in "
+            f"SPARKMARK_CONNECTORS), or start Spark with spark.jars.packages={packages}"
         )
     return None

@@ -11,7 +11,9 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_LEASE_SECONDS`` | lease_seconds | 300 |
 | ``SPARKMARK_SPARK_MASTER`` | spark_master | ``local[*]`` |
 | ``SPARKMARK_JARS_DIR`` | jars_dir | ``$XDG_CACHE_HOME/sparkmark/jars`` or ``~/.cache/sparkmark/jars`` |
-| ``SPARKMARK_CONNECTORS`` | connectors | ``auto`` (or ``none``, or a list of s3, kafka, avro, jdbc) |
+| ``SPARKMARK_CONNECTORS`` | connectors | ``auto``: every resolved connector, and those a job needs fetched on demand (or ``none``, or a list of s3, kafka, avro, jdbc: those, fetched when missing) |
+| ``SPARKMARK_CONNECTOR_NEEDS`` | connector_needs | unset; set by ``sparkmark run`` for its script: the connectors its script and arguments show it uses (``connectors.needed_by``) |
+| ``SPARKMARK_CONNECTOR_RESOLUTION`` | connector_resolution | ``on-demand``: a needed connector that is not resolved is fetched through Spark's package resolution; ``off``: never (offline machines) |
 | ``SPARKMARK_JDBC_JARS`` | jdbc_jars | unset: resolved or Debian drivers; a comma list replaces them |
 | ``SPARKMARK_SPARK_CONF`` | spark_conf | a JSON object of Spark settings (a declared job's ``Spark.conf``) |
 | ``SPARKMARK_DATALAKE_FORMATS`` | datalake_formats | unset; ``iceberg``, ``delta`` (comma list): their jars on Spark's class path (a job's ``--datalake-formats`` sets it for its run) |
@@ -70,7 +72,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -108,6 +110,8 @@ class Settings(BaseModel):
     spark_master: str = "local[*]"
     jars_dir: Path
     connectors: str = "auto"
+    connector_needs: str | None = None
+    connector_resolution: Literal["on-demand", "off"] = "on-demand"
     jdbc_jars: str | None = None
     spark_conf: str | None = None
     datalake_formats: str | None = None

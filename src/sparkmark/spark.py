@@ -1,7 +1,8 @@
 """The Spark session sparkmark creates when a job has none, with its connectors on it.
 
-Connector jars (S3, Kafka, Avro, JDBC drivers) come from ``make jars`` (Maven Central,
-see ``connectors.py``). JDBC drivers may also come from Debian's packages
+Connector jars (S3, Kafka, Avro, JDBC drivers, the table formats) are fetched on demand
+through Spark's package resolution, or pre-fetched by ``make jars`` (see
+``connectors.py``). JDBC drivers may also come from Debian's packages
 (``libpostgresql-jdbc-java``, ``libmariadb-java``, ``libxerial-sqlite-jdbc-java`` put
 jars in /usr/share/java), or from whatever the user configured: ``spark.jars``,
 ``spark.jars.packages`` (``--packages``), or a cluster's own classpath.
@@ -28,43 +29,73 @@ JAR_NAMES = ("postgresql.jar", "mariadb-java-client.jar", "sqlite-jdbc.jar")
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
+def connector_needs(settings: Settings) -> tuple[str, ...]:
+    """The connectors a session must have: those ``sparkmark run`` found its script to
+    use, and S3 when the settings name an S3 endpoint."""
+    needs = [n.strip() for n in (settings.connector_needs or "").split(",") if n.strip()]
+    if settings.aws_endpoint_url_s3 and "s3" not in needs:
+        needs.append("s3")
+    return tuple(needs)
+
+
+def _connector_jars(settings: Settings, include: tuple[str, ...]) -> list[str]:
+    return connectors.session_connectors(
+        settings.jars_dir,
+        settings.connectors,
+        connector_needs(settings),
+        environ=settings.environ,
+        on_demand=settings.connector_resolution == "on-demand",
+        spark_confs=settings.spark_conf_map(),
+        include=include,
+    )
+
+
 def jdbc_jars(settings: Settings) -> list[str]:
     """JDBC driver jars: ``SPARKMARK_JDBC_JARS`` when set (a comma-separated list, or
-    ``none``), else those ``make jars`` resolved, else Debian's in /usr/share/java."""
+    ``none``), else the resolved connector (fetched when the job needs it), else
+    Debian's in /usr/share/java."""
     if settings.jdbc_jars is not None:
         return [j for j in settings.jdbc_jars.split(",") if j and j.lower() != "none"]
+    debian = [
+        str((Path(folder) / name).resolve())
+        for folder in JAR_DIRS
+        for name in JAR_NAMES
+        if (Path(folder) / name).exists()
+    ]
     resolved = connectors.classpath(settings.jars_dir, settings.connectors, include=("jdbc",))
-    if resolved:
-        return resolved
-    found = []
-    for folder in JAR_DIRS:
-        for name in JAR_NAMES:
-            path = Path(folder) / name
-            if path.exists():
-                found.append(str(path.resolve()))
-    return found
+    if resolved or debian:
+        return resolved or debian
+    return _connector_jars(settings, ("jdbc",))
 
 
 def session_jars(settings: Settings) -> list[str]:
-    """Every jar a session sparkmark starts gets: the selected, resolved connectors and
-    the JDBC drivers."""
+    """Every jar a session sparkmark starts gets: the selected connectors (fetched when
+    the job needs them), the JDBC drivers and the table formats' jars."""
     others = tuple(c.name for c in connectors.CONNECTORS if c.name != "jdbc")
-    jars = connectors.classpath(settings.jars_dir, settings.connectors, include=others)
+    jars = _connector_jars(settings, others)
     return list(dict.fromkeys(jars + jdbc_jars(settings) + format_jars(settings)))
 
 
 def format_jars(settings: Settings) -> list[str]:
     """The jars of the table formats ``datalake_formats`` names (a job's
-    ``--datalake-formats``); one ConfigError line when one was not resolved."""
+    ``--datalake-formats``), fetched on demand; one ConfigError line when one cannot be had."""
     from .table_formats import FORMATS, parse_formats
 
     jars: list[str] = []
     for name in parse_formats(settings.datalake_formats):
         found = connectors.resolved_jars(settings.jars_dir, FORMATS[name])
+        if not found and settings.connector_resolution == "on-demand":
+            found = connectors.resolve(
+                settings.jars_dir,
+                FORMATS[name],
+                environ=settings.environ,
+                spark_confs=settings.spark_conf_map(),
+            )
         if not found:
             raise ConfigError(
-                f"--datalake-formats {name}: its jars are not resolved in {settings.jars_dir}; run `make jars` "
-                f"(or give Spark {FORMATS[name].coordinates} through spark.jars.packages)"
+                f"--datalake-formats {name}: its jars are not resolved in {settings.jars_dir} and "
+                "SPARKMARK_CONNECTOR_RESOLUTION is off; run `sparkmark connectors fetch "
+                f"{name}` (or give Spark {connectors.coordinates(FORMATS[name])} through spark.jars.packages)"
             )
         jars += found
     return jars

@@ -38,6 +38,8 @@ SUBCOMMANDS = {
     "console": ("console", "console_command", "command"),
     "aws-profile": ("profile", "profile_command", "command"),
     "monitoring": ("monitoring", "app", "group"),
+    "connectors": ("connectors", "app", "group"),
+    "doctor": ("doctor", "doctor_command", "command, one-line errors"),
 }
 
 _app = typer.Typer(

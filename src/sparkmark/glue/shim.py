@@ -3,10 +3,14 @@
 ``install()`` puts an import hook first on ``sys.meta_path``: ``awsglue`` and
 ``awsglue.<x>`` resolve to ``sparkmark.glue`` and ``sparkmark.glue.<x>``, even
 when AWS's own awsglue library is installed too (the hook runs before the normal
-path search). ``sparkmark run`` installs it for the script it runs; for
-spark-submit and notebooks, ``sparkmark glue install-shim`` writes a ``.pth``
-file that installs it at interpreter start-up, and ``SPARKMARK_AWSGLUE=off``
-turns the hook off for one process.
+path search).
+
+The wheel carries ``sparkmark-awsglue.pth`` at the top of site-packages (``setup.py``
+puts it there): every Python of an environment sparkmark is installed in runs
+``install_at_start_up()``, so ``import awsglue`` works in a plain ``python``, ``pytest``
+or notebook. An editable install (the repository's own) gets the same file from
+``sparkmark glue install-shim``. ``SPARKMARK_AWSGLUE=off`` (or ``aws``) leaves
+``awsglue`` to AWS's own library, for one process or, exported, for all.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ ALIASES = {
     "awsglueml": "sparkmark.glue.ml",
 }  # Glue name → ours
 PTH_NAME = "sparkmark-awsglue.pth"
+# What that file holds (the shipped copy, glue/sparkmark-awsglue.pth, is this line).
+PTH_LINE = "import sparkmark.glue.shim as _sparkmark_shim; _sparkmark_shim.install_at_start_up()\n"
 # Glue Studio's visual transforms: a generated script imports each as a module of its own
 # (``import gs_flatten``), which adds its method to DynamicFrame; here they are all
 # methods of sparkmark's DynamicFrame (``glue/visual.py``), and each module is that one.
@@ -95,13 +101,22 @@ def install(settings: Settings | None = None) -> bool:
     return True
 
 
+def install_at_start_up() -> None:
+    """The ``.pth`` file's call, at every interpreter start: install the hook, and never
+    stop Python from starting (a broken hook only leaves ``awsglue`` unresolved)."""
+    try:
+        install()
+    except Exception as exc:  # noqa: BLE001 - a failure here must not break every Python process
+        sys.stderr.write(f"sparkmark: the awsglue import hook was not installed: {exc}\n")
+
+
 def pth_path() -> Path:
     return Path(site.getsitepackages()[0]) / PTH_NAME
 
 
 def write_pth() -> Path:
     path = pth_path()
-    path.write_text("import sparkmark.glue.shim as _s; _s.install()\n", encoding="utf-8")
+    path.write_text(PTH_LINE, encoding="utf-8")
     return path
 
 

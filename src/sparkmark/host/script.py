@@ -97,6 +97,20 @@ def _glue_spark_parameters(resolved: job_args.JobArguments, env: ScriptEnvironme
         )
 
 
+def _connector_needs(script: Path, request: RunRequest, env: ScriptEnvironment) -> None:
+    """Tell the session this run starts which connectors its script and arguments show
+    it uses, so that a missing one is fetched before Spark starts."""
+    from ..connectors import needed_by
+
+    try:
+        text = script.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    needs = needed_by([text, *request.arguments])
+    if needs:
+        env.set("SPARKMARK_CONNECTOR_NEEDS", ",".join(needs))
+
+
 def _endpoint_for_glue_catalogs(
     settings: Settings, env: ScriptEnvironment, endpoint: Callable[[ScriptEnvironment], Any] | None
 ) -> Any:
@@ -268,6 +282,7 @@ def run_request(
         for name, value in request.environment().items():
             env.set(name, value)
         _glue_spark_parameters(resolved, env)
+        _connector_needs(script, request, env)
         settings = Settings.from_env()
         if request.skip_if_no_new_data:
             skipped = _skip_without_spark(script, resolved, settings)

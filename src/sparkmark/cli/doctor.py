@@ -1,0 +1,272 @@
+"""``sparkmark doctor``: what this installation has and can reach, each with a one-line fix.
+
+Nothing is changed and nothing is fetched: a connector that is not resolved yet is
+reported as fetched on first use. The exit code is 1 when something a job cannot run
+without (Java, PySpark, the state store) is broken.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import typer
+from rich.markup import escape
+
+from ..settings import Settings
+from .output import console, print_json, table
+
+OK, INFO, WARN, FAIL = "ok", "info", "warn", "FAIL"
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: str  # ok, info, warn, FAIL
+    detail: str
+    fix: str = ""
+
+
+def _python() -> Finding:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("sparkmark")
+    except PackageNotFoundError:
+        ours = "not installed as a package"
+    return Finding("python", OK, f"{sys.version.split()[0]} at {sys.executable}; sparkmark {ours}")
+
+
+def _java(settings: Settings) -> Finding:
+    home = settings.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    fix = "install Java 17 or 21 (Debian: apt-get install openjdk-17-jre-headless), or set JAVA_HOME"
+    if not java or not Path(java).exists():
+        return Finding("java", FAIL, "no java on PATH and no JAVA_HOME", fix)
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Finding("java", FAIL, f"{java} does not run: {exc}", fix)
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if found is None:
+        return Finding("java", FAIL, f"{java} printed no version", fix)
+    major = int(found.group(1)) if found.group(1) != "1" else int(found.group(2) or 0)
+    if major < 17:
+        return Finding("java", FAIL, f"Java {major} at {java}; Spark 4 needs 17 or later", fix)
+    return Finding("java", OK, f"Java {major} at {java}")
+
+
+def _pyspark() -> Finding:
+    try:
+        from ..connectors import spark_and_hadoop_versions
+
+        spark, hadoop = spark_and_hadoop_versions()
+    except ImportError as exc:
+        return Finding(
+            "pyspark", FAIL, f"cannot import PySpark: {exc}", "pip install sparkmark (it pins PySpark)"
+        )
+    return Finding("pyspark", OK, f"PySpark {spark} with Hadoop {hadoop}")
+
+
+def _awsglue(settings: Settings) -> Finding:
+    import importlib.util
+
+    from ..glue import shim
+
+    if settings.awsglue.lower() in ("off", "0", "false", "aws"):
+        return Finding("awsglue", INFO, "SPARKMARK_AWSGLUE is off: `import awsglue` is left to AWS's library")
+    hooked = any(isinstance(f, shim.AwsGlueFinder) for f in sys.meta_path)
+    if not hooked:
+        return Finding(
+            "awsglue",
+            WARN,
+            "the import hook is not installed in this environment: `import awsglue` fails outside `sparkmark run`",
+            "sparkmark glue install-shim (a wheel install has it already)",
+        )
+    spec = importlib.util.find_spec("awsglue")
+    target = getattr(getattr(spec, "loader", None), "target", None)
+    aws_own = any((Path(p) / "awsglue" / "__init__.py").exists() for p in sys.path if p)
+    note = (
+        "; AWS's own awsglue is installed too, and is shadowed (SPARKMARK_AWSGLUE=off uses it)"
+        if aws_own
+        else ""
+    )
+    return Finding("awsglue", OK, f"`import awsglue` loads {target or 'sparkmark.glue'}{note}")
+
+
+def _connectors(settings: Settings) -> list[Finding]:
+    from .. import connectors
+    from ..table_formats import FORMATS
+
+    found = []
+    on_demand = settings.connector_resolution == "on-demand"
+    for connector in (*connectors.CONNECTORS, *FORMATS.values()):
+        jars = connectors.resolved_jars(settings.jars_dir, connector)
+        coords = connectors.coordinates(connector)
+        if jars:
+            pinned = (settings.jars_dir / f"{connector.classpath_file}.coordinates").exists()
+            how = "fetched on demand" if pinned else "from make jars"
+            found.append(Finding(f"connector {connector.name}", OK, f"{len(jars)} jar(s), {how}: {coords}"))
+        elif on_demand:
+            found.append(
+                Finding(
+                    f"connector {connector.name}",
+                    INFO,
+                    f"not fetched yet; the first job that needs it fetches {coords}",
+                    f"sparkmark connectors fetch {connector.name} (now, e.g. for an offline CI image)",
+                )
+            )
+        else:
+            found.append(
+                Finding(
+                    f"connector {connector.name}",
+                    WARN,
+                    f"not resolved, and SPARKMARK_CONNECTOR_RESOLUTION is off: jobs needing {connector.provides} fail",
+                    f"sparkmark connectors fetch {connector.name}, or make jars",
+                )
+            )
+    return found
+
+
+def _state_store(settings: Settings) -> Finding:
+    from sqlalchemy import make_url
+
+    from ..engine.schema import SCHEMA_VERSION, stored_version
+    from ..engine.store import StateStore
+    from ..errors import SparkmarkError
+
+    url = make_url(settings.state_url)
+    shown = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
+        return Finding("state store", INFO, f"{shown}: not created yet (made by the first run)")
+    try:
+        store = StateStore(settings.state_url)
+        try:
+            with store.engine.connect() as conn:
+                version = stored_version(conn)
+        finally:
+            store.close()
+    except SparkmarkError as exc:
+        return Finding("state store", FAIL, str(exc), "start the database, or fix SPARKMARK_STATE_URL")
+    except Exception as exc:  # noqa: BLE001 - a driver's error, told in one line
+        return Finding("state store", FAIL, f"{shown}: {str(exc).splitlines()[0]}", "fix SPARKMARK_STATE_URL")
+    state = "current" if version == SCHEMA_VERSION else f"migrated to {SCHEMA_VERSION} when next opened"
+    return Finding("state store", OK, f"{shown}: schema {version} ({state})")
+
+
+def _answers(url: str, default_port: int) -> bool:
+    parsed = urlparse(url if "://" in url else f"tcp://{url}")
+    host = parsed.hostname or "127.0.0.1"
+    try:
+        with socket.create_connection((host, parsed.port or default_port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _servers(settings: Settings) -> list[Finding]:
+    from ..api.server import running_endpoint
+
+    found = []
+    if settings.spark_master.startswith("spark://"):
+        first = settings.spark_master.removeprefix("spark://").split(",")[0]
+        up = _answers(f"tcp://{first}", 7077)
+        found.append(
+            Finding(
+                "spark master",
+                OK if up else FAIL,
+                f"{settings.spark_master} {'answers' if up else 'does not answer'}",
+                "" if up else "start the cluster, or unset SPARKMARK_SPARK_MASTER for local[*]",
+            )
+        )
+    else:
+        found.append(Finding("spark master", OK, f"{settings.spark_master} (in this process)"))
+    if settings.spark_remote:
+        up = _answers(settings.spark_remote.replace("sc://", "tcp://"), 15002)
+        found.append(
+            Finding(
+                "spark connect",
+                OK if up else FAIL,
+                f"{settings.spark_remote} {'answers' if up else 'does not answer'}",
+                "" if up else "start the Spark Connect server, or unset SPARK_REMOTE",
+            )
+        )
+    if settings.aws_endpoint_url_s3:
+        up = _answers(settings.aws_endpoint_url_s3, 443)
+        found.append(
+            Finding(
+                "s3 endpoint",
+                OK if up else WARN,
+                f"{settings.aws_endpoint_url_s3} {'answers' if up else 'does not answer'}",
+                "" if up else "start the S3 server, or fix AWS_ENDPOINT_URL_S3",
+            )
+        )
+    else:
+        found.append(Finding("s3 endpoint", INFO, "AWS's own (no AWS_ENDPOINT_URL_S3)"))
+    glue = settings.environ.get("AWS_ENDPOINT_URL_GLUE") or running_endpoint(settings)
+    if glue:
+        up = _answers(glue, 443)
+        found.append(
+            Finding(
+                "glue endpoint",
+                OK if up else WARN,
+                f"{glue} {'answers' if up else 'does not answer'}",
+                "" if up else "sparkmark api starts it",
+            )
+        )
+    else:
+        found.append(
+            Finding(
+                "glue endpoint",
+                INFO,
+                "none running; `sparkmark run` starts one in its own process for a script that calls boto3",
+                "sparkmark api (for the AWS CLI, boto3 and Airflow outside a run)",
+            )
+        )
+    if settings.metastore_url:
+        rest = settings.metastore_url.split(":", 1)[1] if settings.metastore_url.startswith("jdbc:") else ""
+        up = _answers(rest, 5432) if "//" in rest else True
+        found.append(
+            Finding(
+                "metastore",
+                OK if up else FAIL,
+                f"{urlparse(rest).scheme or 'derby'} metastore {'answers' if up else 'does not answer'}",
+                "" if up else "start its database, or unset SPARKMARK_METASTORE_URL",
+            )
+        )
+    return found
+
+
+def findings(settings: Settings) -> list[Finding]:
+    return [
+        _python(),
+        _java(settings),
+        _pyspark(),
+        _awsglue(settings),
+        *_connectors(settings),
+        _state_store(settings),
+        *_servers(settings),
+    ]
+
+
+def doctor_command(as_json: bool = typer.Option(False, "--json", help="Print JSON")) -> None:
+    """Print what is installed and resolved (Java, PySpark, each connector, the state
+    store, the servers it can reach), each with a one-line fix; exit 1 when a job cannot run."""
+    settings = Settings.from_env()
+    found = findings(settings)
+    if as_json:
+        print_json([asdict(f) for f in found])
+    else:
+        style = {OK: "green", INFO: "cyan", WARN: "yellow", FAIL: "bold red"}
+        rows = [
+            [f.check, f"[{style[f.status]}]{f.status}[/]", escape(f.detail), escape(f.fix)] for f in found
+        ]
+        console.print(table("sparkmark doctor", ["check", "status", "detail", "fix"], rows))
+    if any(f.status == FAIL for f in found):
+        raise typer.Exit(1)
