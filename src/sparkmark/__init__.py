@@ -1,4 +1,8 @@
-"""sparkmark: AWS Glue-style incremental ETL with job bookmarks, on any Spark."""
+"""sparkmark: AWS Glue-style incremental ETL with job bookmarks, on any Spark.
+
+PYTEST_DONT_REWRITE: the awsglue import hook imports this package at interpreter
+start-up, before pytest loads sparkmark's plugin; pytest need not rewrite its asserts.
+"""
 
 from .errors import (
     ArgumentError,

@@ -120,6 +120,22 @@ def run_arguments(resolved: JobArguments, default_temp_dir: str) -> dict[str, st
     return values
 
 
+# Glue's own job parameters whose names hold hyphens (AWS's job parameter reference): a
+# caller that can only spell names with underscores (a Python keyword) gets these back.
+GLUE_PARAMETERS = frozenset(
+    {
+        "additional-python-modules", "auto-scale-within-microbatch", "continuous-log-logGroup",
+        "continuous-log-logStreamPrefix", "continuous-log-conversionPattern", "customer-driver-env-vars",
+        "customer-executor-env-vars", "datalake-formats", "disable-proxy-v2", "enable-auto-scaling",
+        "enable-continuous-cloudwatch-log", "enable-continuous-log-filter", "enable-glue-datacatalog",
+        "enable-job-insights", "enable-lakeformation-fine-grained-access", "enable-metrics",
+        "enable-observability-metrics", "enable-rename-algorithm-v2",
+        "enable-s3-parquet-optimized-committer", "enable-spark-ui", "executor-cores", "extra-files",
+        "extra-jars", "extra-py-files", "job-bookmark-option", "job-bookmark-from", "job-bookmark-to",
+        "job-language", "python-modules-installer-option", "spark-event-logs-path", "user-jars-first",
+    }
+)  # fmt: skip
+
 # The names a run records for Glue's own arguments, and the ones it adds for itself.
 _GLUE_NAMES = {
     "job_bookmark_option": "--job-bookmark-option",

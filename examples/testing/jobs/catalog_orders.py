@@ -1,0 +1,20 @@
+"""Orders read by table name from the Glue Data Catalog, counted per status."""
+
+import sys
+
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "database", "table", "target_path"])
+glueContext = GlueContext(SparkContext())
+job = Job(glueContext)
+job.init(args["JOB_NAME"], args)
+
+orders = glueContext.create_dynamic_frame.from_catalog(
+    database=args["database"], table_name=args["table"], transformation_ctx="orders_table"
+)
+counts = orders.toDF().groupBy("status").count()
+counts.write.mode("overwrite").json(args["target_path"])
+job.commit()

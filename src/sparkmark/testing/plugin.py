@@ -1,0 +1,231 @@
+"""sparkmark's pytest plugin, registered through the ``pytest11`` entry point: installing
+sparkmark is the whole set-up. Fixtures for testing Glue jobs:
+
+- ``spark``: one local Spark session for the test session, started once, warm;
+- ``sparkmark_home``: a state store (bookmarks, runs, catalog) of the test's own;
+- ``glue_context``: a ``GlueContext`` on that session and home;
+- ``s3``: moto's S3 server (one per test session, emptied before each test), with the
+  AWS variables set for the test;
+- ``glue_catalog``: sparkmark's Glue API endpoint for the test's home, with boto3 (and
+  the job's scripts) pointed at it; the fixture is a boto3 Glue client;
+- ``run_glue_job``: ``run_glue_job("job.py", JOB_NAME="orders", input_path=…)`` runs a
+  Glue script as ``sparkmark run`` would and returns a ``GlueJobRun``.
+
+Settings, in the ``[pytest]`` (or ``[tool.pytest.ini_options]``) section:
+
+- ``sparkmark_connectors``: connectors the session starts with, beyond S3 (which it gets
+  when a test uses ``s3``): ``kafka``, ``avro``, ``jdbc``. Each is fetched once, on demand;
+- ``sparkmark_spark_conf``: Spark settings, one ``key=value`` per line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The session's variables a test's fixtures change, restored after each test.
+_S3_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+_SESSION_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",  # no Spark metrics in the runs' Glue metrics; a faster start
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "sparkmark_connectors",
+        "connectors sparkmark's Spark session starts with beyond S3: kafka, avro, jdbc (comma list)",
+        default="",
+    )
+    parser.addini("sparkmark_spark_conf", "Spark settings for sparkmark's session, key=value per line", type="linelist")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from ..glue import shim
+
+    shim.install()  # `import awsglue` in tests, also where the .pth hook is not installed
+    config.addinivalue_line("markers", "sparkmark: a test of a Glue job, with sparkmark's fixtures")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    used: set[str] = set()
+    for item in items:
+        used.update(getattr(item, "fixturenames", ()))
+    config.stash[_USED] = frozenset(used)
+
+
+_USED = pytest.StashKey[frozenset]()
+
+
+@pytest.fixture(scope="session")
+def _sparkmark_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's own folder: the Spark session's metastore and warehouse."""
+    return tmp_path_factory.mktemp("sparkmark")
+
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest, _sparkmark_base: Path) -> Iterator[Any]:
+    """One local Spark session for the whole test session, with the connectors its tests
+    need (S3 when a test uses ``s3``; those ``sparkmark_connectors`` names), warm."""
+    from ..settings import Settings
+    from ..spark import create_session
+
+    used = request.config.stash.get(_USED, frozenset())
+    needs = [n.strip() for n in str(request.config.getini("sparkmark_connectors")).split(",") if n.strip()]
+    if "s3" in used and "s3" not in needs:
+        needs.append("s3")
+    conf = dict(_SESSION_CONF)
+    for line in request.config.getini("sparkmark_spark_conf"):
+        key, eq, value = str(line).partition("=")
+        if not eq:
+            raise pytest.UsageError(f"sparkmark_spark_conf: {line!r} is not key=value")
+        conf[key.strip()] = value.strip()
+    given = Settings.from_env().spark_conf_map()
+    env = {
+        **os.environ,
+        "SPARKMARK_HOME": str(_sparkmark_base / "home"),
+        "SPARKMARK_SPARK_CONF": json.dumps({**conf, **given}),
+        "SPARKMARK_CONNECTOR_NEEDS": ",".join(needs),
+    }
+    settings = Settings.from_env(env)
+    master = settings.spark_master if env.get("SPARKMARK_SPARK_MASTER") else "local[2]"
+    session = create_session("sparkmark-tests", master, settings)
+    session.sparkContext.setLogLevel("ERROR")
+    session.range(1).count()  # the first job pays the class loading, once
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def sparkmark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A state store of the test's own (bookmarks, runs, the catalog), in a temporary folder."""
+    home = tmp_path / "sparkmark-home"
+    monkeypatch.setenv("SPARKMARK_HOME", str(home))
+    for name in ("SPARKMARK_STATE_URL", "SPARKMARK_TEMP_DIR", "SPARKMARK_RUN_ID", "SPARKMARK_ATTEMPT"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def glue_context(spark: Any, sparkmark_home: Path) -> Any:
+    """A GlueContext on the session's Spark and the test's own home."""
+    from ..glue.context import GlueContext
+
+    return GlueContext(spark.sparkContext)
+
+
+class S3:
+    """moto's S3 server, as one test sees it: ``endpoint_url``, a boto3 ``client``, and
+    helpers to make a bucket and put or list objects by ``s3://`` URL."""
+
+    def __init__(self, endpoint_url: str):
+        import boto3
+
+        self.endpoint_url = endpoint_url
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=endpoint_url,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+
+    def create_bucket(self, name: str) -> str:
+        self.client.create_bucket(Bucket=name)
+        return f"s3://{name}"
+
+    @staticmethod
+    def _split(url: str) -> tuple[str, str]:
+        bucket, _, key = url.removeprefix("s3://").removeprefix("s3a://").partition("/")
+        return bucket, key
+
+    def put(self, url: str, body: bytes | str) -> str:
+        """Write one object (its bucket is made when missing)."""
+        bucket, key = self._split(url)
+        if bucket not in {b["Name"] for b in self.client.list_buckets().get("Buckets", [])}:
+            self.create_bucket(bucket)
+        self.client.put_object(Bucket=bucket, Key=key, Body=body.encode() if isinstance(body, str) else body)
+        return url
+
+    def list(self, url: str) -> list[str]:
+        """The ``s3://`` URLs of the objects under a prefix, sorted."""
+        bucket, prefix = self._split(url)
+        found: list[str] = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            found += [f"s3://{bucket}/{o['Key']}" for o in page.get("Contents", [])]
+        return sorted(found)
+
+    def read(self, url: str) -> bytes:
+        bucket, key = self._split(url)
+        return self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+@pytest.fixture(scope="session")
+def _s3_server() -> Iterator[str]:
+    from ..devservices.s3 import start_s3
+
+    folder = Path(tempfile.mkdtemp(prefix="sparkmark-s3-"))
+    server = start_s3(folder)
+    yield server.endpoint_url
+    server.stop()
+
+
+@pytest.fixture
+def s3(_s3_server: str, monkeypatch: pytest.MonkeyPatch) -> S3:
+    """moto's S3 server, emptied for this test, with AWS_ENDPOINT_URL_S3 and test
+    credentials set, so that the job's ``s3://`` paths, boto3 and Spark all reach it."""
+    reset = urllib.request.Request(f"{_s3_server}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(reset, timeout=30):
+        pass
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", _s3_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    return S3(_s3_server)
+
+
+@pytest.fixture
+def glue_catalog(sparkmark_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """sparkmark's Glue API endpoint on the test's home, with boto3 pointed at it
+    (AWS_ENDPOINT_URL_GLUE): the fixture is a boto3 Glue client, and the job's own
+    ``boto3.client("glue")`` reaches the same catalog."""
+    import boto3
+
+    from ..access import resolve_token
+    from ..api.server import start_in_thread
+    from ..settings import Settings
+
+    settings = Settings.from_env().model_copy(update={"tls_certfile": None, "tls_keyfile": None})
+    own = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    running = start_in_thread(settings, also_accept=[own] if own else [])
+    if not own:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "sparkmark")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", resolve_token(settings.api_token_value, settings.home))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", running.url)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    try:
+        yield boto3.client("glue", endpoint_url=running.url)
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def run_glue_job(spark: Any, sparkmark_home: Path) -> Any:
+    """``run_glue_job(script, JOB_NAME=…, **arguments)``: run a Glue script as
+    ``sparkmark run`` would, on the session's Spark and the test's home; returns a
+    ``GlueJobRun`` (its run record, what each source read, its bookmark, its outputs)."""
+    from .glue_job import GlueJobRun, run_glue_script
+
+    def run(script: str | Path, JOB_NAME: str | None = None, **arguments: Any) -> GlueJobRun:  # noqa: N803 - Glue's name
+        return run_glue_script(script, JOB_NAME, **arguments)
+
+    return run
