@@ -144,6 +144,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/state_growth.py --postgres
 	$(PY) bench/h2_runs.py
 	$(PY) bench/s3_incremental.py
+	$(PY) bench/u1_plugin.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars clients $(VENV)/.bench
@@ -160,6 +161,7 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/state_growth.py --quick
 	$(PY) bench/h2_runs.py --quick --repeats 3
 	$(PY) bench/s3_incremental.py --quick --repeats 3
+	$(PY) bench/u1_plugin.py --quick
 	$(PY) bench/table.py
 
 clean:

@@ -11,7 +11,9 @@ def test_the_job_counts_a_catalog_tables_orders_by_status(glue_catalog, run_glue
     data = tmp_path / "orders"
     data.mkdir()
     (data / "part-0.json").write_text(
-        "\n".join(json.dumps({"order_id": str(i), "status": s}) for i, s in enumerate(["PAID", "PAID", "OPEN"]))
+        "\n".join(
+            json.dumps({"order_id": str(i), "status": s}) for i, s in enumerate(["PAID", "PAID", "OPEN"])
+        )
     )
     glue_catalog.create_database(DatabaseInput={"Name": "sales"})
     glue_catalog.create_table(

@@ -30,8 +30,11 @@ def test_the_first_run_reads_every_file_and_keeps_the_paid_orders(run_glue_job, 
     write_orders(source / "day=1", "b.json", [{"order_id": "2", "amount": 5.5, "status": "OPEN"}])
 
     run = run_glue_job(
-        JOB, JOB_NAME="paid_orders", job_bookmark_option="job-bookmark-enable",
-        source_path=str(source), target_path=str(target),
+        JOB,
+        JOB_NAME="paid_orders",
+        job_bookmark_option="job-bookmark-enable",
+        source_path=str(source),
+        target_path=str(target),
     )
 
     run.assert_succeeded()
@@ -45,8 +48,10 @@ def test_the_next_run_reads_only_the_new_file(run_glue_job, spark, lake):
     source, target = lake
     write_orders(source / "day=1", "a.json", [{"order_id": "1", "amount": 10.0, "status": "PAID"}])
     arguments = dict(
-        JOB_NAME="paid_orders", job_bookmark_option="job-bookmark-enable",
-        source_path=str(source), target_path=str(target),
+        JOB_NAME="paid_orders",
+        job_bookmark_option="job-bookmark-enable",
+        source_path=str(source),
+        target_path=str(target),
     )
     run_glue_job(JOB, **arguments).assert_succeeded()
     write_orders(source / "day=2", "c.json", [{"order_id": "3", "amount": 7.0, "status": "PAID"}])
@@ -63,8 +68,10 @@ def test_a_run_with_nothing_new_reads_nothing_and_succeeds(run_glue_job, lake):
     source, target = lake
     write_orders(source, "a.json", [{"order_id": "1", "amount": 1.0, "status": "PAID"}])
     arguments = dict(
-        JOB_NAME="paid_orders", job_bookmark_option="job-bookmark-enable",
-        source_path=str(source), target_path=str(target),
+        JOB_NAME="paid_orders",
+        job_bookmark_option="job-bookmark-enable",
+        source_path=str(source),
+        target_path=str(target),
     )
     run_glue_job(JOB, **arguments).assert_succeeded()
 
@@ -90,8 +97,11 @@ def test_the_bookmark_names_the_processed_files(run_glue_job, lake):
     write_orders(source, "a.json", [{"order_id": "1", "amount": 1.0, "status": "PAID"}])
 
     run = run_glue_job(
-        JOB, JOB_NAME="paid_orders", job_bookmark_option="job-bookmark-enable",
-        source_path=str(source), target_path=str(target),
+        JOB,
+        JOB_NAME="paid_orders",
+        job_bookmark_option="job-bookmark-enable",
+        source_path=str(source),
+        target_path=str(target),
     ).assert_succeeded()
 
     assert run.bookmark is not None and run.bookmark.run_id == run.run.run_id
@@ -112,8 +122,11 @@ def test_the_job_runs_on_s3(run_glue_job, s3, spark):
     s3.create_bucket("warehouse")
 
     run = run_glue_job(
-        JOB, JOB_NAME="paid_orders_s3", job_bookmark_option="job-bookmark-enable",
-        source_path="s3://lake/orders/", target_path="s3://warehouse/paid/",
+        JOB,
+        JOB_NAME="paid_orders_s3",
+        job_bookmark_option="job-bookmark-enable",
+        source_path="s3://lake/orders/",
+        target_path="s3://warehouse/paid/",
     ).assert_succeeded()
 
     assert run.files_read() == ["s3://lake/orders/day=1/a.json"]

@@ -30,9 +30,8 @@ def glue_arguments(job_name: str | None, script: Path, args: Mapping[str, Any]) 
     for key, value in args.items():
         hyphenated = key.replace("_", "-")
         name = hyphenated if hyphenated in GLUE_PARAMETERS else key
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        argv += [f"--{name}", str(value)]
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        argv += [f"--{name}", text]
     return argv
 
 

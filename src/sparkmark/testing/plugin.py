@@ -46,7 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "connectors sparkmark's Spark session starts with beyond S3: kafka, avro, jdbc (comma list)",
         default="",
     )
-    parser.addini("sparkmark_spark_conf", "Spark settings for sparkmark's session, key=value per line", type="linelist")
+    parser.addini(
+        "sparkmark_spark_conf", "Spark settings for sparkmark's session, key=value per line", type="linelist"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -225,7 +227,9 @@ def run_glue_job(spark: Any, sparkmark_home: Path) -> Any:
     ``GlueJobRun`` (its run record, what each source read, its bookmark, its outputs)."""
     from .glue_job import GlueJobRun, run_glue_script
 
-    def run(script: str | Path, JOB_NAME: str | None = None, **arguments: Any) -> GlueJobRun:  # noqa: N803 - Glue's name
+    def run(
+        script: str | Path, JOB_NAME: str | None = None, **arguments: Any
+    ) -> GlueJobRun:  # Glue's name, JOB_NAME
         return run_glue_script(script, JOB_NAME, **arguments)
 
     return run

@@ -1,0 +1,207 @@
+"""The package as a product, without a JVM: the shipped awsglue hook, connectors fetched
+on demand (what a job needs, where the jars are, when a fetch is stale), the plugin's
+Glue arguments, and `sparkmark doctor`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sparkmark import connectors
+from sparkmark.glue import shim
+from sparkmark.settings import Settings
+from sparkmark.spark import connector_needs
+from sparkmark.testing.glue_job import glue_arguments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_shipped_pth_file_is_the_hooks_line():
+    shipped = ROOT / "src" / "sparkmark" / "glue" / shim.PTH_NAME
+    assert shipped.read_text(encoding="utf-8") == shim.PTH_LINE
+    assert shim.PTH_LINE.startswith("import ")  # site.py executes only lines that start so
+
+
+def test_the_hook_at_start_up_never_raises(monkeypatch, capsys):
+    def broken(settings=None):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(shim, "install", broken)
+    shim.install_at_start_up()
+    assert "awsglue import hook was not installed: no" in capsys.readouterr().err
+
+
+def test_the_wheel_declares_the_plugin_and_the_testing_extra():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["pytest11"] == {"sparkmark": "sparkmark.testing.plugin"}
+    assert any(d.startswith("moto[server]") for d in project["optional-dependencies"]["testing"])
+
+
+# ------------------------------------------------------------------ what a job needs
+
+
+@pytest.mark.parametrize(
+    ("texts", "needs"),
+    [
+        (['spark.read.json("s3://bucket/in/")'], ("s3",)),
+        (["--input", "S3A://Bucket/x"], ("s3",)),
+        (['glueContext.create_dynamic_frame.from_options(connection_type="kafka", …)'], ("kafka",)),
+        (["df.write.format('avro').save(p)"], ("avro",)),
+        (['connection_type="postgresql"'], ("jdbc",)),
+        (["--url", "jdbc:mysql://db:3306/x"], ("jdbc",)),
+        (['connection_type="s3"', "--out", "s3://b/o", 'format="avro"'], ("s3", "avro")),
+        (["print('hello')", "--path", "/data/in"], ()),
+        ([], ()),
+        (["# a kafka topic named in a comment, without quotes"], ()),
+    ],
+)
+def test_what_a_script_and_its_arguments_show_it_needs(texts, needs):
+    assert connectors.needed_by(texts) == needs
+
+
+def test_an_s3_endpoint_in_the_settings_means_s3_is_needed(tmp_path):
+    base = {"SPARKMARK_HOME": str(tmp_path)}
+    assert connector_needs(Settings.from_env(base)) == ()
+    assert connector_needs(Settings.from_env({**base, "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9"})) == (
+        "s3",
+    )
+    given = Settings.from_env({**base, "SPARKMARK_CONNECTOR_NEEDS": "kafka,s3"})
+    assert connector_needs(given) == ("kafka", "s3")
+
+
+def test_connector_resolution_takes_on_demand_or_off_only(tmp_path):
+    from sparkmark.errors import ConfigError
+
+    assert Settings.from_env({"SPARKMARK_HOME": str(tmp_path)}).connector_resolution == "on-demand"
+    with pytest.raises(ConfigError, match="SPARKMARK_CONNECTOR_RESOLUTION"):
+        Settings.from_env({"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_CONNECTOR_RESOLUTION": "sometimes"})
+
+
+# ------------------------------------------------------------------ where the jars are
+
+
+def _fetched(jars_dir: Path, connector, coordinates: str) -> list[Path]:
+    jar = jars_dir / "ivy" / "cache" / "org.example" / "thing" / "jars" / "thing-1.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK")
+    (jars_dir / f"{connector.classpath_file}.classpath").write_text(f"{jar}\n")
+    (jars_dir / f"{connector.classpath_file}.coordinates").write_text(coordinates + "\n")
+    return [jar]
+
+
+def test_a_fetch_pinned_to_this_pyspark_is_used_and_one_for_another_is_not(tmp_path):
+    avro = connectors.BY_NAME["avro"]
+    jars = _fetched(tmp_path, avro, connectors.coordinates(avro))
+    assert connectors.resolved_jars(tmp_path, avro) == [str(jars[0])]
+    (tmp_path / "spark-avro.coordinates").write_text("org.apache.spark:spark-avro_2.13:3.5.0\n")
+    assert connectors.resolved_jars(tmp_path, avro) == []  # fetched again when next needed
+
+
+def test_a_fetch_whose_jar_is_gone_is_not_resolved(tmp_path):
+    avro = connectors.BY_NAME["avro"]
+    jars = _fetched(tmp_path, avro, connectors.coordinates(avro))
+    jars[0].unlink()
+    assert connectors.resolved_jars(tmp_path, avro) == []
+
+
+def test_the_classpath_names_ivys_cached_jar_and_the_retrieved_copy_is_removed(tmp_path):
+    ivy = tmp_path / "ivy"
+    cached = ivy / "cache" / "software.amazon.awssdk" / "bundle" / "jars" / "bundle-2.29.52.jar"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"x" * 10)
+    retrieved = ivy / "jars" / "software.amazon.awssdk_bundle-2.29.52.jar"
+    retrieved.parent.mkdir(parents=True)
+    retrieved.write_bytes(b"x" * 10)
+    assert connectors._from_cache(ivy, retrieved) == str(cached)
+    assert not retrieved.exists()
+    other = ivy / "jars" / "org.x_y-1.jar"  # not in the cache: kept, and named as it is
+    other.write_bytes(b"y")
+    assert connectors._from_cache(ivy, other) == str(other) and other.exists()
+
+
+def test_a_failed_fetch_is_told_by_ivys_own_line():
+    stderr = (
+        ":: resolving dependencies :: org.apache.spark#spark-submit-parent\n"
+        "\tHost repos.spark-packages.org not found. url=https://repos.spark-packages.org/x.pom\n"
+        "\t\t:: org.example#nothing;9.9: not found\n"
+        "Exception in thread main java.lang.RuntimeException: [unresolved dependency: org.example#nothing;9.9]\n"
+    )
+    assert connectors._why(stderr) == "org.example#nothing;9.9: not found"
+    assert connectors._why("") == "no output"
+
+
+def test_a_session_fetches_only_what_is_needed_or_named(tmp_path, monkeypatch):
+    fetched: list[str] = []
+
+    def fake_resolve(jars_dir, connector, *, environ, spark_confs=None):
+        fetched.append(connector.name)
+        return [f"/jars/{connector.name}.jar"]
+
+    monkeypatch.setattr(connectors, "resolve", fake_resolve)
+    assert connectors.session_connectors(tmp_path, "auto", (), environ={}) == []
+    assert connectors.session_connectors(tmp_path, "auto", ("s3",), environ={}) == ["/jars/s3.jar"]
+    assert connectors.session_connectors(tmp_path, "kafka", (), environ={}) == ["/jars/kafka.jar"]
+    assert connectors.session_connectors(tmp_path, "none", ("s3",), environ={}) == []
+    assert connectors.session_connectors(tmp_path, "auto", ("s3",), environ={}, on_demand=False) == []
+    assert fetched == ["s3", "kafka"]
+
+
+def test_a_needed_connector_that_cannot_be_fetched_leaves_the_session_without_it(
+    tmp_path, monkeypatch, caplog
+):
+    from sparkmark.errors import ConfigError
+
+    def failing(jars_dir, connector, *, environ, spark_confs=None):
+        raise ConfigError("the s3 connector could not be fetched from Maven Central: offline")
+
+    monkeypatch.setattr(connectors, "resolve", failing)
+    assert connectors.session_connectors(tmp_path, "auto", ("s3",), environ={}) == []
+    assert "could not be fetched" in caplog.text
+
+
+# ------------------------------------------------------------------ the plugin's arguments
+
+
+def test_keyword_arguments_become_glues_arguments():
+    argv = glue_arguments(
+        None,
+        Path("jobs/orders.py"),
+        {"job_bookmark_option": "job-bookmark-enable", "source_path": "s3://b/in", "enable_metrics": True,
+         "datalake_formats": "iceberg", "limit": 5},
+    )  # fmt: skip
+    assert argv == [
+        "--JOB_NAME", "orders",
+        "--job-bookmark-option", "job-bookmark-enable",
+        "--source_path", "s3://b/in",
+        "--enable-metrics", "true",
+        "--datalake-formats", "iceberg",
+        "--limit", "5",
+    ]  # fmt: skip
+    assert glue_arguments("nightly", Path("x.py"), {})[:2] == ["--JOB_NAME", "nightly"]
+
+
+# ------------------------------------------------------------------ doctor
+
+
+def test_doctor_reports_each_part_with_a_fix_and_creates_nothing(tmp_path, monkeypatch):
+    from sparkmark.cli.app import app
+
+    monkeypatch.setenv("SPARKMARK_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SPARKMARK_JARS_DIR", str(tmp_path / "jars"))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    found = {f["check"]: f for f in json.loads(result.stdout)}
+    assert result.exit_code == 1  # no Java: jobs cannot run
+    assert found["java"]["status"] == "FAIL" and "JAVA_HOME" in found["java"]["fix"]
+    assert found["connector s3"]["status"] == "info"
+    assert found["connector s3"]["fix"] == "sparkmark connectors fetch s3 (now, e.g. for an offline CI image)"
+    assert {"connector iceberg", "connector delta", "pyspark", "awsglue"} <= set(found)
+    assert found["state store"]["status"] == "info" and "not created yet" in found["state store"]["detail"]
+    assert found["s3 endpoint"]["status"] == "warn" and "does not answer" in found["s3 endpoint"]["detail"]
+    assert not (tmp_path / "home").exists() and not (tmp_path / "jars").exists()
