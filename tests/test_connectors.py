@@ -275,7 +275,42 @@ def test_a_job_without_its_connector_fails_with_one_line(tmp_path, read, name):
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1, done.stderr[-2000:]
     assert errors[0].startswith(f"error: the {name} connector is not on Spark's classpath")
-    assert "`make jars`" in errors[0]
+    assert f"`sparkmark connectors fetch {name}`" in errors[0]
+
+
+def test_a_job_that_needs_a_connector_fetches_it_once_on_demand(tmp_path):
+    """An empty jars folder: the script's format("avro") makes `sparkmark run` fetch
+    Spark's Avro connector through Spark's package resolution, say so in one line, and
+    run; the next run finds it fetched."""
+    script = tmp_path / "job.py"
+    out = tmp_path / "out"
+    script.write_text(
+        "from pyspark.sql import SparkSession\nspark = SparkSession.builder.getOrCreate()\n"
+        f'spark.range(3).write.format("avro").mode("overwrite").save({str(out)!r})\n'
+        f'print("ROWS", spark.read.format("avro").load({str(out)!r}).count())\n'
+    )
+    env = {
+        **os.environ,
+        "SPARKMARK_JARS_DIR": str(tmp_path / "jars"),
+        "SPARKMARK_CATALOG": "none",
+        "SPARKMARK_HOME": str(tmp_path / "home"),
+    }
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    for attempt in (1, 2):
+        done = subprocess.run(
+            [sys.executable, "-m", "sparkmark", "run", str(script)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "ROWS 3" in done.stdout
+        told = [ln for ln in done.stderr.splitlines() if "fetching the avro connector" in ln]
+        assert len(told) == (1 if attempt == 1 else 0), done.stderr[-2000:]
+    pinned = (tmp_path / "jars" / "spark-avro.coordinates").read_text().strip()
+    assert pinned == connectors.coordinates(connectors.BY_NAME["avro"])
+    assert not (tmp_path / "jars" / "spark-kafka.classpath").exists()  # only what the job needed
 
 
 def test_services_script_is_idempotent():
