@@ -205,3 +205,28 @@ def test_doctor_reports_each_part_with_a_fix_and_creates_nothing(tmp_path, monke
     assert found["state store"]["status"] == "info" and "not created yet" in found["state store"]["detail"]
     assert found["s3 endpoint"]["status"] == "warn" and "does not answer" in found["s3 endpoint"]["detail"]
     assert not (tmp_path / "home").exists() and not (tmp_path / "jars").exists()
+
+
+def test_a_native_jobs_session_is_started_with_what_its_arguments_need(tmp_path, monkeypatch):
+    """`Job.from_args` in a plain `python job.py --input s3://…`: the session it starts
+    fetches S3 first."""
+    from pyspark.sql import SparkSession
+
+    import sparkmark.job as job_module
+    from sparkmark import Job
+    from sparkmark.catalog import hive
+
+    started: list[Settings] = []
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(
+        job_module, "create_session", lambda name, master, settings: started.append(settings) or object()
+    )
+    monkeypatch.setattr(hive, "sync_metastore", lambda spark, store: None)
+    settings = Settings.from_env({"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_CONNECTOR_NEEDS": "kafka"})
+    job = Job.from_args(["job.py", "--JOB_NAME", "native", "--input", "s3://lake/in/"], settings=settings)
+    try:
+        job.spark  # noqa: B018 - starting the session is what is tested
+        assert started[0].connector_needs == "kafka,s3"
+        assert connector_needs(started[0]) == ("kafka", "s3")
+    finally:
+        job.fail("test over")

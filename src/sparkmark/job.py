@@ -126,11 +126,24 @@ class Job:
             active = SparkSession.getActiveSession()
             if active is not None:
                 storage.prepare_spark(active, self.settings)
-            self._spark = active or create_session(self.name, self.settings.spark_master, self.settings)
+            self._spark = active or create_session(
+                self.name, self.settings.spark_master, self._session_settings()
+            )
             from .catalog.hive import sync_metastore
 
             sync_metastore(self._spark, self.store)
         return self._spark
+
+    def _session_settings(self) -> Settings:
+        """The settings a session started for this job gets: with the connectors its
+        arguments show it needs (an ``s3://`` input), fetched before Spark starts."""
+        from .connectors import needed_by
+
+        needs = needed_by(str(v) for v in self.args.values())
+        if not needs:
+            return self.settings
+        given = [n for n in (self.settings.connector_needs or "").split(",") if n]
+        return self.settings.model_copy(update={"connector_needs": ",".join(dict.fromkeys([*given, *needs]))})
 
     @property
     def finished(self) -> bool:
