@@ -55,7 +55,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from ..glue import shim
 
     shim.install()  # `import awsglue` in tests, also where the .pth hook is not installed
-    config.addinivalue_line("markers", "sparkmark: a test of a Glue job, with sparkmark's fixtures")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
