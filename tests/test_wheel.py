@@ -130,6 +130,13 @@ def test_a_glue_script_on_s3_fetches_its_connector_on_demand(installed, s3_serve
     latest = json.loads(shown.stdout)[0]
     assert latest["state"] == "SUCCEEDED" and latest["metrics"]["sources"]["orders_source"]["files_read"] == 1
 
+    doctor = _run([str(python.parent / "sparkmark"), "doctor", "--json"], cwd=work, env=run_env)
+    found = {f["check"]: f for f in json.loads(doctor.stdout)}
+    assert found["connector s3"]["status"] == "ok" and "fetched on demand" in found["connector s3"]["detail"]
+    assert found["connector kafka"]["status"] == "info"  # never needed: never fetched
+    assert found["awsglue"]["status"] == found["java"]["status"] == found["state store"]["status"] == "ok"
+    assert found["s3 endpoint"]["status"] == "ok"
+
 
 def test_the_example_projects_tests_pass_through_the_plugin(installed):
     python, env, work = installed
