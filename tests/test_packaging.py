@@ -230,3 +230,43 @@ def test_a_native_jobs_session_is_started_with_what_its_arguments_need(tmp_path,
         assert connector_needs(started[0]) == ("kafka", "s3")
     finally:
         job.fail("test over")
+
+
+def _fake_fetch(monkeypatch) -> list[str]:
+    fetched: list[str] = []
+
+    def fake_resolve(jars_dir, connector, *, environ, spark_confs=None):
+        fetched.append(connector.name)
+        return [f"/jars/{connector.name}.jar"]
+
+    monkeypatch.setattr(connectors, "resolve", fake_resolve)
+    return fetched
+
+
+def test_datalake_formats_are_fetched_on_demand_or_refused_in_one_line_when_off(tmp_path, monkeypatch):
+    from sparkmark.errors import ConfigError
+    from sparkmark.spark import format_jars
+
+    fetched = _fake_fetch(monkeypatch)
+    base = {"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_JARS_DIR": str(tmp_path / "jars")}
+    given = Settings.from_env({**base, "SPARKMARK_DATALAKE_FORMATS": "iceberg,delta"})
+    assert format_jars(given) == ["/jars/iceberg.jar", "/jars/delta.jar"] and fetched == ["iceberg", "delta"]
+    off = Settings.from_env(
+        {**base, "SPARKMARK_DATALAKE_FORMATS": "delta", "SPARKMARK_CONNECTOR_RESOLUTION": "off"}
+    )
+    with pytest.raises(ConfigError, match=r"--datalake-formats delta: .*`sparkmark connectors fetch delta`"):
+        format_jars(off)
+    assert Settings.from_env(base).datalake_formats is None and format_jars(Settings.from_env(base)) == []
+
+
+def test_jdbc_drivers_are_fetched_only_when_needed_and_none_are_installed(tmp_path, monkeypatch):
+    import sparkmark.spark as spark_module
+
+    fetched = _fake_fetch(monkeypatch)
+    monkeypatch.setattr(spark_module, "JAR_DIRS", (str(tmp_path / "no-debian-jars"),))
+    base = {"SPARKMARK_HOME": str(tmp_path), "SPARKMARK_JARS_DIR": str(tmp_path / "jars")}
+    assert spark_module.jdbc_jars(Settings.from_env(base)) == [] and fetched == []
+    needs = {**base, "SPARKMARK_CONNECTOR_NEEDS": "jdbc"}
+    assert spark_module.jdbc_jars(Settings.from_env(needs)) == ["/jars/jdbc.jar"] and fetched == ["jdbc"]
+    chosen = Settings.from_env({**needs, "SPARKMARK_JDBC_JARS": "/opt/drivers/pg.jar"})
+    assert spark_module.jdbc_jars(chosen) == ["/opt/drivers/pg.jar"] and fetched == ["jdbc"]

@@ -70,7 +70,7 @@ def installed(tmp_path_factory):
 def test_awsglue_imports_in_a_plain_python_of_the_environment(installed):
     python, env, work = installed
     code = (
-        "import sparkmark, awsglue, awsgluedq; from awsglue import DynamicFrame; "
+        "import sparkmark, awsglue, awsgluedq, awsglueml; from awsglue import DynamicFrame; "
         "from awsglue.context import GlueContext; "
         "print(sparkmark.__file__); print(GlueContext.__module__, DynamicFrame.__module__)"
     )
