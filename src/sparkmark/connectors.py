@@ -25,12 +25,14 @@ from __future__ import annotations
 import fcntl
 import logging
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .engine.masking import mask_text
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -168,8 +170,6 @@ def resolve(
     ``environ`` (the settings' resolved environment: JAVA_HOME, a proxy). Processes that
     need it at the same time wait for the first. One ConfigError line when it cannot be
     resolved."""
-    from .errors import ConfigError
-
     jars_dir.mkdir(parents=True, exist_ok=True)
     with (jars_dir / ".resolving.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -186,7 +186,7 @@ def resolve(
         for key, value in (spark_confs or {}).items():
             if key in ("spark.jars.repositories", "spark.jars.ivySettings", "spark.jars.excludes"):
                 args += ["--conf", f"{key}={value}"]
-        env = {**environ, "PYSPARK_SUBMIT_ARGS": " ".join([*map(_quoted, args), "pyspark-shell"])}
+        env = {**environ, "PYSPARK_SUBMIT_ARGS": " ".join([*map(shlex.quote, args), "pyspark-shell"])}
         try:
             done = subprocess.run(
                 [sys.executable, "-c", _PROBE],
@@ -241,12 +241,6 @@ def _from_cache(ivy: Path, retrieved: Path) -> str:
     return str(retrieved)
 
 
-def _quoted(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
-
-
 def _local(url: str) -> str:
     from urllib.parse import unquote, urlparse
 
@@ -278,7 +272,7 @@ def session_connectors(
     ``on_demand`` is off. A needed connector that cannot be had is logged, not raised:
     the job may not reach the code that needs it, and if it does, its error says which
     connector is missing and how to get it."""
-    explicit = choice.strip().lower() not in ("", "auto", "all", "none")
+    explicit = on_demand and choice.strip().lower() not in ("", "auto", "all", "none")
     wanted = set(needs)
     jars: dict[str, None] = {}
     for connector in selected(choice):
@@ -288,8 +282,8 @@ def session_connectors(
         if not found and on_demand and (explicit or connector.name in wanted):
             try:
                 found = resolve(jars_dir, connector, environ=environ, spark_confs=spark_confs)
-            except Exception as exc:  # noqa: BLE001 - told in one line; the session starts without it
-                log.warning("%s", exc)
+            except (ConfigError, OSError) as exc:  # told in one line; the session starts without it
+                log.warning("%s", mask_text(str(exc)))
                 found = []
         jars.update(dict.fromkeys(found))
     return list(jars)
@@ -297,12 +291,7 @@ def session_connectors(
 
 def classpath(jars_dir: Path, choice: str, *, include: tuple[str, ...] | None = None) -> list[str]:
     """Jars of every selected connector that is resolved, each once, in order."""
-    jars: dict[str, None] = {}
-    for connector in selected(choice):
-        if include is not None and connector.name not in include:
-            continue
-        jars.update(dict.fromkeys(resolved_jars(jars_dir, connector)))
-    return list(jars)
+    return session_connectors(jars_dir, choice, (), environ={}, on_demand=False, include=include)
 
 
 def spark_and_hadoop_versions() -> tuple[str, str]:
@@ -325,12 +314,11 @@ def missing_connector(text: str) -> str | None:
     for connector in CONNECTORS:
         if not any(sign in text for sign in connector.missing_signs):
             continue
-        spark, hadoop = spark_and_hadoop_versions()
         what = connector.provides
         scheme = _SCHEME.search(text)
         if connector.name == "s3" and scheme and scheme.group(1) != "s3a":
             what = f"{scheme.group(1)}:// paths: {what}"
-        packages = connector.coordinates.format(spark=spark, hadoop=hadoop)
+        packages = coordinates(connector)
         return (
             f"the {connector.name} connector is not on Spark's classpath ({what}): run "
             f"`sparkmark connectors fetch {connector.name}` once and start the job again (or name it in "
