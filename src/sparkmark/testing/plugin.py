@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-# The session's variables a test's fixtures change, restored after each test.
-_S3_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+# The credentials the `s3` fixture gives a test (moto takes any): never a real AWS key.
+TEST_KEY, TEST_SECRET = "testing", "testing"
 _SESSION_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -124,6 +124,17 @@ def glue_context(spark: Any, sparkmark_home: Path) -> Any:
     return GlueContext(spark.sparkContext)
 
 
+def _fresh_boto3() -> None:
+    """boto3's default session keeps the credentials it found first; a test's fixtures
+    change them (and each home has its own token), so a script's ``boto3.client(...)``
+    must find them again, as in the fresh process ``sparkmark run`` gives it."""
+    import sys
+
+    boto3 = sys.modules.get("boto3")
+    if boto3 is not None:
+        setattr(boto3, "DEFAULT_SESSION", None)  # noqa: B010 - boto3 is imported only if the test did
+
+
 class S3:
     """moto's S3 server, as one test sees it: ``endpoint_url``, a boto3 ``client``, and
     helpers to make a bucket and put or list objects by ``s3://`` URL."""
@@ -132,11 +143,11 @@ class S3:
         import boto3
 
         self.endpoint_url = endpoint_url
-        self.client = boto3.client(
+        self.client = boto3.session.Session().client(
             "s3",
             endpoint_url=endpoint_url,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_access_key_id=TEST_KEY,
+            aws_secret_access_key=TEST_SECRET,
             region_name="us-east-1",
         )
 
@@ -188,9 +199,10 @@ def s3(_s3_server: str, monkeypatch: pytest.MonkeyPatch) -> S3:
     with urllib.request.urlopen(reset, timeout=30):
         pass
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", _s3_server)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    _fresh_boto3()
     return S3(_s3_server)
 
 
@@ -207,14 +219,17 @@ def glue_catalog(sparkmark_home: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
 
     settings = Settings.from_env().model_copy(update={"tls_certfile": None, "tls_keyfile": None})
     own = os.environ.get("AWS_SECRET_ACCESS_KEY")
-    running = start_in_thread(settings, also_accept=[own] if own else [])
+    # Whichever of `s3` and this fixture comes first, the job's Glue client signs with a
+    # key this endpoint (on loopback, for this test only) takes.
+    running = start_in_thread(settings, also_accept=[k for k in (own, TEST_SECRET) if k])
     if not own:
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "sparkmark")
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", resolve_token(settings.api_token_value, settings.home))
     monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", running.url)
     monkeypatch.setenv("AWS_DEFAULT_REGION", os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    _fresh_boto3()
     try:
-        yield boto3.client("glue", endpoint_url=running.url)
+        yield boto3.session.Session().client("glue", endpoint_url=running.url)
     finally:
         running.stop()
 
@@ -228,7 +243,8 @@ def run_glue_job(spark: Any, sparkmark_home: Path) -> Any:
 
     def run(
         script: str | Path, JOB_NAME: str | None = None, **arguments: Any
-    ) -> GlueJobRun:  # Glue's name, JOB_NAME
+    ) -> GlueJobRun:  # Glue's spelling
+        _fresh_boto3()  # the script's clients find this test's credentials, not an earlier test's
         return run_glue_script(script, JOB_NAME, **arguments)
 
     return run
