@@ -270,3 +270,34 @@ def test_jdbc_drivers_are_fetched_only_when_needed_and_none_are_installed(tmp_pa
     assert spark_module.jdbc_jars(Settings.from_env(needs)) == ["/jars/jdbc.jar"] and fetched == ["jdbc"]
     chosen = Settings.from_env({**needs, "SPARKMARK_JDBC_JARS": "/opt/drivers/pg.jar"})
     assert spark_module.jdbc_jars(chosen) == ["/opt/drivers/pg.jar"] and fetched == ["jdbc"]
+
+
+def test_a_fetchs_settings_stay_off_the_jvms_command_line(tmp_path, monkeypatch):
+    """A mirror's URL may carry its credentials: the resolving JVM reads it from a private
+    properties file, and only the coordinates are on its command line."""
+    import subprocess
+
+    seen: dict = {}
+    jar = tmp_path / "jars" / "ivy" / "jars" / "org.apache.spark_spark-avro_2.13-4.1.1.jar"
+
+    def fake_run(command, **kwargs):
+        seen["args"] = kwargs["env"]["PYSPARK_SUBMIT_ARGS"]
+        properties = Path(seen["args"].split()[1])
+        seen["mode"] = properties.stat().st_mode & 0o777
+        seen["properties"] = properties.read_text()
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        jar.write_bytes(b"PK")
+        return subprocess.CompletedProcess(command, 0, stdout=f"JARS file://{jar}\n", stderr="")
+
+    monkeypatch.setattr(connectors.subprocess, "run", fake_run)
+    mirror = "https://builder:s3cret@maven.example/repo"
+    found = connectors.resolve(
+        tmp_path / "jars",
+        connectors.BY_NAME["avro"],
+        environ={},
+        spark_confs={"spark.jars.repositories": mirror},
+    )
+    assert found == [str(jar)]
+    assert "s3cret" not in seen["args"] and "--packages org.apache.spark:spark-avro_2.13:" in seen["args"]
+    assert f"spark.jars.repositories {mirror}\n" in seen["properties"] and seen["mode"] == 0o600
+    assert not list((tmp_path / "jars").glob("*.properties"))  # removed once read

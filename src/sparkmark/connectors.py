@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -182,11 +183,16 @@ def resolve(
             f"sparkmark: fetching the {connector.name} connector ({wanted}) through Spark's package "
             f"resolution into {ivy}; this happens once\n"
         )
-        args = ["--packages", wanted, "--conf", f"spark.jars.ivy={ivy}"]
-        for key, value in (spark_confs or {}).items():
-            if key in ("spark.jars.repositories", "spark.jars.ivySettings", "spark.jars.excludes"):
-                args += ["--conf", f"{key}={value}"]
-        env = {**environ, "PYSPARK_SUBMIT_ARGS": " ".join([*map(shlex.quote, args), "pyspark-shell"])}
+        # The resolution's settings go in a private properties file, not on the JVM's
+        # command line: a mirror's URL may carry its credentials.
+        settings = {"spark.jars.ivy": str(ivy)}
+        settings.update({k: v for k, v in (spark_confs or {}).items() if k in _RESOLUTION_SETTINGS})
+        properties = jars_dir / ".resolving.properties"
+        fd = os.open(properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.writelines(f"{key} {_escaped(value)}\n" for key, value in settings.items())
+        args = ["--properties-file", str(properties), "--load-spark-defaults", "--packages", wanted, "pyspark-shell"]
+        env = {**environ, "PYSPARK_SUBMIT_ARGS": " ".join(map(shlex.quote, args))}
         try:
             done = subprocess.run(
                 [sys.executable, "-c", _PROBE],
@@ -197,10 +203,12 @@ def resolve(
                 timeout=timeout,
             )
         except subprocess.TimeoutExpired:
+            properties.unlink(missing_ok=True)
             raise ConfigError(
                 f"fetching the {connector.name} connector ({wanted}) took over {timeout:.0f} s; "
                 "try `sparkmark connectors fetch` again, or point spark.jars.repositories at a mirror"
             ) from None
+        properties.unlink(missing_ok=True)
         listed = [line for line in done.stdout.splitlines() if line.startswith("JARS ")]
         jars = [_local(j) for j in listed[-1].removeprefix("JARS ").split(",") if j] if listed else []
         if done.returncode != 0 or not jars:
@@ -215,6 +223,15 @@ def resolve(
         listing.with_suffix(".coordinates").write_text(wanted + "\n", encoding="utf-8")
         log.info("connector %s: %d jar(s) in %s", connector.name, len(jars), ivy)
         return jars
+
+
+# Spark settings that shape a package resolution, taken from the user's Spark settings.
+_RESOLUTION_SETTINGS = ("spark.jars.repositories", "spark.jars.ivySettings", "spark.jars.excludes")
+
+
+def _escaped(value: str) -> str:
+    """A value as a Java properties file reads it back."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
 
 
 # Run in the resolving JVM's Python: Spark has resolved --packages before its gateway
