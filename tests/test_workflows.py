@@ -1218,3 +1218,44 @@ def test_max_concurrent_runs_as_glue_defines_it_with_two_schedulers(
     assert [v.run_id for v in committed] == sorted(serial, key=lambda i: store.get_run(i).started_at)
     # three bookmark versions, one per run, each built on the one before
     assert "move its bookmark one at a time" in caplog.text
+
+
+def test_a_load_that_began_before_a_change_does_not_hide_it(tmp_path, monkeypatch):
+    """A server's scheduler thread and a request thread read the project at once: the
+    request that follows a CreateJob must see the job, even when a load that began before
+    the create ends after it (CI saw GetJob say 'not found' right after CreateJob)."""
+    import threading
+
+    from sparkmark.app.jobs import job_definition
+    from sparkmark.workflow import registry as registry_module
+
+    state = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    source = registry_module.ProjectSource(tmp_path / "none.toml", state)
+    real_load = registry_module.load_project
+    began, release = threading.Event(), threading.Event()
+    slow_once = []
+
+    def load(config, store):
+        project = real_load(config, store)  # what the registry holds as this load reads it
+        if not slow_once:
+            slow_once.append(True)
+            began.set()
+            release.wait(10)  # the scheduler's load, still running when the job is created
+        return project
+
+    monkeypatch.setattr(registry_module, "load_project", load)
+    early = threading.Thread(target=source.current)
+    early.start()
+    assert began.wait(10)
+    glue = {"Command": {"Name": "glueetl", "ScriptLocation": "nightly.py"}}
+    source.registry.put("job", "nightly", job_definition("nightly", glue), glue, create=True)
+    later: list = []
+    after = threading.Thread(target=lambda: later.append(source.current()))
+    after.start()
+    after.join(0.5)  # unlocked, it would load and finish now, before the early load ends
+    release.set()
+    early.join(10)
+    after.join(10)
+    assert "nightly" in later[0].jobs
+    assert "nightly" in source.current().jobs
+    state.close()

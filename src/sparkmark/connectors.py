@@ -191,7 +191,14 @@ def resolve(
         fd = os.open(properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.writelines(f"{key} {_escaped(value)}\n" for key, value in settings.items())
-        args = ["--properties-file", str(properties), "--load-spark-defaults", "--packages", wanted, "pyspark-shell"]
+        args = [
+            "--properties-file",
+            str(properties),
+            "--load-spark-defaults",
+            "--packages",
+            wanted,
+            "pyspark-shell",
+        ]
         env = {**environ, "PYSPARK_SUBMIT_ARGS": " ".join(map(shlex.quote, args))}
         try:
             done = subprocess.run(

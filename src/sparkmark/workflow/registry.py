@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -181,6 +182,10 @@ class ProjectSource:
         self.registry = Registry(state)
         self._key: tuple | None = None
         self._project: Project | None = None
+        # A server's request threads and its scheduler's thread ask at once: without the
+        # lock, a load that began before a change could land after one that saw it, and
+        # its stale project would then be kept under the newer stamp.
+        self._lock = threading.Lock()
 
     def _stamp(self) -> tuple:
         try:
@@ -190,8 +195,13 @@ class ProjectSource:
         return (mtime, self.registry.stamp(), tuple(CrawlerStore(self.state).names()))
 
     def current(self) -> Project:
+        """The project as of now. The stamp is taken before the load: a change made while
+        loading shows as a new stamp, and is loaded at the next call."""
         key = self._stamp()
-        if self._project is None or key != self._key:
-            self._key = key  # a file that does not load is not read again until it changes
-            self._project = load_project(self.config, self.state)
-        return self._project
+        with self._lock:
+            if self._project is None or key != self._key:
+                try:
+                    self._project = load_project(self.config, self.state)
+                finally:
+                    self._key = key  # a file that does not load is not read again until it changes
+            return self._project
