@@ -72,6 +72,10 @@ def test_an_s3_endpoint_in_the_settings_means_s3_is_needed(tmp_path):
     )
     given = Settings.from_env({**base, "SPARKMARK_CONNECTOR_NEEDS": "kafka,s3"})
     assert connector_needs(given) == ("kafka", "s3")
+    local = Settings.from_env(
+        {**base, "SPARKMARK_CONNECTOR_NEEDS": "kafka,s3", "SPARKMARK_S3_LOCAL_ROOT": "/b"}
+    )
+    assert connector_needs(local) == ("kafka",)  # s3:// read from a folder: no S3A to fetch
 
 
 def test_connector_resolution_takes_on_demand_or_off_only(tmp_path):

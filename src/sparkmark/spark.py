@@ -31,10 +31,13 @@ S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 def connector_needs(settings: Settings) -> tuple[str, ...]:
     """The connectors a session must have: those ``sparkmark run`` found its script to
-    use, and S3 when the settings name an S3 endpoint."""
+    use, and S3 when the settings name an S3 endpoint; never S3 when ``s3://`` is served
+    from a local folder (``SPARKMARK_S3_LOCAL_ROOT``), where Spark needs no S3A."""
     needs = [n.strip() for n in (settings.connector_needs or "").split(",") if n.strip()]
     if settings.aws_endpoint_url_s3 and "s3" not in needs:
         needs.append("s3")
+    if settings.s3_local_root is not None:
+        needs = [n for n in needs if n != "s3"]
     return tuple(needs)
 
 
