@@ -144,3 +144,18 @@ def test_the_filter_keeps_paid_orders_only(glue_context, spark):
     paid = Filter.apply(frame=frame, f=lambda row: row["status"] == "PAID")
 
     assert [r.order_id for r in paid.toDF().collect()] == ["1"]
+
+
+def test_a_wrong_bookmark_option_is_refused_before_the_job_starts(run_glue_job, lake):
+    source, target = lake
+
+    run = run_glue_job(
+        JOB,
+        JOB_NAME="paid_orders",
+        job_bookmark_option="job-bookmark-sometimes",
+        source_path=str(source),
+        target_path=str(target),
+    )
+
+    assert not run.succeeded and run.run is None
+    assert "job-bookmark-sometimes" in run.error

@@ -20,6 +20,7 @@ from typing import Any
 from ..args import GLUE_PARAMETERS
 from ..engine.models import BookmarkVersion, OutputRecord, RunRecord
 from ..engine.store import StateStore
+from ..errors import SparkmarkError
 from ..host import RunRequest, run_request
 from ..settings import Settings
 
@@ -106,8 +107,13 @@ def run_glue_script(script: str | Path, job_name: str | None = None, **args: Any
 
     path = Path(script)
     argv = glue_arguments(job_name, path, args)
-    outcome = run_request(RunRequest(script=str(path), arguments=argv), endpoint=glue_endpoint)
     name = job_name or path.stem
+    try:
+        outcome = run_request(RunRequest(script=str(path), arguments=argv), endpoint=glue_endpoint)
+    except (
+        SparkmarkError
+    ) as exc:  # the run could not begin (no such script, a bad option): as `sparkmark run` says it
+        return GlueJobRun(job_name=name, exit_code=1, error=str(exc), traceback=None, run=None)
     store = StateStore.from_settings(Settings.from_env())
     try:
         runs = [store.get_run(line.run_id) for line in outcome.runs]
