@@ -24,18 +24,24 @@ def lake(tmp_path):
     return tmp_path / "orders", tmp_path / "paid"
 
 
-def test_the_first_run_reads_every_file_and_keeps_the_paid_orders(run_glue_job, spark, lake):
+@pytest.fixture
+def bookmarked(lake):
+    """The job's arguments as its nightly trigger passes them: bookmarks on."""
     source, target = lake
-    write_orders(source / "day=1", "a.json", [{"order_id": "1", "amount": 10.0, "status": "PAID"}])
-    write_orders(source / "day=1", "b.json", [{"order_id": "2", "amount": 5.5, "status": "OPEN"}])
-
-    run = run_glue_job(
-        JOB,
+    return dict(
         JOB_NAME="paid_orders",
         job_bookmark_option="job-bookmark-enable",
         source_path=str(source),
         target_path=str(target),
     )
+
+
+def test_the_first_run_reads_every_file_and_keeps_the_paid_orders(run_glue_job, spark, lake, bookmarked):
+    source, target = lake
+    write_orders(source / "day=1", "a.json", [{"order_id": "1", "amount": 10.0, "status": "PAID"}])
+    write_orders(source / "day=1", "b.json", [{"order_id": "2", "amount": 5.5, "status": "OPEN"}])
+
+    run = run_glue_job(JOB, **bookmarked)
 
     run.assert_succeeded()
     assert run.state == "SUCCEEDED"
@@ -44,19 +50,13 @@ def test_the_first_run_reads_every_file_and_keeps_the_paid_orders(run_glue_job, 
     assert [(r.order_id, r.amount) for r in rows] == [("1", 10.0)]
 
 
-def test_the_next_run_reads_only_the_new_file(run_glue_job, spark, lake):
+def test_the_next_run_reads_only_the_new_file(run_glue_job, spark, lake, bookmarked):
     source, target = lake
     write_orders(source / "day=1", "a.json", [{"order_id": "1", "amount": 10.0, "status": "PAID"}])
-    arguments = dict(
-        JOB_NAME="paid_orders",
-        job_bookmark_option="job-bookmark-enable",
-        source_path=str(source),
-        target_path=str(target),
-    )
-    run_glue_job(JOB, **arguments).assert_succeeded()
+    run_glue_job(JOB, **bookmarked).assert_succeeded()
     write_orders(source / "day=2", "c.json", [{"order_id": "3", "amount": 7.0, "status": "PAID"}])
 
-    second = run_glue_job(JOB, **arguments).assert_succeeded()
+    second = run_glue_job(JOB, **bookmarked).assert_succeeded()
 
     assert [Path(f).name for f in second.files_read()] == ["c.json"]
     assert second.reads["orders_source"].metrics["files_new"] == 1
@@ -64,18 +64,12 @@ def test_the_next_run_reads_only_the_new_file(run_glue_job, spark, lake):
     assert ids == ["1", "3"]  # the first run's output, and the new order once
 
 
-def test_a_run_with_nothing_new_reads_nothing_and_succeeds(run_glue_job, lake):
-    source, target = lake
+def test_a_run_with_nothing_new_reads_nothing_and_succeeds(run_glue_job, lake, bookmarked):
+    source, _ = lake
     write_orders(source, "a.json", [{"order_id": "1", "amount": 1.0, "status": "PAID"}])
-    arguments = dict(
-        JOB_NAME="paid_orders",
-        job_bookmark_option="job-bookmark-enable",
-        source_path=str(source),
-        target_path=str(target),
-    )
-    run_glue_job(JOB, **arguments).assert_succeeded()
+    run_glue_job(JOB, **bookmarked).assert_succeeded()
 
-    again = run_glue_job(JOB, **arguments).assert_succeeded()
+    again = run_glue_job(JOB, **bookmarked).assert_succeeded()
 
     assert again.files_read() == []
 
@@ -92,17 +86,11 @@ def test_without_bookmarks_every_run_reads_everything(run_glue_job, lake):
     assert second.run.bookmark_option.value == "job-bookmark-disable"  # Glue's default
 
 
-def test_the_bookmark_names_the_processed_files(run_glue_job, lake):
-    source, target = lake
+def test_the_bookmark_names_the_processed_files(run_glue_job, lake, bookmarked):
+    source, _ = lake
     write_orders(source, "a.json", [{"order_id": "1", "amount": 1.0, "status": "PAID"}])
 
-    run = run_glue_job(
-        JOB,
-        JOB_NAME="paid_orders",
-        job_bookmark_option="job-bookmark-enable",
-        source_path=str(source),
-        target_path=str(target),
-    ).assert_succeeded()
+    run = run_glue_job(JOB, **bookmarked).assert_succeeded()
 
     assert run.bookmark is not None and run.bookmark.run_id == run.run.run_id
     assert "orders_source" in run.bookmark.ctx_states
@@ -115,6 +103,13 @@ def test_a_missing_argument_fails_the_job_with_its_name(run_glue_job, lake):
 
     assert not run.succeeded
     assert "target_path" in run.error
+
+
+def test_a_wrong_bookmark_option_is_refused_before_the_job_starts(run_glue_job, bookmarked):
+    run = run_glue_job(JOB, **{**bookmarked, "job_bookmark_option": "job-bookmark-sometimes"})
+
+    assert not run.succeeded and run.run is None
+    assert "job-bookmark-sometimes" in run.error
 
 
 def test_the_job_runs_on_s3(run_glue_job, s3, spark):
@@ -144,18 +139,3 @@ def test_the_filter_keeps_paid_orders_only(glue_context, spark):
     paid = Filter.apply(frame=frame, f=lambda row: row["status"] == "PAID")
 
     assert [r.order_id for r in paid.toDF().collect()] == ["1"]
-
-
-def test_a_wrong_bookmark_option_is_refused_before_the_job_starts(run_glue_job, lake):
-    source, target = lake
-
-    run = run_glue_job(
-        JOB,
-        JOB_NAME="paid_orders",
-        job_bookmark_option="job-bookmark-sometimes",
-        source_path=str(source),
-        target_path=str(target),
-    )
-
-    assert not run.succeeded and run.run is None
-    assert "job-bookmark-sometimes" in run.error
