@@ -199,6 +199,7 @@ def test_doctor_reports_each_part_with_a_fix_and_creates_nothing(tmp_path, monke
     monkeypatch.setenv("SPARKMARK_JARS_DIR", str(tmp_path / "jars"))
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    monkeypatch.setenv("SPARKMARK_SPARK_MASTER", "spark://127.0.0.1:9,127.0.0.1:10")
     result = CliRunner().invoke(app, ["doctor", "--json"])
     found = {f["check"]: f for f in json.loads(result.stdout)}
     assert result.exit_code == 1  # no Java: jobs cannot run
@@ -208,6 +209,7 @@ def test_doctor_reports_each_part_with_a_fix_and_creates_nothing(tmp_path, monke
     assert {"connector iceberg", "connector delta", "pyspark", "awsglue"} <= set(found)
     assert found["state store"]["status"] == "info" and "not created yet" in found["state store"]["detail"]
     assert found["s3 endpoint"]["status"] == "warn" and "does not answer" in found["s3 endpoint"]["detail"]
+    assert found["spark master"]["status"] == "FAIL" and "does not answer" in found["spark master"]["detail"]
     assert not (tmp_path / "home").exists() and not (tmp_path / "jars").exists()
 
 

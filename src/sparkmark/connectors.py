@@ -23,6 +23,7 @@ that are not; a cluster that brings its own jars needs none of this.
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import re
@@ -318,8 +319,10 @@ def classpath(jars_dir: Path, choice: str, *, include: tuple[str, ...] | None = 
     return session_connectors(jars_dir, choice, (), environ={}, on_demand=False, include=include)
 
 
+@functools.cache
 def spark_and_hadoop_versions() -> tuple[str, str]:
-    """PySpark's version and the Hadoop release its jars carry."""
+    """PySpark's version and the Hadoop release its jars carry (read once: every
+    connector's pin is checked against it at each session's start)."""
     import pyspark
 
     hadoop = "3.4.2"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -161,13 +160,10 @@ def _state_store(settings: Settings) -> Finding:
 
 
 def _answers(url: str, default_port: int) -> bool:
+    from ..devservices.process import port_answers
+
     parsed = urlparse(url if "://" in url else f"tcp://{url}")
-    host = parsed.hostname or "127.0.0.1"
-    try:
-        with socket.create_connection((host, parsed.port or default_port), timeout=2):
-            return True
-    except OSError:
-        return False
+    return port_answers(parsed.port or default_port, parsed.hostname or "127.0.0.1", timeout=2)
 
 
 def _servers(settings: Settings) -> list[Finding]:
@@ -175,16 +171,21 @@ def _servers(settings: Settings) -> list[Finding]:
 
     found = []
     if settings.spark_master.startswith("spark://"):
-        first = settings.spark_master.removeprefix("spark://").split(",")[0]
-        up = _answers(f"tcp://{first}", 7077)
-        found.append(
-            Finding(
-                "spark master",
-                OK if up else FAIL,
-                f"{settings.spark_master} {'answers' if up else 'does not answer'}",
-                "" if up else "start the cluster, or unset SPARKMARK_SPARK_MASTER for local[*]",
+        from ..errors import ConfigError
+        from ..spark import check_master  # the check a session makes before it starts
+
+        try:
+            check_master(settings.spark_master)
+            found.append(Finding("spark master", OK, f"{settings.spark_master} answers"))
+        except ConfigError as exc:
+            found.append(
+                Finding(
+                    "spark master",
+                    FAIL,
+                    str(exc),
+                    "start the cluster, or unset SPARKMARK_SPARK_MASTER for local[*]",
+                )
             )
-        )
     else:
         found.append(Finding("spark master", OK, f"{settings.spark_master} (in this process)"))
     if settings.spark_remote:

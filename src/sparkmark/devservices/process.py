@@ -21,9 +21,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def port_answers(port: int, host: str = "127.0.0.1") -> bool:
+def port_answers(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
     try:
-        with socket.create_connection((host, port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
