@@ -42,6 +42,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import sparkmark
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nothing of the suite's Spark beyond loopback
     hive_home = tmp_path_factory.mktemp("hive")
     builder = SparkSession.builder.master("local[2]")
     for key, value in hive_confs(Settings.from_env({"SPARKMARK_HOME": str(hive_home)})).items():

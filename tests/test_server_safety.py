@@ -219,8 +219,30 @@ def test_wrong_signatures_are_rate_limited(project, sparkmark_home):
     try:
         statuses = [glue_request(url, "GetDatabases", {}, secret=f"guess-{i}")[0] for i in range(12)]
         assert statuses[:10] == [403] * 10 and statuses[10:] == [429, 429]
-        # Blocked is blocked: the right token waits too, so guessing gains nothing.
-        assert glue_request(url, "GetDatabases", {}, secret=local_token(sparkmark_home))[0] == 429
+        # The guesser's wrong signatures stay refused; the right token is served from the
+        # same address, since the signature is checked before the limiter is asked.
+        assert glue_request(url, "GetDatabases", {}, secret="guess-12")[0] == 429
+        assert glue_request(url, "GetDatabases", {}, secret=local_token(sparkmark_home))[0] == 200
+    finally:
+        stop(proc)
+
+
+def test_requests_without_credentials_are_never_counted(project, sparkmark_home):
+    """Any web page can make a browser send unsigned requests to a loopback port; they
+    are refused and never count against anyone (issue: ten <img> tags locked every local
+    client out for a minute)."""
+    proc, url = serve("api")
+    try:
+        for _ in range(30):
+            assert raw(url, "GET", "/metrics")[0] == 401
+            assert glue_request(url, "GetDatabases", {}, secret=None)[0] == 403
+        token = local_token(sparkmark_home)
+        assert raw(url, "GET", "/metrics", headers={"Authorization": f"Bearer {token}"})[0] == 200
+        assert glue_client(url, token).get_databases()["DatabaseList"] == []
+        # A wrong bearer token is counted under what it presented, not the address.
+        wrong = [raw(url, "GET", "/metrics", headers={"Authorization": "Bearer x"})[0] for _ in range(11)]
+        assert wrong == [401] * 10 + [429]
+        assert raw(url, "GET", "/metrics", headers={"Authorization": f"Bearer {token}"})[0] == 200
     finally:
         stop(proc)
 
@@ -427,11 +449,15 @@ def test_the_failure_limiter_forgets_after_its_window():
     now = [0.0]
     limiter = FailureLimiter(limit=3, window=60, clock=lambda: now[0])
     for _ in range(3):
-        assert not limiter.blocked("a")
-        limiter.failed("a")
-    assert limiter.blocked("a") and not limiter.blocked("b")
+        assert not limiter.blocked("a", "wrong")
+        assert limiter.failed("a", "wrong") is False
+    assert limiter.blocked("a", "wrong")
+    assert limiter.failed("a", "wrong") is True
+    # Keyed by address and by what was presented: nobody else is held back.
+    assert not limiter.blocked("b", "wrong")
+    assert not limiter.blocked("a", "the-right-token")
     now[0] = 61
-    assert not limiter.blocked("a")
+    assert not limiter.blocked("a", "wrong")
 
 
 def test_json_depth_is_found_without_recursion():
@@ -479,3 +505,51 @@ def test_a_script_with_aws_credentials_of_its_own_reaches_the_endpoint(project, 
         assert glue_request(url, "GetDatabases", {}, secret="the-users-own-secret")[0] == 403
     finally:
         stop(proc)
+
+
+def test_a_web_page_cannot_lock_local_clients_out(project, sparkmark_home, browser, tmp_path):
+    """Any site a user opens can aim ``<img>`` tags at loopback ports. A page in Chromium
+    with a dozen images aimed at each server (the API's /metrics, the console's /metrics
+    and its sign-in URL with a wrong token) leaves the signed boto3 call, the bearer
+    /metrics and the right sign-in URL answering."""
+    import http.server
+    import threading
+
+    api, api_url = serve("api")
+    console, console_url = serve("console")
+    token = local_token(sparkmark_home)
+    tags = "".join(
+        f'<img src="{api_url}/metrics?n={i}"><img src="{console_url}/metrics?n={i}">'
+        f'<img src="{console_url}/login?token=guess&n={i}">'
+        for i in range(12)
+    )
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(f"<html><body>{tags}</body></html>")
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=str(site), **k)  # noqa: E731
+    page_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=page_server.serve_forever, daemon=True).start()
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        answered: list[int] = []
+        tab.on(
+            "response",
+            lambda r: answered.append(r.status) if r.url.startswith((api_url, console_url)) else None,
+        )
+        tab.goto(f"http://127.0.0.1:{page_server.server_address[1]}/index.html")
+        tab.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=30_000)
+        # Every image was asked for. Only the wrong token, presented twelve times, is
+        # throttled (its 11th and 12th); the requests without credentials never are.
+        assert sorted(answered) == [401] * 34 + [429] * 2, answered
+        assert glue_client(api_url, token).get_databases()["DatabaseList"] == []
+        bearer = {"Authorization": f"Bearer {token}"}
+        assert raw(api_url, "GET", "/metrics", headers=bearer)[0] == 200
+        assert raw(console_url, "GET", "/metrics", headers=bearer)[0] == 200
+        status, headers, _ = raw(console_url, "GET", f"/login?token={token}")
+        assert status == 303 and "sm_session=" in headers.get("set-cookie", "")
+    finally:
+        context.close()
+        page_server.shutdown()
+        stop(api)
+        stop(console)

@@ -183,6 +183,44 @@ def test_a_running_statement_is_cancelled_and_the_session_stays_usable(glue, ses
     assert run(glue, session, "count")["Output"]["Data"]["TextPlain"].strip() == "10"
 
 
+def listening_addresses(port: int) -> list[str]:
+    """The local addresses a TCP port listens on, as ``ss`` shows them."""
+    import subprocess
+
+    lines = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True)
+    return [line.split()[3].rsplit(":", 1)[0] for line in lines.stdout.splitlines() if line.strip()]
+
+
+def test_the_sessions_spark_ui_listens_on_loopback_and_cannot_kill(glue, session):
+    """A session's Spark UI shows every statement's plans and the session's settings,
+    and its kill links stop jobs on a plain POST that any page can send. It listens on
+    loopback only, with kill off (Spark's spark.ui.killEnabled)."""
+    import requests
+
+    shown = run(glue, session, "print(spark.sparkContext.uiWebUrl)")["Output"]["Data"]["TextPlain"].strip()
+    assert shown.startswith(("http://127.0.0.1:", "http://localhost:")), shown
+    port = int(shown.rsplit(":", 1)[1])
+    url = f"http://127.0.0.1:{port}"
+    assert listening_addresses(port) and set(listening_addresses(port)) <= {"127.0.0.1", "[::ffff:127.0.0.1]"}
+    app = requests.get(f"{url}/api/v1/applications", timeout=10).json()[0]["id"]
+    code = "import time\nspark.sparkContext.parallelize(range(2), 2).map(lambda x: time.sleep(5) or x).sum()"
+    number = glue.run_statement(SessionId=session, Code=code)["Id"]
+    running = wait_for(
+        lambda: requests.get(f"{url}/api/v1/applications/{app}/jobs?status=running", timeout=10).json(),
+        60,
+        "the statement's Spark job",
+    )
+    for job in running:
+        requests.post(f"{url}/jobs/job/kill/", data={"id": str(job["jobId"])}, timeout=10)
+    done = wait_for(
+        lambda: (s := glue.get_statement(SessionId=session, Id=number)["Statement"])["State"] in ENDED and s,
+        60,
+        "the statement",
+    )
+    assert (done["State"], done["Output"]["Status"]) == ("AVAILABLE", "ok"), done
+    assert done["Output"]["Data"]["TextPlain"].strip() == "1"
+
+
 def test_statements_are_listed_in_order_and_an_unknown_one_is_not_found(glue, session):
     listed = glue.list_statements(SessionId=session)["Statements"]
     numbers = [s["Id"] for s in listed]

@@ -17,7 +17,8 @@ Both servers run code on request (a job, a Studio preview), so neither is ever o
   from its ``Content-Length`` (or as soon as a chunked body passes the cap); a body
   that does not arrive within the timeout is answered 408 and its connection closed;
   a client that goes away is one log line.
-- **Wrong tokens are rate-limited** per client address.
+- **Wrong tokens are rate-limited** per client address and presented credential
+  (:class:`FailureLimiter`): requests without one are never counted.
 
 These are pure ASGI and a few lines over :mod:`secrets` and :mod:`hmac`; Starlette
 has no token, Host-and-Origin or body-limit middleware that reads nothing first
@@ -28,6 +29,7 @@ middleware has run), which is why no package is taken for them.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import ipaddress
 import logging
 import re
@@ -134,36 +136,58 @@ class HostPolicy:
 
 
 class FailureLimiter:
-    """At most ``limit`` wrong tokens per client address in ``window`` seconds; past
-    that the address is refused (429) until the window has gone by."""
+    """At most ``limit`` failures of one presented credential from one client address in
+    ``window`` seconds; past that, that credential from that address is answered 429
+    until the window has gone by.
+
+    Only a request that *presents* a credential and fails it is counted, and it is
+    counted under what it presented (an access key id, a fingerprint of a token), so:
+
+    - a request with no credential at all (an ``<img>`` on any web page aimed at a
+      loopback port) is answered 401 or 403 and never counted;
+    - a wrong guess never locks out the right token: callers check the credential
+      first, and a correct one is served whatever the limiter holds for others.
+
+    The token is 256 random bits, so the limiter is not what keeps guessers out; it
+    keeps a noisy client from costing the server a signature check per request, and
+    makes a guessing loop visible as 429s in the log."""
 
     def __init__(self, limit: int = 10, window: float = 60.0, clock: Callable[[], float] = time.monotonic):
         self.limit = limit
         self.window = window
         self._clock = clock
-        self._failures: dict[str, list[float]] = {}
+        self._failures: dict[tuple[str, str], list[float]] = {}
         self._lock = threading.Lock()
 
-    def _recent(self, client: str, now: float) -> list[float]:
-        kept = [t for t in self._failures.get(client, []) if now - t < self.window]
+    @staticmethod
+    def _key(client: str, presented: str) -> tuple[str, str]:
+        # A fingerprint, so a wrong token's text is never kept in memory.
+        return client, hashlib.sha256(presented.encode("utf-8", "replace")).hexdigest()[:16]
+
+    def _recent(self, key: tuple[str, str], now: float) -> list[float]:
+        kept = [t for t in self._failures.get(key, []) if now - t < self.window]
         if kept:
-            self._failures[client] = kept
+            self._failures[key] = kept
         else:
-            self._failures.pop(client, None)
+            self._failures.pop(key, None)
         return kept
 
-    def blocked(self, client: str) -> bool:
+    def blocked(self, client: str, presented: str) -> bool:
         with self._lock:
-            return len(self._recent(client, self._clock())) >= self.limit
+            return len(self._recent(self._key(client, presented), self._clock())) >= self.limit
 
-    def failed(self, client: str) -> None:
+    def failed(self, client: str, presented: str) -> bool:
+        """Count one failure of ``presented`` from ``client``; whether that credential
+        from that address is now over the limit (answer 429 rather than 401/403)."""
+        key = self._key(client, presented)
         with self._lock:
             now = self._clock()
-            self._recent(client, now)
-            self._failures.setdefault(client, []).append(now)
-            if len(self._failures) > 10_000:  # many addresses: forget the oldest
+            self._recent(key, now)
+            self._failures.setdefault(key, []).append(now)
+            if len(self._failures) > 10_000:  # many keys: forget the oldest
                 oldest = min(self._failures, key=lambda c: self._failures[c][-1])
                 self._failures.pop(oldest, None)
+            return len(self._failures.get(key, ())) > self.limit
 
 
 def client_address(scope: MutableMapping[str, Any]) -> str:

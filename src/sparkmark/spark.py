@@ -10,6 +10,7 @@ jars in /usr/share/java), or from whatever the user configured: ``spark.jars``,
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shlex
 import sys
@@ -104,11 +105,45 @@ def format_jars(settings: Settings) -> list[str]:
     return jars
 
 
+LOOPBACK = "127.0.0.1"
+
+
+def master_on_this_machine(master: str) -> bool:
+    """Whether every executor of ``master`` runs on this machine: a local master, or a
+    standalone master (each of an HA list) on a loopback address."""
+    if master.startswith("local"):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    for address in master.removeprefix("spark://").split(","):
+        host = address.rpartition(":")[0].strip("[]")
+        if host != "localhost":
+            try:
+                if not ipaddress.ip_address(host).is_loopback:
+                    return False
+            except ValueError:
+                return False
+    return True
+
+
+def bind_to_loopback(master: str) -> None:
+    """Spark's driver, block manager and UI listen on ``SPARK_LOCAL_IP``, else on every
+    interface (the UI) or the machine's first address (the others); the JVM PySpark
+    launches reads it from this process's environment. When every executor is on this
+    machine it is set to loopback, unless the user set it: nothing of a session is then
+    reachable from elsewhere. A cluster's driver must be reachable by its executors,
+    so elsewhere the user's own ``SPARK_LOCAL_IP`` (or Spark's default) holds."""
+    if master_on_this_machine(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+
+
 def session_confs(settings: Settings, master: str | None = None) -> dict[str, str]:
     """The Spark settings of a session sparkmark starts (or of a bare ``SparkContext()``
     in a script run by ``sparkmark run``)."""
     master = master or settings.spark_master
-    confs = {"spark.ui.showConsoleProgress": "false"}
+    # The UI's kill links stop jobs on a plain POST that any page can send: off unless
+    # the user's own settings (applied last) turn them on.
+    confs = {"spark.ui.showConsoleProgress": "false", "spark.ui.killEnabled": "false"}
     jars = session_jars(settings)
     if jars:
         # On the driver's own class path, so that DriverManager (used by the Hive
@@ -169,8 +204,10 @@ def check_master(master: str, timeout: float = 3.0) -> None:
 
 
 def submit_args(settings: Settings) -> str:
-    """``PYSPARK_SUBMIT_ARGS`` for a script that makes its own ``SparkContext()``."""
+    """``PYSPARK_SUBMIT_ARGS`` for a script that makes its own ``SparkContext()`` (and the
+    loopback binding its JVM will read from this process's environment)."""
     check_master(settings.spark_master)
+    bind_to_loopback(settings.spark_master)
     args = ["--master", settings.spark_master]
     for key, value in session_confs(settings).items():
         args += ["--conf", f"{key}={value}"]
@@ -237,6 +274,7 @@ def create_session(app_name: str, master: str, settings: Settings) -> SparkSessi
         return remote_session(settings)
     use_this_python()
     check_master(master)
+    bind_to_loopback(master)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in session_confs(settings, master).items():
         builder = builder.config(key, value)

@@ -70,16 +70,21 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             request.headers.get("content-type"), body
         )
         try:
-            if limiter.blocked(client):
-                raise protocol.GlueApiError(
-                    "ThrottlingException", "too many requests with a wrong signature: wait a minute", 429
-                )
             try:
                 auth.check_signature(
                     secrets, method=request.method, url=str(request.url), headers=request.headers, body=body
                 )
             except protocol.GlueApiError:
-                limiter.failed(client)
+                # Counted only when a credential was presented, under its access key id:
+                # an unsigned request (any web page's <img>) is never counted, and a
+                # correctly signed one never gets here, whatever others did.
+                presented = auth.access_key(request.headers)
+                if presented and limiter.failed(client, presented):
+                    raise protocol.GlueApiError(
+                        "ThrottlingException",
+                        "too many requests with a wrong signature from this address: wait a minute",
+                        429,
+                    ) from None
                 raise
             if querying:
                 name = "sts"
@@ -114,13 +119,11 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
         (Prometheus cannot sign with SigV4: ``authorization: credentials_file``)."""
         from ..app.prometheus import exposition
 
-        client = client_address(request.scope)
-        if limiter.blocked(client):
-            return PlainTextResponse("too many wrong tokens: wait a minute\n", status_code=429)
         header = request.headers.get("authorization", "")
         given = header[7:].strip() if header[:7].lower() == "bearer " else ""
         if not given or not any(hmac.compare_digest(given.encode(), s.encode()) for s in secrets if s):
-            limiter.failed(client)
+            if given and limiter.failed(client_address(request.scope), given):
+                return PlainTextResponse("too many wrong tokens: wait a minute\n", status_code=429)
             return PlainTextResponse(
                 "the metrics need the endpoint's token as a bearer token (Authorization: Bearer TOKEN)\n",
                 status_code=401,

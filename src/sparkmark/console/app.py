@@ -26,7 +26,7 @@ from ..errors import SparkmarkError
 from ..serving import Listen
 from . import jobs, pages, studio
 from .figures import crawl_figures
-from .security import CSRF_FIELD, SAFE_METHODS, Guard, NoSecrets
+from .security import ADMITTED, CSRF_FIELD, SAFE_METHODS, THROTTLED, Guard, NoSecrets
 
 log = logging.getLogger("sparkmark.console")
 HERE = Path(__file__).parent
@@ -83,8 +83,9 @@ class _Checks(BaseHTTPMiddleware):
     async def dispatch(self, request: Request, call_next) -> Response:
         guard: Guard = request.app.state.guard
         path = request.url.path
-        if not path.startswith(OPEN_PATHS) and not guard.admitted(request):
-            if guard.blocked(request):
+        verdict = ADMITTED if path.startswith(OPEN_PATHS) else guard.check(request)
+        if verdict != ADMITTED:
+            if verdict == THROTTLED:
                 return HTMLResponse(
                     request.app.state.error_html(
                         429, "too many wrong tokens from this address: wait a minute"

@@ -29,7 +29,7 @@ from ..workflow import report
 from .figures import glue_figures, rule_grid, source_figures
 from .filters import ListFilter
 from .graph import layout
-from .security import CSRF_FIELD, NoSecrets, guard_of
+from .security import ADMITTED, CSRF_FIELD, THROTTLED, NoSecrets, guard_of
 
 RUNS_PAGE = 50
 VERSIONS_PAGE = 25
@@ -693,9 +693,10 @@ def crawler_page(request: Request) -> Response:
 def _signed_in_to(request: Request, given: str) -> Response | None:
     """The redirect that signs the browser in, or None when ``given`` is not the token."""
     guard = guard_of(request)
-    if guard.blocked(request):
+    verdict = guard.presented(request, given)
+    if verdict == THROTTLED:
         raise PageError(429, "too many wrong tokens from this address: wait a minute and try again")
-    if not guard.token_matches(request, given):
+    if verdict != ADMITTED:
         return None
     target = request.query_params.get("next", "/")
     if not target.startswith("/") or target.startswith("//"):  # only a page of this console

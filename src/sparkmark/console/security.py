@@ -7,7 +7,8 @@
   sign-in URL the console prints (``/login?token=…``, as Jupyter's). The cookie holds
   an HMAC of the token, never the token itself, and is ``HttpOnly``,
   ``SameSite=Strict``, and ``Secure`` when the console speaks HTTPS. Wrong tokens
-  are rate-limited per client address.
+  are rate-limited per client address and presented value; a request that presents
+  none is never counted, and the right token is never refused for others' guesses.
 - **Host and Origin** are checked against the allow-list before anything else
   (:class:`sparkmark.access.RequestGuard`).
 - **CSRF.** Requests that change state (reset, rewind, start, stop, Studio save, run
@@ -36,6 +37,7 @@ CSRF_COOKIE = "sm_csrf"
 CSRF_FIELD = "csrf"
 SESSION_COOKIE = "sm_session"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+ADMITTED, ABSENT, WRONG, THROTTLED = "admitted", "absent", "wrong", "throttled"
 
 
 class Guard:
@@ -57,25 +59,25 @@ class Guard:
     def session_value(self) -> str:
         return hmac.new(self._key, self.token.encode(), hashlib.sha256).hexdigest()
 
-    def token_matches(self, request: Request, given: str) -> bool:
-        """Whether ``given`` is the token; a wrong one counts against the client."""
+    def presented(self, request: Request, given: str) -> str:
+        """What presenting ``given`` as the token comes to: ``ADMITTED``, ``WRONG``, or
+        ``THROTTLED`` once this address has presented that wrong value too often. The
+        token is compared first, so another client's wrong guesses never refuse it."""
         if hmac.compare_digest(given.encode(), self.token.encode()):
-            return True
-        self.limiter.failed(client_address(request.scope))
-        return False
+            return ADMITTED
+        return THROTTLED if self.limiter.failed(client_address(request.scope), given) else WRONG
 
-    def blocked(self, request: Request) -> bool:
-        return self.limiter.blocked(client_address(request.scope))
-
-    def admitted(self, request: Request) -> bool:
-        """Whether the request carries the token (header) or a session made with it."""
+    def check(self, request: Request) -> str:
+        """``ADMITTED`` for the token (a bearer header) or a session made with it;
+        ``ABSENT`` when the request presents neither (a stale cookie from an earlier
+        console process counts as none, and so does an ``<img>`` on another site);
+        else what the wrong bearer token comes to."""
         cookie = request.cookies.get(SESSION_COOKIE, "")
         if cookie and hmac.compare_digest(cookie.encode(), self.session_value().encode()):
-            return True
+            return ADMITTED
         header = request.headers.get("authorization", "")
-        if header.lower().startswith("bearer ") and not self.blocked(request):
-            return self.token_matches(request, header[7:].strip())
-        return False
+        given = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        return self.presented(request, given) if given else ABSENT
 
     def sign_in(self, response: Response) -> Response:
         response.set_cookie(
