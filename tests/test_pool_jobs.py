@@ -36,7 +36,9 @@ def project(tmp_path, spark):  # spark: the suite's JVM is up before the pool's
         f'[jobs.tuned]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n'
         f'[jobs.sqltuned]\nScript = "{jobs / "checker.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n'
         '[jobs.sqltuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "7"\n\n'
-        '[jobs.tuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "5"\n"spark.driver.maxResultSize" = "512m"\n',
+        '[jobs.tuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "5"\n"spark.driver.maxResultSize" = "512m"\n\n'
+        f'[jobs.residue]\nScript = "{jobs / "residue.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
+        f'[jobs.look]\nScript = "{jobs / "look.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n',
         encoding="utf-8",
     )
     settings = Settings.from_env({**os.environ, "SPARKMARK_CONFIG": str(config)})
@@ -95,3 +97,48 @@ def test_a_job_with_sql_settings_runs_warm_with_them_and_they_do_not_stay(projec
     assert run_job(scheduler, "checker", timeout=300).state.value == "SUCCEEDED"
     after = json.loads((out / "checker.json").read_text())
     assert after["pid"] == warm_pid and after["shuffle"] != "7"
+
+
+SECRET = "hunter2-of-the-first-job"
+
+
+@pytest.mark.parametrize(
+    ("leave", "arguments", "retired"),
+    [
+        ("file", {}, None),
+        ("thread", {}, "the run left threads running (spy)"),
+        ("patch", {}, "the run replaced json.dumps"),
+        ("conf", {}, "the run changed the SparkContext's settings"),
+        ("nothing", {"--api_key": SECRET}, "the run was given secrets"),
+    ],
+)
+def test_the_next_job_never_sees_the_first_ones_files_threads_patches_or_secrets(
+    project, leave, arguments, retired, caplog
+):
+    """Two jobs one after the other on a warm pool of one process. Each run works in a
+    folder of its own; what cannot be put back (a thread still running, a patched
+    function, a SparkContext setting, any secret the run was given) retires the process,
+    so the second job runs on a new one."""
+    scheduler, out = project
+    server_cwd = sorted(os.listdir("."))
+    caplog.set_level("INFO", logger="sparkmark.pool")
+    first = run_job(scheduler, "residue", {"--leave": leave, **arguments}, timeout=300)
+    assert first.state.value == "SUCCEEDED", first.error
+    second = run_job(scheduler, "look", {}, timeout=300)
+    assert second.state.value == "SUCCEEDED", second.error
+    residue = json.loads((out / "residue.json").read_text())
+    look = json.loads((out / "look.json").read_text())
+    # Each run had a working directory of its own, and it is gone.
+    assert residue["cwd"] != look["cwd"] and look["files"] == []
+    assert not Path(residue["cwd"]).exists() and sorted(os.listdir(".")) == server_cwd
+    assert "spy" not in look["threads"]
+    assert look["dumps"] == '{"a": 1}'
+    assert look["conf"] is None
+    assert SECRET not in look["secrets"]
+    if retired is None:
+        assert look["pid"] == residue["pid"]  # nothing left: the process was kept
+    else:
+        assert look["pid"] != residue["pid"]
+        assert any(retired in r.getMessage() for r in caplog.records), [
+            r.getMessage() for r in caplog.records
+        ]

@@ -15,8 +15,11 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from sparkmark import serving
 from sparkmark.access import resolve_token
-from sparkmark.api.server import start_in_thread
+from sparkmark.api.server import create_app, listen_of
+from sparkmark.api.service import Service
+from sparkmark.engine.schema import utcnow
 from sparkmark.pool.pool import close_shared
 from sparkmark.settings import Settings
 
@@ -43,16 +46,19 @@ def endpoint(tmp_path_factory, spark):  # spark: the suite's JVM is up before th
     settings = Settings.from_env(
         {**os.environ, "SPARKMARK_HOME": str(root / "home"), "SPARKMARK_CONFIG": str(config)}
     )
-    running = start_in_thread(settings)
+    service = Service(settings)
+    listen = listen_of(settings, "127.0.0.1", 0)
+    running = serving.start_in_thread(create_app(service, listen), listen, "Glue API endpoint")
     token = resolve_token(None, settings.home)
-    yield running, token, settings
+    yield running, token, settings, service
     running.stop()
+    service.sessions.close()
     close_shared()
 
 
 @pytest.fixture(scope="module")
 def glue(endpoint):
-    running, token, _settings = endpoint
+    running, token, _settings, _service = endpoint
     return boto3.client(
         "glue",
         endpoint_url=running.url,
@@ -221,6 +227,36 @@ def test_the_sessions_spark_ui_listens_on_loopback_and_cannot_kill(glue, session
     assert done["Output"]["Data"]["TextPlain"].strip() == "1"
 
 
+def test_a_huge_output_is_cut_the_statement_ends_and_the_session_then_idles_out(glue, endpoint):
+    """A statement that prints 100 MB reaches AVAILABLE with its output cut to the
+    documented size and a line that says so; so does one whose error is huge. The
+    session is then idle, not busy, and its IdleTimeout counts from that statement's
+    end. Its own secret-named arguments are masked in what it prints."""
+    from datetime import timedelta
+
+    service = endpoint[3]
+    secret = "s3cr3t-of-the-session"
+    ready_session(glue, "notebook-big", IdleTimeout=2, DefaultArguments={"--my_password": secret})
+    printed = run(glue, "notebook-big", "print('x' * 100_000_000)", seconds=180)
+    assert (printed["State"], printed["Output"]["Status"]) == ("AVAILABLE", "ok")
+    text = printed["Output"]["Data"]["TextPlain"]
+    assert text.startswith("x" * 1000) and len(text) < 1_100_000
+    assert "output cut: 99000001 more characters not kept" in text
+    failed = run(glue, "notebook-big", "raise ValueError('y' * 5_000_000)", seconds=180)
+    assert (failed["State"], failed["Output"]["Status"]) == ("AVAILABLE", "error")
+    assert len(failed["Output"]["ErrorValue"]) < 1_100_000 and "output cut" in failed["Output"]["ErrorValue"]
+    argv = run(glue, "notebook-big", "import sys\nprint(sys.argv)")["Output"]["Data"]["TextPlain"]
+    assert "--my_password" in argv and secret not in argv and "****" in argv
+    ended = glue.get_session(Id="notebook-big")["Session"]
+    assert ended["Status"] == "READY"
+    service.sessions.check_timeouts(now=utcnow() + timedelta(minutes=1))
+    assert glue.get_session(Id="notebook-big")["Session"]["Status"] == "READY"
+    service.sessions.check_timeouts(now=utcnow() + timedelta(minutes=3))
+    timed_out = glue.get_session(Id="notebook-big")["Session"]
+    assert timed_out["Status"] == "TIMEOUT", timed_out
+    glue.delete_session(Id="notebook-big")
+
+
 def test_statements_are_listed_in_order_and_an_unknown_one_is_not_found(glue, session):
     listed = glue.list_statements(SessionId=session)["Statements"]
     numbers = [s["Id"] for s in listed]
@@ -296,7 +332,7 @@ def test_create_session_refuses_what_it_cannot_run(glue, session):
 
 
 def test_a_session_is_not_created_or_run_without_the_token(endpoint, glue, session):
-    running, _token, _settings = endpoint
+    running, _token, _settings, _service = endpoint
     stranger = boto3.client(
         "glue",
         endpoint_url=running.url,
@@ -321,7 +357,7 @@ def test_the_console_shows_sessions_and_their_statements_and_stops_one(endpoint,
 
     from .conftest import goto
 
-    _running, _token, settings = endpoint
+    _running, _token, settings, _service = endpoint
     ready_session(glue, "console-seen", IdleTimeout=45)
     run(glue, "console-seen", "rows = spark.range(12).count()\nprint('rows:', rows)")
     failed = run(glue, "console-seen", "undefined_name")

@@ -8,10 +8,12 @@ by the process that started it (``pool.Pool``) over an inherited socket
   cancelled (its Spark jobs too) while it runs.
 - ``job``: the process hosts one job run as ``sparkmark run`` would in a process of its
   own (its output to the run's log files, its exit code to the run's exit file), on a
-  new Spark session of its own. Afterwards what a run may leave behind is cleared:
-  cached data, persisted RDDs, global temporary views, local properties, modules the
-  script brought, the environment and the working directory. What cannot be reset
-  (a Hadoop setting the run changed) makes the process ask to be replaced.
+  new Spark session of its own, in a working directory of its own. Afterwards what a
+  run may leave behind is cleared: cached data, persisted RDDs, global temporary views,
+  local properties, modules the script brought, the environment, ``sys.argv``, the
+  masking registry and the working directory. What cannot be reset with certainty (a
+  thread still running, a patched function, a SparkContext or Hadoop setting, any
+  secret the run was given: ``pool.isolation``) makes the process ask to be replaced.
 
     python -m sparkmark.cli.warm        (started by the pool, never by hand)
 """
@@ -21,14 +23,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from ..engine.masking import mask_logging, mask_text
+from ..engine.masking import mask_argv, mask_logging, mask_text, restore_known
 from ..errors import first_line
+from ..pool.isolation import ProcessState
 from ..pool.protocol import FD_ENV, Channel
 from ..settings import Settings
 
@@ -112,6 +118,11 @@ class Warm:
         saved_modules = set(sys.modules)
         saved_argv = list(sys.argv)
         hadoop_before = self._hadoop_settings()
+        hooks = (sys.excepthook, sys.displayhook, threading.excepthook)
+        before = ProcessState.take(self._context_settings)
+        # A working directory of the run's own (owner-only, removed after it): what a run
+        # writes to relative paths never lands in the server's folder or the next run's.
+        workdir = tempfile.mkdtemp(prefix="sparkmark-run-")
         next_scheduled_run()
         fresh = self._fresh_session()
         for key, value in (message["request"].get("spark_conf") or {}).items():
@@ -130,14 +141,20 @@ class Warm:
             os.close(err_file)
             os.environ.update(message.get("env") or {})
             os.environ.pop(EXIT_FILE_ENV, None)
+            os.chdir(workdir)
             try:
-                code = run(RunRequest.checked(message["request"]))
+                request = RunRequest.checked(message["request"])
+                # Its secret-named arguments are registered: masked in what this process
+                # logs, and, being new since ``before``, they retire the process after.
+                mask_argv(list(request.arguments))
+                code = run(request)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             except Exception as exc:  # noqa: BLE001 - ends as the program would: one line, code 1
                 print(f"error: {mask_text(first_line(exc))}", file=sys.stderr)
                 code = 1
         finally:
+            before.put_back()  # before the host's own code calls a patched function
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(out_fd, 1)
@@ -151,14 +168,30 @@ class Warm:
                 os.chdir(saved_cwd)
             sys.path[:] = saved_path
             sys.argv[:] = saved_argv
+            # The run's own hooks (a run fails itself on an uncaught exception) are
+            # the run's; here the host catches everything, and the next run sets its own.
+            sys.excepthook, sys.displayhook, threading.excepthook = hooks
             self._forget_modules(saved_modules)
             if sync is not None:
                 problem = sync.after()
                 if problem:
                     log.warning("job run: %s", problem)
             self._clear(fresh)
-        changed = self._hadoop_settings() != hadoop_before
-        return code, ("the run changed Spark's Hadoop settings" if changed else None)
+        residue = [before.residue(self._context_settings)]
+        restore_known(before.secrets)  # whatever happens next, the run's secrets are unlisted
+        shutil.rmtree(workdir, ignore_errors=True)
+        if self._hadoop_settings() != hadoop_before:
+            residue.append("the run changed Spark's Hadoop settings")
+        return code, "; ".join(r for r in residue if r) or None
+
+    def _context_settings(self) -> str | None:
+        """The SparkContext's own settings, as one text (a script can change them in place
+        through ``sc._conf``, and they are the context's for its whole life)."""
+        try:
+            pairs = self.spark.sparkContext.getConf().getAll()
+        except Exception:  # noqa: BLE001 - unknown: compared as a change, so the process is not kept
+            return f"unknown {time.monotonic()}"
+        return "\n".join(sorted(f"{k}={v}" for k, v in pairs))
 
     def _catalog_sync(self, spark: Any) -> Any:
         """This process's metastore brought up to the catalog before a run, and what the

@@ -76,6 +76,19 @@ def register_secret(value: object) -> None:
         _KNOWN.add(text)
 
 
+def known_secrets() -> frozenset[str]:
+    """The secret values registered so far in this process (a warm process compares
+    them before and after a job, and puts the earlier set back)."""
+    return frozenset(_KNOWN)
+
+
+def restore_known(before: frozenset[str]) -> None:
+    """Forget every secret registered since ``before`` was taken: a job's secrets must
+    not stay readable in a process that hosts the next job."""
+    _KNOWN.intersection_update(before)
+    _KNOWN.update(before)
+
+
 def _mask_known(text: str) -> str:
     for secret in sorted(_KNOWN, key=len, reverse=True):
         if secret in text:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..engine.owner import this_process
@@ -293,12 +293,14 @@ class SessionManager:
     def _watch(self) -> None:
         while not self._closed.wait(WATCH_SECONDS):
             try:
-                self._check()
+                self.check_timeouts()
             except Exception:
                 log.exception("sessions: checking the sessions failed")
 
-    def _check(self) -> None:
-        now = utcnow()
+    def check_timeouts(self, now: datetime | None = None) -> None:
+        """End this process's sessions past their ``IdleTimeout`` (counted from their last
+        statement's end, never while one runs) or their ``Timeout``, as of ``now``."""
+        now = now or utcnow()
         with self._lock:
             mine = list(self._processes)
         for session_id in mine:

@@ -26,7 +26,7 @@ import sys
 import threading
 from typing import Any
 
-from ..engine.masking import mask_text
+from ..engine.masking import mask_arguments, mask_document, mask_text
 from ..engine.session_store import AVAILABLE, CANCELLED, READY, RUNNING
 from ..errors import first_line
 from ..pool.protocol import Channel
@@ -49,6 +49,9 @@ class SessionProcess:
         self.settings = settings
         self.id = str(message["id"])
         self.arguments: dict[str, str] = dict(message.get("arguments") or {})
+        # The session's secret-named arguments (--my_password …) are registered, so every
+        # statement's output masks them wherever they are printed.
+        mask_arguments(self.arguments)
         self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.cancelled: set[int] = set()
         self.running: int | None = None
@@ -199,7 +202,9 @@ class SessionProcess:
             self._send(number, CANCELLED, output={"Status": CANCELLED, "ExecutionCount": number})
             return
         if not self.stopping:
-            output = {**output, "Data": {"TextPlain": mask_text(output.get("Data", {}).get("TextPlain", ""))}}
+            output = mask_document(
+                {**output, "Data": {"TextPlain": output.get("Data", {}).get("TextPlain", "")}}
+            )
             self._send(number, AVAILABLE, output=output, progress=1.0)
 
     def _progress(self, number: int, done: threading.Event) -> None:

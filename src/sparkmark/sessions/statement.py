@@ -3,7 +3,8 @@ session's namespace, what it prints to standard output captured (standard error,
 Spark's and Python's logging go, stays in the session's log), and the value of a last line that is an
 expression shown after it. The answer is Glue's ``StatementOutput``: ``Status`` ``ok``
 with ``Data.TextPlain``, or ``error`` with ``ErrorName``, ``ErrorValue`` and the
-``Traceback`` of the statement's own frames (none of sparkmark's)."""
+``Traceback`` of the statement's own frames (none of sparkmark's). Each part keeps at
+most :data:`MAX_OUTPUT_CHARS` characters, cut with a line that says so."""
 
 from __future__ import annotations
 
@@ -15,6 +16,44 @@ import traceback
 from typing import Any
 
 CELL = "<statement>"
+# What one statement's output keeps at most (its printed text, its error's value and its
+# traceback, each): beyond it the text is cut with a line saying how much was left out, so
+# a statement that prints gigabytes still ends, and no store or page holds more.
+MAX_OUTPUT_CHARS = 1_000_000
+
+
+class CappedText(io.TextIOBase):
+    """A text stream that keeps its first ``limit`` characters and counts the rest."""
+
+    def __init__(self, limit: int = MAX_OUTPUT_CHARS):
+        self.limit = limit
+        self._parts: list[str] = []
+        self._kept = 0
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.limit - self._kept
+        if room > 0:
+            self._parts.append(text[:room])
+            self._kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def getvalue(self) -> str:
+        return capped("".join(self._parts), self.limit, self.dropped)
+
+
+def capped(text: str, limit: int = MAX_OUTPUT_CHARS, dropped: int = 0) -> str:
+    """``text`` cut to ``limit`` characters, with a last line saying how many were not kept."""
+    if len(text) > limit:
+        dropped += len(text) - limit
+        text = text[:limit]
+    if not dropped:
+        return text
+    return f"{text}\n[sparkmark: output cut: {dropped} more characters not kept; a statement keeps at most {limit}]\n"
 
 
 def _compiled(code: str, number: int) -> tuple[Any, Any]:
@@ -42,7 +81,7 @@ def _own_frames(exc: BaseException) -> list[str]:
 def run(code: str, namespace: dict[str, Any], number: int) -> dict[str, Any]:
     """Run ``code`` in ``namespace``; Glue's StatementOutput for it. A
     ``KeyboardInterrupt`` (a cancel) is not caught: the caller decides what it means."""
-    out = io.StringIO()
+    out = CappedText()
     result: dict[str, Any] = {"ExecutionCount": number}
     try:
         with contextlib.redirect_stdout(out):
@@ -59,8 +98,8 @@ def run(code: str, namespace: dict[str, Any], number: int) -> dict[str, Any]:
         result.update(
             Status="error",
             ErrorName=name,
-            ErrorValue=str(exc).strip() or name,
-            Traceback=lines,
+            ErrorValue=capped(str(exc).strip() or name),
+            Traceback=capped("".join(lines)).splitlines(keepends=True),
             Data={"TextPlain": out.getvalue()},
         )
         return result
