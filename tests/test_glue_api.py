@@ -992,6 +992,7 @@ args = getResolvedOptions(sys.argv, ["JOB_NAME", "day"])
 for number in range(3):
     print(f"processed batch {number} of day {args['day']}")
 print("connecting to postgresql://etl:hunter2pw@db.internal/sales")
+print("a connection's password, printed bare: pw-printed-4242")
 print("WARN a warning for the error group", file=sys.stderr)
 """
 
@@ -1014,6 +1015,17 @@ def test_a_runs_logs_are_served_as_cloudwatch_logs_glue_tools_read(glue, endpoin
     FilterLogEvents with the run id as the stream)."""
     script = tmp_path / "logging.py"
     script.write_text(LOGGING_SCRIPT)
+    glue.create_connection(
+        ConnectionInput={
+            "Name": "printed",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {
+                "JDBC_CONNECTION_URL": PG_JDBC,
+                "USERNAME": "u",
+                "PASSWORD": "pw-printed-4242",
+            },
+        }
+    )
     glue.create_job(Name="chatty", Role="r", Command={"Name": "glueetl", "ScriptLocation": str(script)})
     run_id = glue.start_job_run(JobName="chatty", Arguments={"--day": "2026-11-26"})["JobRunId"]
     drive(lambda: glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]["JobRunState"] == "SUCCEEDED")
@@ -1029,6 +1041,8 @@ def test_a_runs_logs_are_served_as_cloudwatch_logs_glue_tools_read(glue, endpoin
     printed = [e["message"] for e in output["events"]]
     assert printed[:3] == [f"processed batch {n} of day 2026-11-26" for n in range(3)]
     assert not any("hunter2pw" in line for line in printed)  # masked, as everywhere
+    # A connection's password is masked wherever a job prints it, shape or none.
+    assert "a connection's password, printed bare: ****" in printed
     assert any("postgresql://etl:" in line for line in printed)
     more = logs.get_log_events(
         logGroupName="/aws-glue/jobs/output", logStreamName=run_id, nextToken=output["nextForwardToken"]
@@ -1166,6 +1180,21 @@ def test_connections_created_read_updated_and_deleted_as_glue_does(glue, config,
     }
     hidden = glue.get_connection(Name="warehouse", HidePassword=True)["Connection"]
     assert "PASSWORD" not in hidden["ConnectionProperties"]
+    # A password written inside the address is hidden too.
+    glue.create_connection(
+        ConnectionInput={
+            "Name": "inline",
+            "ConnectionType": "JDBC",
+            "ConnectionProperties": {
+                "JDBC_CONNECTION_URL": "jdbc:postgresql://etl:pw-in-url-9@db.internal/x?password=pw-in-query-9"
+            },
+        }
+    )
+    inline = glue.get_connection(Name="inline", HidePassword=True)["Connection"]["ConnectionProperties"]
+    assert inline["JDBC_CONNECTION_URL"] == "jdbc:postgresql://etl:****@db.internal/x?password=****"
+    shown_inline = glue.get_connection(Name="inline")["Connection"]["ConnectionProperties"]
+    assert "pw-in-url-9" in shown_inline["JDBC_CONNECTION_URL"]  # as Glue, when not hidden
+    glue.delete_connection(ConnectionName="inline")
     stored = b"".join(p.read_bytes() for p in sparkmark_home.glob("state.db*"))
     assert b"pw-0xC0FFEE" not in stored  # sealed in the state store
     assert glue.get_tags(ResourceArn=ARN.format("connection/warehouse"))["Tags"] == {"team": "data"}

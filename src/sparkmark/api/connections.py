@@ -11,6 +11,7 @@ from typing import Any
 
 from ..connections import Connections
 from ..engine.connection_store import StoredConnection
+from ..engine.masking import mask_text
 from ..engine.sealing import Sealer
 from ..errors import ConfigError
 from .protocol import exists, invalid, not_found
@@ -66,7 +67,9 @@ def _from_input(svc: Service, given: dict[str, Any], before: StoredConnection | 
 def _doc(svc: Service, found: StoredConnection, hide: bool) -> dict[str, Any]:
     kind = found.kind.upper()
     given = dict(found.properties)
-    properties = {**given.pop("ConnectionProperties", {}), ADDRESS.get(kind, "URL"): found.url}
+    # HidePassword hides a password written inside the address too (user:pw@host, ;password=…).
+    url = mask_text(found.url) if hide else found.url
+    properties = {**given.pop("ConnectionProperties", {}), ADDRESS.get(kind, "URL"): url}
     if found.user is not None:
         properties["USERNAME"] = found.user
     if found.secret_id:
@@ -95,7 +98,7 @@ def _declared_doc(svc: Service, name: str) -> dict[str, Any]:
     except ConfigError as exc:
         return {"Name": name, "ConnectionType": "JDBC", "Description": str(exc), "ConnectionProperties": {}}
     kafka = resolved.url.startswith("kafka")
-    properties = {ADDRESS["KAFKA" if kafka else "JDBC"]: resolved.url}
+    properties = {ADDRESS["KAFKA" if kafka else "JDBC"]: mask_text(resolved.url)}
     if resolved.user:
         properties["USERNAME"] = resolved.user
     return {

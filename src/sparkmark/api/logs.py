@@ -2,12 +2,16 @@
 operator with ``verbose=True``, ``aws logs``): the log group ``/aws-glue/jobs/output``
 holds each run's stdout and ``/aws-glue/jobs/error`` its stderr, a stream per run named
 by the run's id, as on Glue. What is served is what the scheduler's launcher kept for
-the runs it started; every line is masked as the console masks it.
+the runs it started; every line is masked as the console masks it, connections'
+passwords included (a job that prints one writes it to its log in clear).
 
-Tokens are positions (line numbers) in the streams. A read that returned lines gives a
-token for what follows them; one that returned none gives no token, so a paginator
-stops at the end, and a client holding the last token reads only the lines written
-after it."""
+Tokens are positions (byte offsets) in the streams, so a read costs what it returns and
+never the size of the log: ``limit=1`` on a 100 MB log reads one chunk from its end,
+and only the lines returned are masked. A read that returned lines gives a token for
+what follows them; one that returned none gives no token, so a paginator stops at the
+end, and a client holding the last token reads only the lines written after it. An
+answer holds at most 1 MB of events, as CloudWatch's; a filter reads at most
+:data:`SCAN_BYTES` of a stream per call and then answers with a token to go on from."""
 
 from __future__ import annotations
 
@@ -59,21 +63,84 @@ def _file(svc: Service, which: str, stream: str) -> Path | None:
     return path if which == "output" else error_path(path)
 
 
+# What one answer carries at most, as CloudWatch's GetLogEvents and FilterLogEvents: 1 MB
+# of events; an event longer than CloudWatch's largest (256 KB) is served in pieces.
+MAX_ANSWER_BYTES = 1_048_576
+MAX_EVENT_BYTES = 262_144
+# What one FilterLogEvents call reads of one stream at most before it answers with what
+# it found and a token to go on from (CloudWatch too may answer a page with no events).
+SCAN_BYTES = 8 * 1_048_576
+_BACK_STEP = 65_536
+
+Line = tuple[int, str]  # (the byte offset where the line starts, the line)
+
+
 class _Stream:
-    """One stream's lines, read once per request."""
+    """One stream: its file, read by byte position. A read costs what it returns, never
+    the size of the file: a forward read starts at an offset, a backward read steps back
+    from one a chunk at a time, and only the lines returned are decoded and masked."""
 
     def __init__(self, name: str, path: Path):
         self.name = name
+        self.path = path
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            stamp = int(path.stat().st_mtime * 1000)
+            found = path.stat()
+            self.size, stamp = found.st_size, int(found.st_mtime * 1000)
         except OSError:
-            text, stamp = "", 0
-        self.lines = mask_text(text).splitlines()
+            self.size, stamp = 0, 0
         self.timestamp = stamp  # lines carry no time of their own: the file's last write
 
-    def event(self, number: int) -> dict[str, Any]:
-        return {"timestamp": self.timestamp, "message": self.lines[number], "ingestionTime": self.timestamp}
+    @staticmethod
+    def _text(raw: bytes) -> str:
+        return mask_text(raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace"))
+
+    def forward(self, start: int, limit: int, budget: int = MAX_ANSWER_BYTES) -> tuple[list[Line], int]:
+        """Up to ``limit`` lines from byte ``start`` on, within ``budget`` bytes read;
+        with the offset after the last one read."""
+        lines: list[Line] = []
+        position = min(max(start, 0), self.size)
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(position)
+                while len(lines) < limit and position < self.size and position - start < budget:
+                    raw = f.readline(MAX_EVENT_BYTES)
+                    if not raw:
+                        break
+                    lines.append((position, self._text(raw)))
+                    position += len(raw)
+        except OSError:
+            return [], start
+        return lines, position
+
+    def backward(self, end: int, limit: int) -> list[Line]:
+        """The last ``limit`` lines (1 MB at most) that end at or before byte ``end``."""
+        end = min(max(end, 0), self.size)
+        data, position, breaks = b"", end, 0
+        try:
+            with open(self.path, "rb") as f:
+                while position > 0 and breaks <= limit and len(data) < MAX_ANSWER_BYTES:
+                    step = min(_BACK_STEP, position)
+                    position -= step
+                    f.seek(position)
+                    chunk = f.read(step)
+                    breaks += chunk.count(b"\n")
+                    data = chunk + data
+        except OSError:
+            return []
+        pieces = data.split(b"\n")
+        if pieces and pieces[-1] == b"":
+            pieces.pop()  # the text ended with a line break
+        offsets, at = [], position
+        for piece in pieces:
+            offsets.append(at)
+            at += len(piece) + 1
+        lines = list(zip(offsets, pieces, strict=True))
+        if position > 0:
+            lines = lines[1:]  # the first piece began before what was read
+        return [(offset, self._text(raw)) for offset, raw in lines[-limit:]] if limit > 0 else []
+
+    def event(self, line: Line) -> dict[str, Any]:
+        return {"timestamp": self.timestamp, "message": line[1], "ingestionTime": self.timestamp}
 
 
 def _streams(svc: Service, which: str, names: list[str] | None, prefix: str | None) -> list[_Stream]:
@@ -93,11 +160,11 @@ def _streams(svc: Service, which: str, names: list[str] | None, prefix: str | No
     return found
 
 
-TOKEN_MARK = "sm1"
+TOKEN_MARK = "sm2"
 
 
 def _decode(token: str | None) -> dict[str, int]:
-    """Positions from a token: ``sm1|<stream>|<line>|…``. Plain text on purpose: botocore's
+    """Positions from a token: ``sm2|<stream>|<byte offset>|…``. Plain text on purpose: botocore's
     paginators take a token that decodes as base64 JSON for one of their own."""
     if not token:
         return {}
@@ -158,21 +225,21 @@ def get_log_events(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     path = _file(svc, which, name)
     if path is None or not path.exists():
         raise _no_stream(name)
+    svc.register_connection_secrets()
     stream = _Stream(name, path)
-    limit = int(p.get("limit") or 10000)
-    total = len(stream.lines)
+    limit = min(int(p.get("limit") or 10000), 10000)
     token = p.get("nextToken")
     if token and token.startswith("b/"):
-        end = _decode(token[2:]).get(name, total)
-        start = max(0, end - limit)
-    elif token:
-        start = _decode(token.removeprefix("f/")).get(name, 0)
-        end = min(total, start + limit)
-    elif p.get("startFromHead"):
-        start, end = 0, min(total, limit)
+        end = _decode(token[2:]).get(name, stream.size)
+        lines = stream.backward(end, limit)
+        start = lines[0][0] if lines else end
+    elif token or p.get("startFromHead"):
+        start = _decode(token.removeprefix("f/")).get(name, 0) if token else 0
+        lines, end = stream.forward(start, limit)
     else:
-        start, end = max(0, total - limit), total
-    events = [stream.event(i) for i in range(start, end)] if _within(stream, p) else []
+        lines, end = stream.backward(stream.size, limit), stream.size
+        start = lines[0][0] if lines else end
+    events = [stream.event(line) for line in lines] if _within(stream, p) else []
     return {
         "events": events,
         "nextForwardToken": "f/" + _encode({name: end}),
@@ -185,30 +252,47 @@ def filter_log_events(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     which = _group(p.get("logGroupName") or p.get("logGroupIdentifier"))
     names = p.get("logStreamNames")
     streams = _streams(svc, which, list(names) if names else None, p.get("logStreamNamePrefix"))
+    svc.register_connection_secrets()
     positions = _decode(p.get("nextToken"))
-    limit = int(p.get("limit") or 10000)
+    limit = min(int(p.get("limit") or 10000), 10000)
     matches = _matcher(p.get("filterPattern"))
     events: list[dict[str, Any]] = []
     after = dict(positions)
+    unfinished = False
     for stream in streams:
         start = positions.get(stream.name, 0)
-        number = start
-        while number < len(stream.lines) and len(events) < limit:
-            if _within(stream, p) and matches(stream.lines[number]):
-                events.append(
-                    {
-                        **stream.event(number),
-                        "logStreamName": stream.name,
-                        "eventId": f"{stream.name}-{number}",
-                    }
-                )
-            number += 1
-        after[stream.name] = number
+        if len(events) >= limit or start >= stream.size:
+            after.setdefault(stream.name, start)
+            continue
+        if not _within(stream, p):
+            after[stream.name] = stream.size
+            continue
+        # Read a page at a time until the answer is full or the scan budget is spent.
+        position = start
+        while len(events) < limit and position < stream.size and position - start < SCAN_BYTES:
+            lines, position = stream.forward(position, 10000)
+            for offset, text in lines:
+                if len(events) < limit and matches(text):
+                    events.append(
+                        {
+                            **stream.event((offset, text)),
+                            "logStreamName": stream.name,
+                            "eventId": f"{stream.name}-{offset}",
+                        }
+                    )
+                elif len(events) >= limit:
+                    position = offset  # the next call starts at the first line not taken
+                    break
+        after[stream.name] = position
+        unfinished = unfinished or position < stream.size
     return {
         "events": events,
-        "searchedLogStreams": [{"logStreamName": s.name, "searchedCompletely": True} for s in streams],
-        # A read that returned lines says where to go on from; one that returned none ends.
-        "nextToken": _encode(after) if events else None,
+        "searchedLogStreams": [
+            {"logStreamName": s.name, "searchedCompletely": after.get(s.name, 0) >= s.size} for s in streams
+        ],
+        # A read that returned lines, or stopped before the end, says where to go on from;
+        # one that reached the end of every stream with nothing ends.
+        "nextToken": _encode(after) if events or unfinished else None,
     }
 
 
@@ -229,8 +313,8 @@ def describe_log_streams(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
             {
                 "logStreamName": s.name,
                 "creationTime": s.timestamp,
-                "firstEventTimestamp": s.timestamp if s.lines else None,
-                "lastEventTimestamp": s.timestamp if s.lines else None,
+                "firstEventTimestamp": s.timestamp if s.size else None,
+                "lastEventTimestamp": s.timestamp if s.size else None,
                 "lastIngestionTime": s.timestamp,
                 "arn": f"arn:aws:logs:us-east-1:{CATALOG_ID}:log-group:{group}:log-stream:{s.name}",
             }

@@ -32,6 +32,31 @@ class App:
 
         return ConnectionStore(self.state)
 
+    def register_connection_secrets(self) -> None:
+        """Every connection's password, registered for masking in this process: a job
+        that prints one writes it to its log in clear, and every door that serves a log
+        or a page (the log API, the console) masks it there. Those made through the API
+        are unsealed; those of ``sparkmark.toml`` are resolved as a job resolves them."""
+        from ..connections import Connections
+        from ..engine.masking import register_secret
+        from ..engine.sealing import Sealer
+        from ..errors import SparkmarkError
+
+        sealer = None
+        for found in self.connections.all():
+            if found.sealed_password:
+                sealer = sealer or Sealer.from_settings(self.settings)
+                try:
+                    register_secret(sealer.open(found.sealed_password).get("password"))
+                except SparkmarkError:
+                    continue  # a password sealed under another key: nothing to mask with
+        declared = Connections.from_settings(self.settings)
+        for name in declared.declared():
+            try:
+                register_secret(declared.resolve(name).password)
+            except SparkmarkError:
+                continue  # a connection that cannot be resolved here has no password to mask
+
     @cached_property
     def tags(self):
         from .tags import TagStore
