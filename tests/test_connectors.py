@@ -23,6 +23,17 @@ from sparkmark.spark import jdbc_jars, session_confs
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def make_jar(path: Path, entries: int = 3) -> Path:
+    """A small real jar (a zip with a manifest and a few classes' worth of bytes)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+        for i in range(entries):
+            jar.writestr(f"org/example/C{i}.class", bytes(range(256)) * 40)
+    return path
+
+
 def _fake_cache(tmp_path: Path, **groups: list[str]) -> Path:
     """A jars folder as `make jars` leaves it: one classpath file per module, naming jars
     that exist."""
@@ -33,13 +44,56 @@ def _fake_cache(tmp_path: Path, **groups: list[str]) -> Path:
         for name in names:
             jar = tmp_path / "m2" / name
             jar.parent.mkdir(parents=True, exist_ok=True)
-            jar.write_bytes(b"PK")
+            make_jar(jar)
             paths.append(str(jar))
         (jars_dir / f"{module.replace('_', '-')}.classpath").write_text(":".join(paths))
     return jars_dir
 
 
 # ------------------------------------------------------------------ selection and classpath
+
+
+def test_a_jar_cut_short_is_found_quickly_and_a_wrong_checksum_thoroughly(tmp_path):
+    import hashlib
+
+    whole = make_jar(tmp_path / "whole.jar")
+    assert connectors.jar_problem(whole) is None and connectors.jar_problem(whole, thorough=True) is None
+    data = whole.read_bytes()
+    for cut in (len(data) // 2, len(data) - 10, 100):
+        half = tmp_path / f"cut-{cut}.jar"
+        half.write_bytes(data[:cut])  # as an interrupted download leaves it
+        assert "cut short" in (connectors.jar_problem(half) or ""), cut
+    (tmp_path / "empty.jar").write_bytes(b"")
+    assert "cut short" in (connectors.jar_problem(tmp_path / "empty.jar") or "")
+    assert "cannot be read" in (connectors.jar_problem(tmp_path / "gone.jar") or "")
+    (tmp_path / "whole.jar.sha1").write_text(hashlib.sha1(data).hexdigest() + "  whole.jar\n")
+    assert connectors.jar_problem(whole, thorough=True) is None
+    (tmp_path / "whole.jar.sha1").write_text("0" * 40 + "\n")
+    assert connectors.jar_problem(whole) is None  # the quick check reads no whole file
+    assert "SHA-1" in (connectors.jar_problem(whole, thorough=True) or "")
+
+
+def test_a_damaged_jar_leaves_its_connector_out_until_repaired(tmp_path):
+    jars_dir = _fake_cache(tmp_path, spark_avro=["spark-avro.jar", "commons-pool2.jar"])
+    avro = connectors.BY_NAME["avro"]
+    assert len(connectors.resolved_jars(jars_dir, avro)) == 2
+    jar = tmp_path / "m2" / "spark-avro.jar"
+    jar.write_bytes(jar.read_bytes()[:200])
+    assert connectors.resolved_jars(jars_dir, avro) == []
+    assert list(connectors.damaged_jars(jars_dir, avro)) == [str(jar)]
+    assert connectors.repair(jars_dir, avro) == [str(jar)]
+    assert not jar.exists() and not (jars_dir / "spark-avro.classpath").exists()
+    assert (tmp_path / "m2" / "commons-pool2.jar").exists()  # a whole jar is kept
+    assert connectors.repair(jars_dir, avro) == []
+
+
+def test_a_failed_fetch_names_the_mirror_it_asked():
+    assert connectors._where_from({}) == "Maven's local repository or Maven Central"
+    mirror = {"spark.jars.repositories": "https://ci:s3cret-token@mirror.internal/maven2"}
+    said = connectors._where_from(mirror)
+    assert said.startswith("https://ci:****@mirror.internal/maven2 (spark.jars.repositories)")
+    assert "s3cret-token" not in said
+    assert "ivy.xml" in connectors._where_from({"spark.jars.ivySettings": "/etc/ivy.xml"})
 
 
 def test_connector_choice():
@@ -311,6 +365,39 @@ def test_a_job_that_needs_a_connector_fetches_it_once_on_demand(tmp_path):
     pinned = (tmp_path / "jars" / "spark-avro.coordinates").read_text().strip()
     assert pinned == connectors.coordinates(connectors.BY_NAME["avro"])
     assert not (tmp_path / "jars" / "spark-kafka.classpath").exists()  # only what the job needed
+
+    # spark-avro cut in half, as an interrupted download leaves it: doctor says so, and
+    # `connectors fetch avro` removes it and fetches it again.
+    listed = (tmp_path / "jars" / "spark-avro.classpath").read_text().strip().split(":")
+    jar = Path(next(j for j in listed if "spark-avro" in Path(j).name))
+    jar.write_bytes(jar.read_bytes()[: jar.stat().st_size // 2])
+    doctor = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    found = {f["check"]: f for f in json.loads(doctor.stdout)}["connector avro"]
+    assert found["status"] == "warn" and "is damaged" in found["detail"] and str(jar) in found["detail"]
+    fetched = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "connectors", "fetch", "avro"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert fetched.returncode == 0, fetched.stderr[-2000:]
+    assert "was damaged; removed, to be fetched again" in fetched.stdout
+    assert connectors.jar_problem(jar, thorough=True) is None
+    again = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "run", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert again.returncode == 0 and "ROWS 3" in again.stdout, again.stderr[-2000:]
 
 
 def test_services_script_is_idempotent():

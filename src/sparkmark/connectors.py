@@ -112,10 +112,81 @@ def coordinates(connector: Connector) -> str:
     return connector.coordinates.format(spark=spark, hadoop=hadoop)
 
 
+_END_OF_DIRECTORY = b"PK\x05\x06"
+_DIRECTORY_ENTRY = b"PK\x01\x02"
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_TAIL = 65_536 + 22  # the end record, and the longest comment a zip may carry after it
+
+
+def jar_problem(path: Path, *, thorough: bool = False) -> str | None:
+    """What is wrong with the jar at ``path``, or None. Quickly (every session start):
+    it is there, its end-of-directory record is in its last 64 KB and its central
+    directory starts where that record says; a jar an interrupted download cut short
+    fails this. ``thorough`` (doctor, ``connectors fetch``) also reads the whole central
+    directory with :mod:`zipfile`, and checks the SHA-1 Maven keeps beside a jar it
+    downloaded (``.jar.sha1``)."""
+    import struct
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            f.seek(max(0, size - _TAIL))
+            tail = f.read()
+            at = tail.rfind(_END_OF_DIRECTORY)
+            if at < 0 or len(tail) - at < 22:
+                return "it is cut short (no end of its zip directory)"
+            length, offset = struct.unpack("<II", tail[at + 12 : at + 20])
+            if offset != 0xFFFFFFFF:  # a zip64 jar keeps its offsets in another record
+                if offset + length > size - (len(tail) - at):
+                    return "it is cut short (its zip directory ends past the file)"
+                f.seek(offset)
+                if f.read(4) != _DIRECTORY_ENTRY:
+                    return "its zip directory is not where its end record says"
+            elif tail.rfind(_ZIP64_LOCATOR, 0, at) < 0:
+                return "it is cut short (a zip64 jar without its locator)"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if thorough:
+        import hashlib
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as jar:
+                jar.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            return f"it is not a readable jar ({exc})"
+        checksum = path.with_name(path.name + ".sha1")
+        if checksum.is_file():
+            expected = checksum.read_text(encoding="utf-8", errors="replace").split()[:1]
+            digest = hashlib.sha1(usedforsecurity=False)
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            if expected and expected[0].lower() != digest.hexdigest():
+                return f"its SHA-1 is not the one in {checksum.name}"
+    return None
+
+
+def damaged_jars(jars_dir: Path, connector: Connector, *, thorough: bool = False) -> dict[str, str]:
+    """Each jar the classpath file of ``connector`` lists that is damaged, with why."""
+    listing = jars_dir / f"{connector.classpath_file}.classpath"
+    try:
+        jars = [j for j in listing.read_text(encoding="utf-8").strip().split(":") if j]
+    except OSError:
+        return {}
+    found = {}
+    for jar in jars:
+        problem = jar_problem(Path(jar), thorough=thorough) if Path(jar).exists() else None
+        if problem:
+            found[jar] = problem
+    return found
+
+
 def resolved_jars(jars_dir: Path, connector: Connector) -> list[str]:
     """The resolved jars of ``connector``, or [] when it is not resolved: never, for
-    another PySpark (its pinned coordinates differ), or a jar it names is gone since
-    (then the whole set is stale)."""
+    another PySpark (its pinned coordinates differ), or a jar it names is gone or damaged
+    since (then the whole set is stale: a damaged jar on Spark's class path fails the
+    job far from its cause)."""
     listing = jars_dir / f"{connector.classpath_file}.classpath"
     try:
         text = listing.read_text(encoding="utf-8").strip()
@@ -134,7 +205,31 @@ def resolved_jars(jars_dir: Path, connector: Connector) -> list[str]:
             len(missing),
         )
         return []
+    damaged = {j: p for j in jars if (p := jar_problem(Path(j)))}
+    if damaged:
+        jar, problem = next(iter(damaged.items()))
+        log.warning(
+            "connector %s: %s is damaged: %s; run `sparkmark connectors fetch %s` to repair it",
+            connector.name,
+            jar,
+            problem,
+            connector.name,
+        )
+        return []
     return jars
+
+
+def repair(jars_dir: Path, connector: Connector, *, thorough: bool = True) -> list[str]:
+    """Remove the damaged jars of ``connector`` (they are cached copies: Maven's local
+    repository, Ivy's cache) and its classpath file, so the next resolution fetches them
+    again; the jars removed."""
+    damaged = damaged_jars(jars_dir, connector, thorough=thorough)
+    for jar in damaged:
+        Path(jar).unlink(missing_ok=True)
+        Path(jar + ".sha1").unlink(missing_ok=True)
+    if damaged:
+        (jars_dir / f"{connector.classpath_file}.classpath").unlink(missing_ok=True)
+    return sorted(damaged)
 
 
 # What in a job's script or arguments shows that it uses a connector.
@@ -178,6 +273,9 @@ def resolve(
         found = resolved_jars(jars_dir, connector)
         if found:
             return found  # another process resolved it while this one waited
+        # A damaged cached copy would be taken again as it is: removed, so it is fetched.
+        for jar in repair(jars_dir, connector, thorough=False):
+            log.warning("connector %s: removed the damaged %s to fetch it again", connector.name, jar)
         wanted = coordinates(connector)
         ivy = jars_dir / "ivy"
         sys.stderr.write(
@@ -221,9 +319,9 @@ def resolve(
         jars = [_local(j) for j in listed[-1].removeprefix("JARS ").split(",") if j] if listed else []
         if done.returncode != 0 or not jars:
             raise ConfigError(
-                f"the {connector.name} connector ({wanted}) could not be fetched from Maven Central: "
-                f"{_why(done.stderr)}; check the network, or set spark.jars.repositories to a mirror "
-                "(SPARKMARK_SPARK_CONF)"
+                f"the {connector.name} connector ({wanted}) could not be fetched from "
+                f"{_where_from(settings)}: {_why(done.stderr)}; check the network, or set "
+                "spark.jars.repositories to a mirror (SPARKMARK_SPARK_CONF)"
             )
         jars = [_from_cache(ivy, Path(j)) for j in jars]
         listing = jars_dir / f"{connector.classpath_file}.classpath"
@@ -235,6 +333,19 @@ def resolve(
 
 # Spark settings that shape a package resolution, taken from the user's Spark settings.
 _RESOLUTION_SETTINGS = ("spark.jars.repositories", "spark.jars.ivySettings", "spark.jars.excludes")
+
+
+def _where_from(settings: Mapping[str, str]) -> str:
+    """The repositories a resolution asked, as a user would name them: the mirror it was
+    given (its address masked), else Maven's local repository and Maven Central."""
+    if settings.get("spark.jars.ivySettings"):
+        return f"the repositories of {settings['spark.jars.ivySettings']}"
+    mirrors = [m for m in (settings.get("spark.jars.repositories") or "").split(",") if m.strip()]
+    if mirrors:
+        return (
+            ", ".join(mask_text(m.strip()) for m in mirrors) + " (spark.jars.repositories) or Maven Central"
+        )
+    return "Maven's local repository or Maven Central"
 
 
 def _escaped(value: str) -> str:

@@ -42,7 +42,8 @@ def list_connectors() -> None:
 def fetch(
     names: list[str] = typer.Argument(None, help="Connectors to fetch (default: s3, kafka, avro and jdbc)"),
 ) -> None:
-    """Fetch connectors now, through Spark's package resolution, into the jars folder."""
+    """Fetch connectors now, through Spark's package resolution, into the jars folder;
+    a damaged jar (cut short by an interrupted download) is fetched again."""
     from .. import connectors
     from ..errors import ConfigError
 
@@ -53,7 +54,11 @@ def fetch(
     if unknown:
         raise ConfigError(f"unknown connector(s) {', '.join(unknown)}: known are {', '.join(known)}")
     for name in wanted:
+        # Every jar is checked whole first (its zip directory, Maven's SHA-1): a damaged
+        # one is removed and fetched again.
+        for jar in connectors.repair(settings.jars_dir, known[name], thorough=True):
+            console.print(f"{name}: {escape(jar)} was damaged; removed, to be fetched again")
         jars = connectors.resolved_jars(settings.jars_dir, known[name]) or connectors.resolve(
             settings.jars_dir, known[name], environ=settings.environ, spark_confs=settings.spark_conf_map()
         )
-        console.print(f"{name}: {len(jars)} jar(s) resolved")
+        console.print(f"{name}: {len(jars)} jar(s) resolved and checked")

@@ -108,7 +108,18 @@ def _connectors(settings: Settings) -> list[Finding]:
     for connector in (*connectors.CONNECTORS, *FORMATS.values()):
         jars = connectors.resolved_jars(settings.jars_dir, connector)
         coords = connectors.coordinates(connector)
-        if jars:
+        damaged = connectors.damaged_jars(settings.jars_dir, connector)
+        if damaged:
+            jar, problem = next(iter(damaged.items()))
+            found.append(
+                Finding(
+                    f"connector {connector.name}",
+                    WARN,
+                    f"{jar} is damaged: {problem}; jobs needing {connector.provides} fail until it is fetched again",
+                    f"sparkmark connectors fetch {connector.name}",
+                )
+            )
+        elif jars:
             pinned = (settings.jars_dir / f"{connector.classpath_file}.coordinates").exists()
             how = "fetched on demand" if pinned else "from make jars"
             found.append(Finding(f"connector {connector.name}", OK, f"{len(jars)} jar(s), {how}: {coords}"))
