@@ -390,3 +390,90 @@ def test_the_console_shows_sessions_and_their_statements_and_stops_one(endpoint,
     finally:
         context.close()
         console.stop()
+
+
+def warm_children() -> list[int]:
+    """This process's warm Spark processes still alive (the pool starts them as children)."""
+    import re
+    from pathlib import Path
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            ppid = int(re.search(r"\) \S (\d+)", (entry / "stat").read_text()).group(1))
+        except (OSError, AttributeError):
+            continue
+        if "sparkmark.cli.warm" in cmdline and ppid == os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+def test_sessions_past_the_limit_are_refused_and_a_deleted_provisioning_one_stops_its_process(
+    tmp_path, spark
+):
+    """Glue answers CreateSession past its quota with ResourceNumberLimitExceededException;
+    here the quota is ``[pool] max_sessions``. A session deleted while it is still
+    PROVISIONING has its process stopped before its Spark is up (20 creates once left 20
+    JVMs starting for minutes after their DeleteSession)."""
+    from pathlib import Path
+
+    config = tmp_path / "sparkmark.toml"
+    config.write_text('[pool]\nsize = 0\nmemory = "1g"\nmax_sessions = 2\n', encoding="utf-8")
+    home = tmp_path / "home"
+    settings = Settings.from_env({**os.environ, "SPARKMARK_HOME": str(home), "SPARKMARK_CONFIG": str(config)})
+    service = Service(settings)
+    listen = listen_of(settings, "127.0.0.1", 0)
+    running = serving.start_in_thread(create_app(service, listen), listen, "Glue API endpoint")
+    before = set(warm_children())
+    try:
+        client = boto3.client(
+            "glue",
+            endpoint_url=running.url,
+            region_name="us-east-1",
+            aws_access_key_id="notebook",
+            aws_secret_access_key=resolve_token(None, home),
+            config=Config(retries={"max_attempts": 1}),
+        )
+        command = {"Name": "glueetl", "PythonVersion": "3"}
+        for name in ("limited-1", "limited-2"):
+            assert (
+                client.create_session(Id=name, Role=ROLE, Command=command)["Session"]["Status"]
+                == "PROVISIONING"
+            )
+        with pytest.raises(ClientError) as refused:
+            client.create_session(Id="limited-3", Role=ROLE, Command=command)
+        assert refused.value.response["Error"]["Code"] == "ResourceNumberLimitExceededException"
+        assert "max_sessions = 2" in refused.value.response["Error"]["Message"]
+        wait_for(lambda: len(set(warm_children()) - before) >= 2, 30, "the sessions' processes to start")
+        client.delete_session(Id="limited-1")
+        client.stop_session(Id="limited-2")
+        wait_for(lambda: not set(warm_children()) - before, 60, "the provisioning processes to stop")
+        stopped = {p: p.read_text(errors="replace") for p in Path(home / "logs" / "pool").glob("*.log")}
+        assert len(stopped) == 2 and not any("warm Spark up" in text for text in stopped.values())
+        assert glue_status(client, "limited-2") == "STOPPED"
+        # Ended sessions no longer count against the limit; a session let come up logs
+        # "warm Spark up" in its process's log, which the two stopped ones never did.
+        client.create_session(Id="limited-4", Role=ROLE, Command=command)
+        assert ready_session_status(client, "limited-4") == "READY"
+        started = [p for p in Path(home / "logs" / "pool").glob("*.log") if p not in stopped]
+        assert len(started) == 1 and "warm Spark up" in started[0].read_text(errors="replace")
+        client.delete_session(Id="limited-4")
+    finally:
+        running.stop()
+        service.sessions.close()
+        service.pool.close()
+
+
+def glue_status(client, session_id: str) -> str:
+    return client.get_session(Id=session_id)["Session"]["Status"]
+
+
+def ready_session_status(client, session_id: str) -> str:
+    return wait_for(
+        lambda: (status := glue_status(client, session_id)) != "PROVISIONING" and status,
+        300,
+        f"session {session_id} to leave PROVISIONING",
+    )

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ..engine.session_store import SessionRecord, StatementRecord
-from ..sessions.manager import SessionStateError
+from ..sessions.manager import SessionLimitExceeded, SessionStateError
 from .protocol import GlueApiError
 from .service import Service, handler, page
 
@@ -72,7 +72,10 @@ def statement_doc(record: StatementRecord) -> dict[str, Any]:
 @handler("CreateSession")
 def create_session(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     definition = {k: v for k, v in p.items() if k not in ("Id", "Tags", "RequestOrigin")}
-    record = svc.sessions.create(p["Id"], definition)
+    try:
+        record = svc.sessions.create(p["Id"], definition)
+    except SessionLimitExceeded as exc:  # Glue's answer past its sessions quota
+        raise GlueApiError("ResourceNumberLimitExceededException", str(exc)) from None
     return {"Session": session_doc(record)}
 
 

@@ -9,6 +9,8 @@ started, how big each may be, and when one is replaced or let go.
     max_memory = "6g"     # a process whose resident memory (Python and JVM) grew past this is replaced
     jobs = true           # the scheduler runs jobs on warm processes when their Spark settings allow
     prestart = false      # true: `sparkmark api` starts the pool at once; false: on the first session or job
+    max_sessions = 4      # interactive sessions a server runs at once (each a Spark of its own);
+                          # CreateSession past it: ResourceNumberLimitExceededException
 
 A pool starts on first need unless ``prestart`` says otherwise, so a server nobody
 opens a session on (or a test's) starts no JVM.
@@ -46,6 +48,7 @@ class PoolConfig(BaseModel):
     max_memory: str = "6g"
     jobs: bool = True
     prestart: bool = False
+    max_sessions: int = Field(4, ge=1, le=256)
 
     @field_validator("memory", "max_memory")
     @classmethod

@@ -179,6 +179,22 @@ class PooledRun:
         return int(self.returncode if self.returncode is not None else 1)
 
 
+class Cancelled(RuntimeError):
+    """What a process was being started for is no longer wanted."""
+
+
+def wait_ready(process: WarmProcess, seconds: float, cancel: threading.Event | None = None) -> bool:
+    """Whether ``process``'s Spark came up within ``seconds``; False as soon as it ended
+    or ``cancel`` was set."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if process.wait_ready(max(0.0, min(left, 0.2))):
+            return True
+        if left <= 0 or process.ended.is_set() or (cancel is not None and cancel.is_set()):
+            return False
+
+
 class Pool:
     """Up to ``config.size`` warm processes kept ready for this server."""
 
@@ -238,9 +254,11 @@ class Pool:
         log.info("pool: started warm process %d (log %s)", process.pid, process.log_path)
         return process
 
-    def take(self, wait_seconds: float = 300.0) -> WarmProcess:
+    def take(self, wait_seconds: float = 300.0, cancel: threading.Event | None = None) -> WarmProcess:
         """A warm process whose Spark is up (the longest ready first), or a new one when
-        none is; its replacement is started. Raises RuntimeError when none comes up."""
+        none is; its replacement is started. Raises RuntimeError when none comes up, and
+        :class:`Cancelled` (after stopping the process it waited for) when ``cancel`` is
+        set meanwhile: a session deleted while it was provisioning."""
         deadline = time.monotonic() + wait_seconds
         self._dormant = False
         while True:
@@ -257,9 +275,11 @@ class Pool:
             if candidate is None:
                 candidate = self.start_process()
             self._wake()
-            left = max(0.0, deadline - time.monotonic())
-            if candidate.wait_ready(left):
+            if wait_ready(candidate, max(0.0, deadline - time.monotonic()), cancel):
                 return candidate
+            if cancel is not None and cancel.is_set():
+                candidate.stop(grace_seconds=1)
+                raise Cancelled("the process was no longer wanted")
             error = candidate.error or "a warm process did not start in time"
             candidate.stop(grace_seconds=1)
             if time.monotonic() >= deadline or candidate.ended.is_set():

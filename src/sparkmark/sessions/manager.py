@@ -39,7 +39,7 @@ from ..engine.session_store import (
 )
 from ..engine.store import StateStore
 from ..errors import ArgumentError, SparkmarkError
-from ..pool.pool import Pool, WarmProcess
+from ..pool.pool import Cancelled, Pool, WarmProcess, wait_ready
 from ..settings import Settings
 
 log = logging.getLogger("sparkmark.sessions")
@@ -51,6 +51,10 @@ WATCH_SECONDS = 1.0
 # GetStatement at a fixed pace (dbt-glue and the Glue kernel once a second), so a short
 # statement is found done on the first poll instead of the next one.
 HOLD_SECONDS = 2.0
+
+
+class SessionLimitExceeded(SparkmarkError):
+    """This server runs as many sessions as ``[pool] max_sessions`` allows."""
 
 
 class SessionStateError(SparkmarkError):
@@ -67,6 +71,8 @@ class SessionManager:
         self._processes: dict[str, WarmProcess] = {}
         self._finishing: dict[tuple[str, int], threading.Event] = {}
         self._lock = threading.Lock()
+        self._create_lock = threading.Lock()
+        self._cancels: dict[str, threading.Event] = {}  # set when a provisioning session is stopped
         self._closed = threading.Event()
         self._adopt_orphans()
         threading.Thread(target=self._watch, name="sparkmark-sessions", daemon=True).start()
@@ -89,10 +95,20 @@ class SessionManager:
             )
         arguments = {str(k): str(v) for k, v in (definition.get("DefaultArguments") or {}).items()}
         extra = self._jvm_settings(arguments)
-        record = self.store.create(session_id, definition, self.owner)
+        with self._create_lock:  # counted and created as one step: two creates cannot both pass
+            running = [r for r in self.store.all() if r.owner == self.owner and r.status not in ENDED]
+            if len(running) >= self.pool.config.max_sessions:
+                raise SessionLimitExceeded(
+                    f"this server runs {len(running)} sessions, its limit ([pool] max_sessions = "
+                    f"{self.pool.config.max_sessions} in {self.settings.config}): stop or delete one first"
+                )
+            record = self.store.create(session_id, definition, self.owner)
+            cancel = threading.Event()
+            with self._lock:
+                self._cancels[session_id] = cancel
         threading.Thread(
             target=self._provision,
-            args=(session_id, arguments, extra),
+            args=(session_id, arguments, extra, cancel),
             name=f"provision-{session_id}",
             daemon=True,
         ).start()
@@ -122,19 +138,34 @@ class SessionManager:
             env["SPARKMARK_SPARK_CONF"] = json.dumps({**given, **confs})
         return env
 
-    def _provision(self, session_id: str, arguments: dict[str, str], extra: dict[str, str] | None) -> None:
+    def _provision(
+        self,
+        session_id: str,
+        arguments: dict[str, str],
+        extra: dict[str, str] | None,
+        cancel: threading.Event,
+    ) -> None:
         try:
             if extra is None:
-                process = self.pool.take()
+                process = self.pool.take(cancel=cancel)
             else:
                 process = self.pool.start_process(extra, label=f"session-{session_id}"[:80])
-                if not process.wait_ready(600):
+                if not wait_ready(process, 600, cancel):
+                    if cancel.is_set():
+                        process.stop(grace_seconds=1)
+                        raise Cancelled("stopped while it was provisioning")
                     raise RuntimeError(process.error or "the session's Spark did not start")
+        except Cancelled:
+            log.info("session %s: stopped while provisioning; its process is stopped", session_id)
+            return
         except Exception as exc:  # noqa: BLE001 - the session fails with the reason
             self.store.set_status(
                 session_id, FAILED, error=str(exc).splitlines()[0] if str(exc) else "failed"
             )
             return
+        finally:
+            with self._lock:
+                self._cancels.pop(session_id, None)
         with self._lock:
             self._processes[session_id] = process
         process.listen(lambda message: self._event(session_id, message))
@@ -217,6 +248,9 @@ class SessionManager:
     def _end(self, session_id: str, status: str, error: str | None = None) -> None:
         with self._lock:
             process = self._processes.pop(session_id, None)
+            provisioning = self._cancels.get(session_id)
+        if provisioning is not None:
+            provisioning.set()  # the process being started for it is stopped as it comes
         if process is not None:
             process.listen(None)
             process.stop(grace_seconds=3)
