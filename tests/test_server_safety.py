@@ -553,3 +553,60 @@ def test_a_web_page_cannot_lock_local_clients_out(project, sparkmark_home, brows
         page_server.shutdown()
         stop(api)
         stop(console)
+
+
+def test_bodies_in_flight_share_one_budget(project, sparkmark_home):
+    """Each body under the per-request cap, many at once: the server holds at most
+    SPARKMARK_MAX_INFLIGHT_BYTES of them together and answers the rest 503 at once,
+    before reading them; a small signed call still goes through, and the budget comes
+    back when the held requests end."""
+    mib = 1024 * 1024
+    proc, url = serve(
+        "api",
+        env={"SPARKMARK_MAX_REQUEST_BYTES": str(8 * mib), "SPARKMARK_MAX_INFLIGHT_BYTES": str(20 * mib)},
+    )
+    where = urlsplit(url)
+    holders: list[socket.socket] = []
+
+    def hold() -> socket.socket:
+        """A request declaring an 8 MiB body that sends 1 MiB of it, then waits."""
+        conn = socket.create_connection((where.hostname, where.port), timeout=30)
+        conn.sendall(
+            f"POST / HTTP/1.1\r\nHost: {where.netloc}\r\nContent-Type: application/x-amz-json-1.1\r\n"
+            f"X-Amz-Target: AWSGlue.GetDatabases\r\nContent-Length: {8 * mib}\r\n\r\n".encode()
+        )
+        conn.sendall(b" " * mib)
+        return conn
+
+    def answered(conn: socket.socket) -> bytes:
+        conn.settimeout(0.5)
+        try:
+            return conn.recv(200)
+        except TimeoutError:
+            return b""
+
+    try:
+        holders = [hold() for _ in range(6)]
+        heads = [answered(c) for c in holders]
+        assert [h[:12] for h in heads[:2]] == [b"", b""]  # two are being read: 16 of 20 MiB
+        assert all(h.startswith(b"HTTP/1.1 503") for h in heads[2:]), heads
+        assert glue_client(url, local_token(sparkmark_home)).get_databases()["DatabaseList"] == []
+        for conn in holders:
+            conn.close()
+
+        # The budget is back once the held requests are gone: a whole 8 MiB body is read
+        # (and, unsigned, refused by its signature, not by the budget).
+        def whole_body_answer() -> int:
+            return raw(url, "POST", "/", b" " * (8 * mib), {"X-Amz-Target": "AWSGlue.GetDatabases"})[0]
+
+        deadline = time.monotonic() + 30
+        status = whole_body_answer()
+        while status == 503 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            status = whole_body_answer()
+        assert status == 403
+    finally:
+        for conn in holders:
+            conn.close()
+        err = stop(proc)
+    assert "other requests' bodies are held" in err

@@ -17,6 +17,8 @@ Both servers run code on request (a job, a Studio preview), so neither is ever o
   from its ``Content-Length`` (or as soon as a chunked body passes the cap); a body
   that does not arrive within the timeout is answered 408 and its connection closed;
   a client that goes away is one log line.
+- **A budget for all bodies at once** (:class:`BodyBudget`): bodies in flight together
+  stay under ``SPARKMARK_MAX_INFLIGHT_BYTES``; past it a request is answered 503.
 - **Wrong tokens are rate-limited** per client address and presented credential
   (:class:`FailureLimiter`): requests without one are never counted.
 
@@ -205,11 +207,40 @@ ASGIApp = Callable[
 
 
 class Limits:
-    """What one request may send."""
+    """What one request may send, and what all requests together may hold at once."""
 
-    def __init__(self, max_body: int = 10 * 1024 * 1024, body_seconds: float = 30.0):
+    def __init__(
+        self,
+        max_body: int = 10 * 1024 * 1024,
+        body_seconds: float = 30.0,
+        max_inflight: int = 64 * 1024 * 1024,
+    ):
         self.max_body = max_body
         self.body_seconds = body_seconds
+        self.max_inflight = max(max_inflight, max_body)
+
+
+class BodyBudget:
+    """The bytes of request bodies a server holds at once, all requests together: a
+    request reserves its body's bytes (its ``Content-Length`` at once, or chunk by chunk)
+    and gives them back when it has been answered. Many clients each sending a body
+    under the per-request cap can then never take more than the budget."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        with self._lock:
+            if self.held + size > self.total:
+                return False
+            self.held += size
+            return True
+
+    def give_back(self, size: int) -> None:
+        with self._lock:
+            self.held = max(0, self.held - size)
 
 
 class RequestGuard:
@@ -225,6 +256,7 @@ class RequestGuard:
         self.limits = limits
         self.refuse = refuse
         self.name = name
+        self.budget = BodyBudget(limits.max_inflight)
 
     async def _send_refusal(self, send, status: int, code: str, message: str) -> None:
         body, headers = self.refuse(status, code, message)
@@ -267,24 +299,45 @@ class RequestGuard:
             if int(declared) > self.limits.max_body:
                 await self._send_refusal(send, 413, "RequestEntityTooLarge", self._too_large())
                 return
-        body = await self._read_body(scope, receive, send)
-        if body is None:
-            return
-        replayed = False
+        held = [0]  # the budget this request holds, given back once it is answered
+        try:
+            body = await self._read_body(scope, receive, send, held, int(declared) if declared else 0)
+            if body is None:
+                return
+            replayed = False
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # after the body: only a disconnect can come
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()  # after the body: only a disconnect can come
 
-        await self.app(scope, replay, send)
+            await self.app(scope, replay, send)
+        finally:
+            self.budget.give_back(held[0])
 
     def _too_large(self) -> str:
         return f"the request body is larger than this server takes ({self.limits.max_body} bytes)"
 
-    async def _read_body(self, scope, receive, send) -> bytes | None:
+    async def _busy(self, scope, send) -> None:
+        log.warning(
+            "%s: refused a body from %s: %d bytes of other requests' bodies are held (SPARKMARK_MAX_INFLIGHT_BYTES)",
+            self.name,
+            client_address(scope),
+            self.budget.held,
+        )
+        await self._send_refusal(
+            send, 503, "ThrottlingException", "the server holds as many request bodies as it takes: retry"
+        )
+
+    async def _read_body(self, scope, receive, send, held: list[int], declared: int) -> bytes | None:
+        """The whole body, its bytes taken from the budget (``held`` says how many)."""
+        if declared:
+            if not self.budget.take(declared):
+                await self._busy(scope, send)
+                return None
+            held[0] = declared
         chunks: list[bytes] = []
         size = 0
         deadline = time.monotonic() + self.limits.body_seconds
@@ -311,6 +364,11 @@ class RequestGuard:
             if size > self.limits.max_body:
                 await self._send_refusal(send, 413, "RequestEntityTooLarge", self._too_large())
                 return None
+            if size > held[0]:  # beyond what it declared (or a chunked body): taken as it comes
+                if not self.budget.take(size - held[0]):
+                    await self._busy(scope, send)
+                    return None
+                held[0] = size
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)

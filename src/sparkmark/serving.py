@@ -35,6 +35,7 @@ class Listen:
     allowed_hosts: tuple[str, ...] = ()
     max_body: int = 10 * 1024 * 1024
     body_seconds: float = 30.0
+    max_inflight: int = 64 * 1024 * 1024
 
     @classmethod
     def of(cls, settings: Settings, host: str, port: int, token: str) -> Listen:
@@ -54,6 +55,7 @@ class Listen:
             allowed_hosts=tuple(settings.allowed_host_names),
             max_body=settings.max_request_bytes,
             body_seconds=settings.request_body_seconds,
+            max_inflight=settings.max_inflight_bytes,
         )
 
     @property
@@ -66,7 +68,7 @@ class Listen:
 
     @property
     def limits(self) -> Limits:
-        return Limits(self.max_body, self.body_seconds)
+        return Limits(self.max_body, self.body_seconds, self.max_inflight)
 
     def check(self, service: str, how: str) -> None:
         check_binding(self.host, self.token, service=service, how=how)

@@ -38,6 +38,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_SECRETS_KEY`` | secrets_key | unset: ``$SPARKMARK_HOME/secrets.key`` (made on first use); the key that seals a queued run's secret arguments in the state store (share it between schedulers of one store) |
 | ``SPARKMARK_MAX_REQUEST_BYTES`` | max_request_bytes | 10485760: a larger request body is refused (413) before it is read |
 | ``SPARKMARK_REQUEST_BODY_SECONDS`` | request_body_seconds | 30: a body that takes longer to arrive is refused (408) |
+| ``SPARKMARK_MAX_INFLIGHT_BYTES`` | max_inflight_bytes | 67108864: the request bodies a server holds at once, all requests together; past it a request is answered 503 and may retry |
 | ``SPARKMARK_METRICS_INTERVAL`` | metrics_interval | 30: seconds between a run's metric reports while it runs (0: only as it ends) |
 | ``SPARKMARK_METRICS_RETENTION_DAYS`` | metrics_retention_days | 15: datapoints older than this are forgotten (0: kept) |
 | ``SPARKMARK_SPARK_UI_URL`` | spark_ui_url | unset: the session's own UI; for Spark Connect, the server's UI (``http://host:4040``), where a run's Spark metrics are read |
@@ -141,6 +142,7 @@ class Settings(BaseModel):
     tls_keyfile: Path | None = None
     max_request_bytes: int = Field(10 * 1024 * 1024, gt=0)
     request_body_seconds: float = Field(30, gt=0)
+    max_inflight_bytes: int = Field(64 * 1024 * 1024, gt=0)
     metrics_interval: float = Field(30, ge=0)
     metrics_retention_days: float = Field(15, ge=0)
     spark_ui_url: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -234,15 +235,34 @@ def _roots(settings) -> list[dict[str, Any]]:
     return roots
 
 
+def _within_roots(settings, path: str) -> None:
+    """Refuse what the browser does not serve: any protocol but ``s3://`` (an ``http://``
+    path would make the server fetch it), and a local path outside the project's folder
+    and sparkmark's home once symlinks and ``..`` are resolved."""
+    if path.startswith("s3://"):
+        if not settings.aws_endpoint_url_s3:
+            raise ArgumentError(f"{path}: no S3 endpoint is configured (AWS_ENDPOINT_URL_S3) to browse")
+        return
+    if "://" in path or path.startswith(("file:", "memory:", "data:")):
+        raise ArgumentError(f"{path}: the path browser serves local folders and s3:// only")
+    roots = [settings.config.resolve().parent, settings.home.resolve()]
+    where = Path(path).expanduser().resolve()
+    if not any(where == root or root in where.parents for root in roots):
+        raise ArgumentError(
+            f"{path} is outside what the path browser serves (the project {roots[0]} and sparkmark's "
+            f"home {roots[1]}); type a path there instead"
+        )
+
+
 def browse(settings, path: str) -> dict[str, Any]:
-    """The folders and files directly under ``path`` (a local folder or an ``s3://``
-    URL), folders first, at most BROWSE_ENTRIES; ``path`` empty gives the roots."""
+    """The folders and files directly under ``path`` (a local folder within the project's
+    or the home's, or an ``s3://`` URL of the configured endpoint), folders first, at
+    most BROWSE_ENTRIES; ``path`` empty gives the roots."""
     import fsspec
 
     if not path:
         return {"path": "", "parent": None, "entries": _roots(settings), "more": False}
-    if path.startswith("s3://") and not settings.aws_endpoint_url_s3:
-        raise ArgumentError(f"{path}: no S3 endpoint is configured (AWS_ENDPOINT_URL_S3) to browse")
+    _within_roots(settings, path)
     try:
         fs, inner = fsspec.core.url_to_fs(path)
         listed = fs.ls(inner, detail=True)
@@ -269,6 +289,8 @@ def browse(settings, path: str) -> dict[str, Any]:
     parent = trimmed.rsplit("/", 1)[0] if "/" in trimmed.removeprefix(scheme) else ("" if scheme else None)
     if scheme and parent and parent != "s3:/":
         parent += "/"
+    if not scheme and Path(path).resolve() in (settings.config.resolve().parent, settings.home.resolve()):
+        parent = ""  # up from a root: the roots, never the folder above it
     return {
         "path": path,
         "parent": parent or "",
