@@ -145,6 +145,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/h2_runs.py
 	$(PY) bench/s3_incremental.py
 	$(PY) bench/u1_plugin.py
+	$(PY) bench/logs.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars clients $(VENV)/.bench
@@ -162,6 +163,7 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/h2_runs.py --quick --repeats 3
 	$(PY) bench/s3_incremental.py --quick --repeats 3
 	$(PY) bench/u1_plugin.py --quick
+	$(PY) bench/logs.py --quick --repeats 5
 	$(PY) bench/table.py
 
 clean:

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sparkmark.api.logs import MAX_ANSWER_BYTES, _Stream
-from sparkmark.engine.masking import register_secret
+from sparkmark.api.logs import MAX_ANSWER_BYTES, _matcher, _prefilter, _Stream
+from sparkmark.engine.masking import mask_text, register_secret
 
 
 def read_bytes() -> int:
@@ -81,3 +83,17 @@ def test_a_registered_secret_is_masked_in_what_is_returned(tmp_path):
     path = tmp_path / "jr_secret.log"
     path.write_text("connecting with the-connection-password-7\n")
     assert _Stream("jr_secret", path).forward(0, 1)[0] == [(0, "connecting with ****")]
+
+
+WORDS = st.sampled_from(["password=hunter2pw", "batch", "1", "x", "pw", "****", "-", "ok", "=", "hunter2pw"])
+
+
+@given(line=st.lists(WORDS, max_size=6).map(" ".join), terms=st.lists(WORDS, min_size=1, max_size=3))
+def test_the_prefilter_never_passes_over_a_line_that_matches(line, terms):
+    """A filter is matched against the masked line; lines are passed over before masking
+    only when they cannot match it, whatever masking hid."""
+    register_secret("hunter2pw")
+    pattern = " ".join(f'"{t}"' for t in terms)
+    could_match = _prefilter(pattern)
+    if _matcher(pattern)(mask_text(line)):
+        assert could_match is None or could_match(line)

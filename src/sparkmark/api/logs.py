@@ -16,6 +16,7 @@ answer holds at most 1 MB of events, as CloudWatch's; a filter reads at most
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,16 @@ class _Stream:
     def _text(raw: bytes) -> str:
         return mask_text(raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace"))
 
-    def forward(self, start: int, limit: int, budget: int = MAX_ANSWER_BYTES) -> tuple[list[Line], int]:
+    def forward(
+        self,
+        start: int,
+        limit: int,
+        budget: int = MAX_ANSWER_BYTES,
+        could_match: Callable[[str], bool] | None = None,
+    ) -> tuple[list[Line], int]:
         """Up to ``limit`` lines from byte ``start`` on, within ``budget`` bytes read;
-        with the offset after the last one read."""
+        with the offset after the last one read. ``could_match``, given the line before
+        masking, passes over lines that cannot match a filter without masking them."""
         lines: list[Line] = []
         position = min(max(start, 0), self.size)
         try:
@@ -106,7 +114,8 @@ class _Stream:
                     raw = f.readline(MAX_EVENT_BYTES)
                     if not raw:
                         break
-                    lines.append((position, self._text(raw)))
+                    if could_match is None or could_match(raw.decode("utf-8", errors="replace")):
+                        lines.append((position, self._text(raw)))
                     position += len(raw)
         except OSError:
             return [], start
@@ -189,6 +198,24 @@ def _within(stream: _Stream, p: dict[str, Any]) -> bool:
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 
 
+def _prefilter(pattern: str | None) -> Callable[[str], bool] | None:
+    """What a line must hold *before* masking to match ``pattern`` once masked: each
+    required term without ``*`` (masking only puts ``****`` in place of a secret, so a
+    term without ``*`` found in the masked line is in the line as written). None when
+    every line may match."""
+    if not pattern or not pattern.strip() or pattern.strip().startswith(("{", "[")):
+        return None
+    required = [
+        quoted if quoted or not bare else bare
+        for quoted, bare in _TERM.findall(pattern)
+        if not (bare.startswith(("-", "?")) and len(bare) > 1)
+    ]
+    plain = [t for t in required if t and "*" not in t]
+    if not plain:
+        return None
+    return lambda raw: all(t in raw for t in plain)
+
+
 def _matcher(pattern: str | None):
     """CloudWatch's text filter patterns: every term must be in the message (a quoted
     phrase as it is), a term after ``-`` must not, and of the terms after ``?`` one must."""
@@ -256,6 +283,7 @@ def filter_log_events(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     positions = _decode(p.get("nextToken"))
     limit = min(int(p.get("limit") or 10000), 10000)
     matches = _matcher(p.get("filterPattern"))
+    could_match = _prefilter(p.get("filterPattern"))
     events: list[dict[str, Any]] = []
     after = dict(positions)
     unfinished = False
@@ -270,7 +298,7 @@ def filter_log_events(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         # Read a page at a time until the answer is full or the scan budget is spent.
         position = start
         while len(events) < limit and position < stream.size and position - start < SCAN_BYTES:
-            lines, position = stream.forward(position, 10000)
+            lines, position = stream.forward(position, 10000, SCAN_BYTES, could_match)
             for offset, text in lines:
                 if len(events) < limit and matches(text):
                     events.append(

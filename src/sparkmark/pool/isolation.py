@@ -51,16 +51,15 @@ def _replaceable(value: Any) -> bool:
     return callable(value) and not isinstance(value, ModuleType)
 
 
-def _attributes(modules: dict[str, ModuleType]) -> dict[tuple[str, str], Any]:
-    found: dict[tuple[str, str], Any] = {}
+def _namespaces(modules: dict[str, ModuleType]) -> dict[str, dict[str, Any]]:
+    """A shallow copy of each module's namespace (a copy per module is cheap; which of
+    its values are functions or classes is asked only of those that changed)."""
+    found: dict[str, dict[str, Any]] = {}
     for name, module in modules.items():
         try:
-            namespace = vars(module)
+            found[name] = dict(vars(module))
         except TypeError:
             continue
-        for attr, value in list(namespace.items()):
-            if _replaceable(value):
-                found[(name, attr)] = value
     return found
 
 
@@ -70,11 +69,11 @@ class ProcessState:
 
     threads: set[int] = field(default_factory=set)
     modules: dict[str, ModuleType] = field(default_factory=dict)
-    attributes: dict[tuple[str, str], Any] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     builtin_names: frozenset[str] = frozenset()
     secrets: frozenset[str] = frozenset()
     spark_conf: str | None = None
-    replaced: list[str] = field(default_factory=list)  # found and put back by put_back()
+    replaced: list[str] | None = None  # found and put back by put_back(), once it ran
 
     @classmethod
     def take(cls, spark_conf: Callable[[], str | None] = lambda: None) -> ProcessState:
@@ -83,7 +82,7 @@ class ProcessState:
         return cls(
             threads={t.ident or 0 for t in threading.enumerate()},
             modules=modules,
-            attributes=_attributes(modules),
+            namespaces=_namespaces(modules),
             builtin_names=frozenset(vars(builtins)),
             secrets=known_secrets(),
             spark_conf=spark_conf(),
@@ -106,11 +105,15 @@ class ProcessState:
         host's own code (its messages, its records) calls one of them; returns
         ``module.name`` of each, also kept for :meth:`residue`."""
         replaced = []
-        for (module, attr), before in self.attributes.items():
-            if (module, attr) in RESET_BY_SPARK:
-                continue
+        for module, before_names in self.namespaces.items():
             namespace = vars(self.modules[module])
-            if namespace.get(attr) is not before:
+            for attr, before in before_names.items():
+                if (
+                    namespace.get(attr) is before
+                    or not _replaceable(before)
+                    or (module, attr) in RESET_BY_SPARK
+                ):
+                    continue
                 namespace[attr] = before
                 replaced.append(f"{module}.{attr}")
         for name in sorted(set(vars(builtins)) - self.builtin_names):
@@ -130,7 +133,7 @@ class ProcessState:
         left = self.threads_left()
         if left:
             reasons.append(f"the run left threads running ({', '.join(left[:3])})")
-        patched = self.replaced or self.put_back()
+        patched = self.put_back() if self.replaced is None else self.replaced
         if patched:
             more = f" and {len(patched) - 3} more" if len(patched) > 3 else ""
             reasons.append(f"the run replaced {', '.join(patched[:3])}{more}")
