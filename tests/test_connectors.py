@@ -350,14 +350,14 @@ def test_a_job_that_needs_a_connector_fetches_it_once_on_demand(tmp_path):
         "SPARKMARK_HOME": str(tmp_path / "home"),
     }
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    for attempt in (1, 2):
-        done = subprocess.run(
-            [sys.executable, "-m", "sparkmark", "run", str(script)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
+
+    def sparkmark(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "sparkmark", *args], capture_output=True, text=True, env=env, timeout=600
         )
+
+    for attempt in (1, 2):
+        done = sparkmark("run", str(script))
         assert done.returncode == 0, done.stderr[-2000:]
         assert "ROWS 3" in done.stdout
         told = [ln for ln in done.stderr.splitlines() if "fetching the avro connector" in ln]
@@ -371,32 +371,13 @@ def test_a_job_that_needs_a_connector_fetches_it_once_on_demand(tmp_path):
     listed = (tmp_path / "jars" / "spark-avro.classpath").read_text().strip().split(":")
     jar = Path(next(j for j in listed if "spark-avro" in Path(j).name))
     jar.write_bytes(jar.read_bytes()[: jar.stat().st_size // 2])
-    doctor = subprocess.run(
-        [sys.executable, "-m", "sparkmark", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    found = {f["check"]: f for f in json.loads(doctor.stdout)}["connector avro"]
+    found = {f["check"]: f for f in json.loads(sparkmark("doctor", "--json").stdout)}["connector avro"]
     assert found["status"] == "warn" and "is damaged" in found["detail"] and str(jar) in found["detail"]
-    fetched = subprocess.run(
-        [sys.executable, "-m", "sparkmark", "connectors", "fetch", "avro"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    fetched = sparkmark("connectors", "fetch", "avro")
     assert fetched.returncode == 0, fetched.stderr[-2000:]
     assert "was damaged; removed, to be fetched again" in fetched.stdout
     assert connectors.jar_problem(jar, thorough=True) is None
-    again = subprocess.run(
-        [sys.executable, "-m", "sparkmark", "run", str(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    again = sparkmark("run", str(script))
     assert again.returncode == 0 and "ROWS 3" in again.stdout, again.stderr[-2000:]
 
 

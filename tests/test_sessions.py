@@ -38,18 +38,36 @@ def wait_for(check, seconds: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def endpoint(tmp_path_factory, spark):  # spark: the suite's JVM is up before the pool's
-    root = tmp_path_factory.mktemp("sessions")
+def start_endpoint(root, pool: str):
+    """The Glue endpoint in a thread of this process, on a home under ``root`` whose
+    project file has ``[pool]`` ``pool``; (running, token, settings, service)."""
     config = root / "sparkmark.toml"
-    config.write_text('[pool]\nsize = 1\nmemory = "1g"\n', encoding="utf-8")
+    config.write_text(f"[pool]\n{pool}\n", encoding="utf-8")
     settings = Settings.from_env(
         {**os.environ, "SPARKMARK_HOME": str(root / "home"), "SPARKMARK_CONFIG": str(config)}
     )
     service = Service(settings)
     listen = listen_of(settings, "127.0.0.1", 0)
     running = serving.start_in_thread(create_app(service, listen), listen, "Glue API endpoint")
-    token = resolve_token(None, settings.home)
+    return running, resolve_token(None, settings.home), settings, service
+
+
+def glue_client(url: str, token: str):
+    return boto3.client(
+        "glue",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="notebook",
+        aws_secret_access_key=token,
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory, spark):  # spark: the suite's JVM is up before the pool's
+    running, token, settings, service = start_endpoint(
+        tmp_path_factory.mktemp("sessions"), 'size = 1\nmemory = "1g"'
+    )
     yield running, token, settings, service
     running.stop()
     service.sessions.close()
@@ -59,14 +77,7 @@ def endpoint(tmp_path_factory, spark):  # spark: the suite's JVM is up before th
 @pytest.fixture(scope="module")
 def glue(endpoint):
     running, token, _settings, _service = endpoint
-    return boto3.client(
-        "glue",
-        endpoint_url=running.url,
-        region_name="us-east-1",
-        aws_access_key_id="notebook",
-        aws_secret_access_key=token,
-        config=Config(retries={"max_attempts": 1}),
-    )
+    return glue_client(running.url, token)
 
 
 def ready_session(glue, session_id: str, **extra) -> dict:
@@ -420,23 +431,11 @@ def test_sessions_past_the_limit_are_refused_and_a_deleted_provisioning_one_stop
     JVMs starting for minutes after their DeleteSession)."""
     from pathlib import Path
 
-    config = tmp_path / "sparkmark.toml"
-    config.write_text('[pool]\nsize = 0\nmemory = "1g"\nmax_sessions = 2\n', encoding="utf-8")
-    home = tmp_path / "home"
-    settings = Settings.from_env({**os.environ, "SPARKMARK_HOME": str(home), "SPARKMARK_CONFIG": str(config)})
-    service = Service(settings)
-    listen = listen_of(settings, "127.0.0.1", 0)
-    running = serving.start_in_thread(create_app(service, listen), listen, "Glue API endpoint")
+    running, token, settings, service = start_endpoint(tmp_path, 'size = 0\nmemory = "1g"\nmax_sessions = 2')
+    home = settings.home
     before = set(warm_children())
     try:
-        client = boto3.client(
-            "glue",
-            endpoint_url=running.url,
-            region_name="us-east-1",
-            aws_access_key_id="notebook",
-            aws_secret_access_key=resolve_token(None, home),
-            config=Config(retries={"max_attempts": 1}),
-        )
+        client = glue_client(running.url, token)
         command = {"Name": "glueetl", "PythonVersion": "3"}
         for name in ("limited-1", "limited-2"):
             assert (

@@ -254,11 +254,12 @@ class NoPool:
 
 
 def manager_with(sessions: SessionStore, session_id: str, definition: dict) -> tuple[SessionManager, StandIn]:
-    manager = SessionManager.__new__(SessionManager)  # no watcher thread: _check is called by hand
+    manager = SessionManager.__new__(SessionManager)  # no watcher thread: check_timeouts is called by hand
     import threading
 
     manager.store, manager.pool, manager.owner = sessions, NoPool(), "host:1"
     manager._processes, manager._lock, manager._closed = {}, threading.Lock(), threading.Event()
+    manager._cancels = {}
     sessions.create(session_id, definition, "host:1")
     sessions.set_status(session_id, READY)
     process = StandIn()
@@ -284,10 +285,10 @@ def backdate(sessions: SessionStore, session_id: str, minutes: float, *, created
 def test_an_idle_session_times_out_after_its_idle_timeout(sessions):
     manager, process = manager_with(sessions, "idle", {"IdleTimeout": 5})
     backdate(sessions, "idle", 4)
-    manager._check()
+    manager.check_timeouts()
     assert sessions.get("idle").status == READY and not process.stopped
     backdate(sessions, "idle", 6)
-    manager._check()
+    manager.check_timeouts()
     found = sessions.get("idle")
     assert found.status == "TIMEOUT" and process.stopped
     assert "IdleTimeout of 5 minutes" in (found.error or "")
@@ -298,10 +299,10 @@ def test_a_busy_session_is_not_idle_but_still_ends_at_its_timeout(sessions):
     number = sessions.add_statement("busy", "long()")
     sessions.update_statement("busy", number, state=RUNNING)
     backdate(sessions, "busy", 10)
-    manager._check()
+    manager.check_timeouts()
     assert sessions.get("busy").status == READY  # running a statement is not idle
     backdate(sessions, "busy", 31, created=True)
-    manager._check()
+    manager.check_timeouts()
     assert sessions.get("busy").status == "TIMEOUT" and process.stopped
     assert sessions.statement("busy", number).state == CANCELLED  # what was running ends with it
 
@@ -309,7 +310,7 @@ def test_a_busy_session_is_not_idle_but_still_ends_at_its_timeout(sessions):
 def test_a_stop_asked_for_in_the_store_is_carried_out(sessions):
     manager, process = manager_with(sessions, "asked", {})
     sessions.request_stop("asked")
-    manager._check()
+    manager.check_timeouts()
     assert sessions.get("asked").status == STOPPED and process.stopped
 
 
@@ -346,5 +347,5 @@ def test_the_pool_keeps_a_process_after_a_job_only_while_it_is_fit(tmp_path):
 def test_a_session_deleted_through_another_server_has_its_process_stopped(sessions):
     manager, process = manager_with(sessions, "gone", {})
     sessions.delete("gone")
-    manager._check()
+    manager.check_timeouts()
     assert process.stopped and "gone" not in manager._processes

@@ -154,6 +154,9 @@ class Warm:
                 print(f"error: {mask_text(first_line(exc))}", file=sys.stderr)
                 code = 1
         finally:
+            # The run's own hooks (a run fails itself on an uncaught exception) are the
+            # run's; here the host catches everything, and the next run sets its own.
+            sys.excepthook, sys.displayhook, threading.excepthook = hooks
             before.put_back()  # before the host's own code calls a patched function
             sys.stdout.flush()
             sys.stderr.flush()
@@ -168,9 +171,6 @@ class Warm:
                 os.chdir(saved_cwd)
             sys.path[:] = saved_path
             sys.argv[:] = saved_argv
-            # The run's own hooks (a run fails itself on an uncaught exception) are
-            # the run's; here the host catches everything, and the next run sets its own.
-            sys.excepthook, sys.displayhook, threading.excepthook = hooks
             self._forget_modules(saved_modules)
             if sync is not None:
                 problem = sync.after()
