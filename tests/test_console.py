@@ -408,6 +408,31 @@ def test_no_page_renders_a_secret(console, project):
         assert SECRET not in page.text, path
 
 
+def test_a_connections_password_a_job_printed_is_masked_in_its_log(console, project):
+    """A job that prints a connection's password writes it to its log in clear; the
+    console's log page masks it, as it masks every other secret."""
+    from sparkmark.engine.connection_store import ConnectionStore, StoredConnection
+    from sparkmark.engine.run_logs import log_path
+    from sparkmark.engine.sealing import Sealer
+
+    password = "pw-console-printed-5150"
+    sealed = Sealer.from_settings(project.settings).seal({"password": password})
+    ConnectionStore(project.store).put(
+        StoredConnection("printed", "JDBC", "jdbc:postgresql://db/x", "u", sealed), create=True
+    )
+    run_id = project.run_ids[0]
+    stdout = log_path(project.settings.home, "JOB", JOB, run_id)
+    stdout.parent.mkdir(parents=True, exist_ok=True)
+    stdout.write_text(f"connecting with {password}\n")
+    try:
+        page = get(console, f"/runs/{run_id}/log")
+        assert page.status_code == 200
+        assert "connecting with ****" in text(page.text) and password not in page.text
+    finally:
+        stdout.unlink()
+        ConnectionStore(project.store).delete("printed")
+
+
 def test_a_running_run_polls_for_updates_and_a_finished_one_does_not(console, project, spark):
     from sparkmark import Job
 

@@ -222,6 +222,7 @@ def _log(request: Request, run: RunRecord) -> tuple[str | None, str | None]:
             parts.append(f"--- {heading} ---\n{text}" if heading else text)
     if not parts:
         return str(stdout), None
+    service.register_connection_secrets()  # a job that printed a connection's password
     return str(stdout), mask_text("\n".join(parts))
 
 
