@@ -89,10 +89,18 @@ def test_connector_resolution_takes_on_demand_or_off_only(tmp_path):
 # ------------------------------------------------------------------ where the jars are
 
 
+def _small_jar(path: Path) -> None:
+    """A real, whole jar: resolved connectors' jars are checked before use."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+
+
 def _fetched(jars_dir: Path, connector, coordinates: str) -> list[Path]:
     jar = jars_dir / "ivy" / "cache" / "org.example" / "thing" / "jars" / "thing-1.jar"
     jar.parent.mkdir(parents=True)
-    jar.write_bytes(b"PK")
+    _small_jar(jar)
     (jars_dir / f"{connector.classpath_file}.classpath").write_text(f"{jar}\n")
     (jars_dir / f"{connector.classpath_file}.coordinates").write_text(coordinates + "\n")
     return [jar]
@@ -292,7 +300,7 @@ def test_a_fetchs_settings_stay_off_the_jvms_command_line(tmp_path, monkeypatch)
         seen["mode"] = properties.stat().st_mode & 0o777
         seen["properties"] = properties.read_text()
         jar.parent.mkdir(parents=True, exist_ok=True)
-        jar.write_bytes(b"PK")
+        _small_jar(jar)
         return subprocess.CompletedProcess(command, 0, stdout=f"JARS file://{jar}\n", stderr="")
 
     monkeypatch.setattr(connectors.subprocess, "run", fake_run)
