@@ -22,7 +22,10 @@ CORPUS = Path(__file__).parent / "fixtures" / "studio"
 
 
 @pytest.fixture
-def console(sparkmark_home, monkeypatch, spark):
+def console(sparkmark_home, monkeypatch, spark, tmp_path):
+    # Started in the project's folder, as `sparkmark console` is: the path browser serves
+    # the project (here the test's folder, where its data is) and sparkmark's home.
+    monkeypatch.chdir(tmp_path)
     settings = Settings.from_env()
     running = start(settings, "127.0.0.1", 0, None, scheduler=True)
     yield running
