@@ -14,6 +14,23 @@ def test_pairs_and_equals_form():
     assert split_pairs(["--a", "1", "--b=2", "--c", "--x"]) == {"a": "1", "b": "2", "c": "--x"}
 
 
+def test_a_repeated_conf_applies_every_setting_and_another_repeated_name_warns(caplog):
+    """Glue takes several Spark settings in one ``--conf`` (``k=v --conf k2=v2``); given
+    as separate ``--conf`` arguments, as on spark-submit, every one is applied. Of any
+    other repeated name the last wins, and a warning names it without its values."""
+    from sparkmark.table_formats import glue_conf
+
+    pairs = split_pairs(
+        ["--conf", "spark.a=1", "--conf=spark.b=2 --conf spark.c=3", "--token", "s3cret", "--token", "other"]
+    )
+    assert glue_conf(pairs["conf"]) == {"spark.a": "1", "spark.b": "2", "spark.c": "3"}
+    assert pairs["token"] == "other"
+    warned = [r.getMessage() for r in caplog.records if r.name == "sparkmark.args"]
+    assert warned == ["argument --token is given more than once: the last one is used"]
+    assert "s3cret" not in caplog.text and "other" not in caplog.text
+    assert glue_conf(split_pairs(["--conf", "spark.a=1"])["conf"]) == {"spark.a": "1"}
+
+
 def test_flag_without_value_and_stray_token_are_errors():
     with pytest.raises(ArgumentError, match="--last: expected one argument"):
         split_pairs(["--last"])

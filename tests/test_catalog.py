@@ -572,7 +572,8 @@ def test_a_custom_csv_classifier_from_the_config_file(spark, tmp_path, db):
 def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
     """Glue's built-in CSV classifier types no value as a date (its mappings read such
     columns as strings); a Parquet timestamp without a time zone is a ``timestamp`` (Glue
-    and Athena have no ``timestamp_ntz``); a folder's hyphens stay in its table's name."""
+    and Athena have no ``timestamp_ntz``); a folder's hyphen is a ``_`` in its table's name
+    (AWS's CDK workflow sample crawls ``covid-data/`` and reads the table ``covid_data``)."""
     import datetime
 
     lake = tmp_path / "lake"
@@ -584,7 +585,8 @@ def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
     stamped.write.parquet(str(lake / "events"))
     record, store = crawl(spark, definition(db, lake / "daily-orders", lake / "events"))
     assert record.state == "SUCCEEDED", record
-    orders = store.table(db, "daily-orders")
+    assert sorted(t.name for t in store.tables(db)) == ["daily_orders", "events"]
+    orders = store.table(db, "daily_orders")
     assert [(c.name, c.type) for c in orders.columns] == [
         ("id", "bigint"),
         ("day", "string"),
@@ -594,7 +596,7 @@ def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
     assert {c.name: c.type for c in events.columns}["ts"] == "timestamp"
     # Both read back through the catalog, with the catalog's types.
     glue = GlueContext(spark)
-    read = glue.create_dynamic_frame.from_catalog(database=db, table_name="daily-orders").toDF()
+    read = glue.create_dynamic_frame.from_catalog(database=db, table_name="daily_orders").toDF()
     assert sorted(r["day"] for r in read.collect()) == ["2026-01-02", "2026-01-03"]
     ts = glue.create_dynamic_frame.from_catalog(database=db, table_name="events").toDF().first()["ts"]
     assert ts is not None
@@ -661,21 +663,25 @@ def test_files_with_different_schemas_are_a_table_each(spark, tmp_path, db):
     assert [t.name for t in store.tables(f"{db}_o")] == ["orders"]
 
 
-def test_a_csv_column_of_numbers_and_text_is_a_choice_from_the_data(spark, tmp_path, db, capsys):
-    """AWS's resolveChoice sample (aws-glue-samples examples/resolve_choice.md): a crawled
-    CSV whose `provider id` holds numbers and, at the end, text is read into a
-    DynamicFrame as a choice of long and string whatever the catalog says; `cast:long`
-    and `project:long` make the text null, `make_cols` gives `provider id_long` and
-    `provider id_string`, `make_struct` a struct of both. Whole-number columns are long."""
+def test_a_csv_column_of_numbers_and_text_is_a_choice_of_the_catalogs_type(spark, tmp_path, db, capsys):
+    """AWS's resolveChoice sample (aws-glue-samples examples/resolve_choice.md): the
+    crawler types the medicare CSV's `provider id` bigint from the file's first part;
+    text further down makes it, read into a DynamicFrame from the catalog, a choice of
+    long and string. `cast:long` and `project:long` make the text null, `make_cols` gives
+    `provider id_long` and `provider id_string`, `make_struct` a struct of both. Read
+    from the files without the catalog, every field is text, as Glue reads a CSV."""
     folder = tmp_path / "medicare"
     folder.mkdir()
+    good = "".join(f"{10001 + i},Hospital {i},36301,$32963.07\n" for i in range(1000))
     (folder / "m.csv").write_text(
         "provider id,provider name,provider zip code,average covered charges\n"
-        "10001,Southeast,36301,$32963.07\n10005,Marshall,35957,$15131.85\n"
-        "ABC,Bad row,36301,$1.00\nXYZ,Bad row too,,$2.00\n"
+        + good
+        + "ABC,Bad row,36301,$1.00\nXYZ,Bad row too,,$2.00\n"
     )
-    record, _store = crawl(spark, definition(db, folder))
+    record, store = crawl(spark, definition(db, folder))
     assert record.state == "SUCCEEDED", record
+    types = {c.name: c.type for c in store.table(db, "medicare").columns}
+    assert types["provider id"] == "bigint" and types["provider zip code"] == "bigint"
     glue = GlueContext(spark)
     medicare = glue.create_dynamic_frame.from_catalog(database=db, table_name="medicare")
     medicare.printSchema()
@@ -684,12 +690,12 @@ def test_a_csv_column_of_numbers_and_text_is_a_choice_from_the_data(spark, tmp_p
     assert "|-- provider zip code: long" in printed and "|-- average covered charges: string" in printed
 
     def values(frame, column):
-        return sorted((r[column] for r in frame.toDF().collect()), key=lambda v: (v is None, str(v)))
+        return [r[column] for r in frame.toDF().collect()]
 
-    cast = medicare.resolveChoice(specs=[("provider id", "cast:long")])
-    assert values(cast, "provider id") == [10001, 10005, None, None]
-    project = medicare.resolveChoice(specs=[("provider id", "project:long")])
-    assert values(project, "provider id") == [10001, 10005, None, None]
+    cast = values(medicare.resolveChoice(specs=[("provider id", "cast:long")]), "provider id")
+    assert cast.count(None) == 2 and sorted(v for v in cast if v is not None)[:2] == [10001, 10002]
+    project = values(medicare.resolveChoice(specs=[("provider id", "project:long")]), "provider id")
+    assert project.count(None) == 2 and len(project) == 1002
     cols = medicare.resolveChoice(specs=[("provider id", "make_cols")]).toDF()
     assert "provider id_long" in cols.columns and "provider id_string" in cols.columns
     assert sorted(r["provider id_string"] for r in cols.collect() if r["provider id_string"]) == [
@@ -698,16 +704,17 @@ def test_a_csv_column_of_numbers_and_text_is_a_choice_from_the_data(spark, tmp_p
     ]
     struct = medicare.resolveChoice(specs=[("provider id", "make_struct")]).toDF()
     assert struct.schema["provider id"].dataType.fieldNames() == ["long", "string"]
+    # The empty zip code of a typed column is missing.
+    zips = {r["provider name"]: r["provider zip code"] for r in medicare.toDF().collect()}
+    assert zips["Bad row too"] is None and zips["Bad row"] == 36301
 
-    # The same from the files, without the catalog; a DataFrame read keeps Spark's text.
+    # From the files, without the catalog: text, the empty field kept as "".
     from_files = glue.create_dynamic_frame.from_options(
         "s3", {"paths": [str(folder)]}, "csv", format_options={"withHeader": True}
-    )
-    assert {r["provider id"] for r in from_files.resolveChoice(choice="project:string").toDF().collect()} == {
-        "ABC",
-        "XYZ",
-        None,
-    }
+    ).toDF()
+    assert set(dict(from_files.dtypes).values()) == {"string"}
+    rows = {r["provider id"]: r for r in from_files.collect()}
+    assert rows["10001"]["provider zip code"] == "36301" and rows["XYZ"]["provider zip code"] == ""
     as_df = glue.create_data_frame.from_options(
         "s3", {"paths": [str(folder)]}, "csv", format_options={"withHeader": True}
     )
@@ -729,3 +736,23 @@ def test_the_crawler_types_a_csv_from_each_files_first_part(spark, tmp_path, db)
     frame = GlueContext(spark).create_dynamic_frame.from_catalog(database=db, table_name="payments")
     strings = frame.resolveChoice(specs=[("provider id", "project:string")]).toDF()
     assert [r["provider id"] for r in strings.collect() if r["provider id"]] == ["ABC"]
+
+
+@pytest.mark.parametrize("amount", [4, "four"], ids=["read-without-spark", "read-by-spark"])
+def test_a_crawled_json_tables_columns_keep_the_records_order(spark, tmp_path, db, amount):
+    """A Glue table crawled from JSON lists its columns as the records give them (AWS's
+    JSON tutorials show `printSchema` in the file's order), not sorted by name; a field
+    only later records have comes after the first record's. Files that disagree on a
+    field's type are typed by Spark, whose reader sorts: the order is the records' all
+    the same."""
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps({"zone": "eu", "amount": 3, "meta": {"k": 1}, "birth": "1950"}))
+    (folder / "b.json").write_text(
+        json.dumps({"zone": "us", "amount": amount, "meta": {"k": 2}, "birth": "1951", "added": True})
+    )
+    record, store = crawl(spark, definition(db, folder))
+    assert record.state == "SUCCEEDED", record
+    columns = store.table(db, "events").columns
+    assert [c.name for c in columns] == ["zone", "amount", "meta", "birth", "added"]
+    assert {c.name: c.type for c in columns}["amount"] == ("bigint" if amount == 4 else "string")

@@ -77,7 +77,8 @@ def test_a_workflow_run_graph_with_every_node_type_and_state_is_an_answer_glue_a
     nodes = {n["Type"]: n for n in run["Graph"]["Nodes"]}
     crawls = nodes["CRAWLER"]["CrawlerDetails"]["Crawls"]
     assert len(crawls) == len(ActionState)
-    assert {c["State"] for c in crawls} <= {"RUNNING", "COMPLETED", "FAILED", "STOPPED", "CANCELLING"}
+    # Glue's CrawlState: a stopped crawl is CANCELLED, a finished one SUCCEEDED.
+    assert {c["State"] for c in crawls} == {"RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "ERROR"}
     assert all(c["LogGroup"] == "/aws-glue/crawlers" and c["LogStream"] == "orders-crawler" for c in crawls)
     job_states = {r["JobRunState"] for r in nodes["JOB"]["JobDetails"]["JobRuns"]}
     assert "WAITING" not in job_states and "SUCCEEDED" in job_states
@@ -91,3 +92,51 @@ def test_an_empty_workflow_run_is_an_answer_glue_accepts():
     body = json.loads(render_response(operation("GetWorkflowRun"), {"Run": shaped}))
     assert body["Run"]["Statistics"]["TotalActions"] == 0
     assert body["Run"]["Graph"]["Nodes"][2]["CrawlerDetails"] == {"Crawls": []}
+
+
+def test_an_answer_with_a_value_outside_a_models_enum_is_refused_naming_it():
+    """botocore's validator checks names and types, not enum values: the endpoint checks
+    them too, for every operation it answers, so no client meets a state Glue never sends."""
+    from sparkmark.api.protocol import GlueApiError, enum_violations
+
+    run = {"JobRun": {"Id": "jr_1", "JobName": "load", "JobRunState": "CANCELLED", "Attempt": 0}}
+    with pytest.raises(GlueApiError, match=r"JobRun.JobRunState='CANCELLED' is not one of STARTING"):
+        render_response(operation("GetJobRun"), run)
+    crawls = {"Crawls": [{"State": "COMPLETED"}, {"State": "SUCCEEDED"}]}
+    shape = operation("GetWorkflowRun").output_shape.members["Run"].members["Graph"].members["Nodes"]
+    node = shape.member.members["CrawlerDetails"]
+    assert enum_violations(crawls, node) == [
+        "Crawls[0].State='COMPLETED' is not one of RUNNING, CANCELLING, CANCELLED, SUCCEEDED, FAILED, ERROR"
+    ]
+    assert enum_violations({"Crawls": []}, node) == []
+
+
+def test_a_run_that_failed_before_it_started_its_script_has_an_execution_time():
+    """Glue's JobRun has ExecutionTime (seconds) for a failed run as for any other; 0
+    while it waits."""
+    from sparkmark.api.jobs import _run_doc
+
+    failed = _action("JOB", "load", ActionState.FAILED, 1)
+    body = json.loads(render_response(operation("GetJobRun"), {"JobRun": _run_doc(None, failed)}))
+    assert body["JobRun"]["JobRunState"] == "FAILED" and body["JobRun"]["ExecutionTime"] == 90
+    waiting = _action("JOB", "load", ActionState.WAITING, 2)
+    body = json.loads(render_response(operation("GetJobRun"), {"JobRun": _run_doc(None, waiting)}))
+    assert body["JobRun"]["JobRunState"] == "STARTING" and body["JobRun"]["ExecutionTime"] == 0
+
+
+def test_batch_get_workflows_of_a_workflow_with_a_crawler_and_none_missing_is_an_answer_glue_accepts():
+    """BatchGetWorkflows answered a workflow with a crawler with InternalServiceException:
+    its MissingWorkflows, a list that must hold one name or more, was sent empty. Glue
+    leaves such a list out."""
+    from sparkmark.api.workflows import glue_workflow_run
+
+    run = _run()
+    last = glue_workflow_run(report.workflow_run(run, graph=False, firings=None))
+    answer = {"Workflows": [{"Name": "daily", "LastRun": last, "Graph": run.graph}], "MissingWorkflows": []}
+    body = json.loads(render_response(operation("BatchGetWorkflows"), answer))
+    assert "MissingWorkflows" not in body
+    assert [n["Type"] for n in body["Workflows"][0]["Graph"]["Nodes"]] == ["TRIGGER", "JOB", "CRAWLER"]
+    missing = json.loads(
+        render_response(operation("BatchGetWorkflows"), {"Workflows": [], "MissingWorkflows": ["x"]})
+    )
+    assert missing == {"MissingWorkflows": ["x"]}  # Workflows too must hold one or more

@@ -184,8 +184,8 @@ def test_csv_options_and_glueparquet_write(glue, tmp_path):
         format="csv",
         format_options={"withHeader": True, "separator": ";", "quoteChar": "'"},
     )
-    # A DynamicFrame types a CSV's values: `id` is long (AWS's resolveChoice sample).
-    assert [tuple(r) for r in frame.toDF().collect()] == [(1, "a;b")]
+    # Read from files, a CSV's fields are text, as Glue gives them.
+    assert [tuple(r) for r in frame.toDF().collect()] == [("1", "a;b")]
     out = tmp_path / "out"
     glue.write_dynamic_frame.from_options(
         frame,
@@ -876,6 +876,54 @@ def test_a_headerless_csv_has_glues_column_names(glue, tmp_path):
         "s3", {"paths": [str(data)]}, "csv", format_options={"withHeader": True}
     )
     assert named.toDF().columns == ["1", "Ann"]
+
+
+def test_a_csv_read_from_files_is_text_and_keeps_empty_fields_as_glue_writes_them(glue, tmp_path):
+    """AWS's CSV format page reads a CSV with ``from_options(format="csv",
+    withHeader)``; with no catalog to type it, a DynamicFrame's fields are text and an
+    empty field is an empty string, so the JSON Glue writes from it has ``"HP":"45"``
+    and ``"Type 2":""``, never a number or a missing key. A quoted empty field is the
+    same; an empty file adds no record."""
+    data = tmp_path / "pokemon"
+    data.mkdir()
+    (data / "a.csv").write_text(
+        '#,Name,Type 2,HP\n1,Bulbasaur,Poison,45\n4,Charmander,,39\n7,"Squirtle","",44\n'
+    )
+    (data / "b.csv").write_text("")
+    frame = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(data)]}, "csv", format_options={"withHeader": True}
+    )
+    assert frame.count() == 3
+    out = tmp_path / "out"
+    glue.write_dynamic_frame.from_options(frame, "s3", {"path": str(out)}, format="json")
+    lines = sorted(line for f in out.glob("*.json") for line in f.read_text().splitlines())
+    assert [json.loads(line) for line in lines] == [
+        {"#": "1", "Name": "Bulbasaur", "Type 2": "Poison", "HP": "45"},
+        {"#": "4", "Name": "Charmander", "Type 2": "", "HP": "39"},
+        {"#": "7", "Name": "Squirtle", "Type 2": "", "HP": "44"},
+    ]
+    assert all(line.startswith('{"#":') for line in lines)  # the file's column order
+
+
+def test_a_json_frames_fields_keep_the_files_order(glue, tmp_path, capsys):
+    """A DynamicFrame read from JSON keeps the order of the records' fields (AWS's JSON
+    tutorials show it in ``printSchema``): the first record's, then a field that only a
+    later record has, where it first appears; never sorted by name. An empty folder
+    gives an empty frame."""
+    data = tmp_path / "people"
+    data.mkdir()
+    (data / "a.json").write_text(
+        '{"zone": "eu", "name": "Ann", "age": 31}\n{"zone": "us", "name": "Bob", "age": 40, "city": "x"}\n'
+    )
+    (data / "b.json").write_text('{"name": "Cy", "zone": "eu", "born": 1990, "age": 2}\n')
+    frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, "json")
+    assert frame.toDF().columns == ["zone", "name", "age", "city", "born"]
+    frame.printSchema()
+    printed = capsys.readouterr().out
+    assert printed.index("|-- zone") < printed.index("|-- name") < printed.index("|-- age")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert glue.create_dynamic_frame.from_options("s3", {"paths": [str(empty)]}, "json").count() == 0
 
 
 def test_a_join_key_whose_case_differs_from_the_field_finds_it(glue, spark, caplog):

@@ -9,12 +9,15 @@ and ``--job-bookmark-to`` go together and only with ``job-bookmark-pause``;
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .engine.models import BookmarkOption
 from .errors import ArgumentError
+
+log = logging.getLogger("sparkmark.args")
 
 BOOKMARK_CHOICES = tuple(o.value for o in BookmarkOption)
 CONTINUATION_CHOICES = {
@@ -35,7 +38,9 @@ class JobArguments:
 
 
 def split_pairs(argv: Sequence[str]) -> dict[str, str]:
-    """``["--a", "1", "--b=2"]`` → ``{"a": "1", "b": "2"}``; the last of a repeated name wins."""
+    """``["--a", "1", "--b=2"]`` → ``{"a": "1", "b": "2"}``. A repeated ``--conf`` adds to
+    the one before, in Glue's ``k=v --conf k2=v2`` form, so every one is applied; of any
+    other repeated name the last wins, with a warning naming it (not its values)."""
     pairs: dict[str, str] = {}
     i = 0
     while i < len(argv):
@@ -50,6 +55,10 @@ def split_pairs(argv: Sequence[str]) -> dict[str, str]:
                 raise ArgumentError(f"argument --{name}: expected one argument")
             value = argv[i + 1]
             i += 1
+        if name == "conf" and name in pairs:
+            value = f"{pairs[name]} --conf {value}"
+        elif name in pairs:
+            log.warning("argument --%s is given more than once: the last one is used", name)
         pairs[name] = value
         i += 1
     return pairs

@@ -148,7 +148,7 @@ def _run_doc(run: RunRecord | None, action: ActionRecord | None) -> dict[str, An
             "JobRunState": state,
             "Arguments": run.arguments,
             "ErrorMessage": run.error,
-            "ExecutionTime": int((ended - run.started_at).total_seconds()) if ended else None,
+            "ExecutionTime": _seconds(run.started_at, ended),
         }
         if action is not None:
             doc["TriggerName"] = action.trigger
@@ -167,7 +167,16 @@ def _run_doc(run: RunRecord | None, action: ActionRecord | None) -> dict[str, An
         "JobRunState": state if state in _GLUE_STATES else "FAILED",
         "Arguments": action.arguments,
         "ErrorMessage": action.error,
+        "ExecutionTime": _seconds(action.started_at, action.ended_at),
     }
+
+
+def _seconds(started: Any, ended: Any) -> int:
+    """Glue's ExecutionTime: whole seconds the run took, a failed run's too; 0 while it
+    runs or when it never started."""
+    if started is None or ended is None:
+        return 0
+    return max(0, int((ended - started).total_seconds()))
 
 
 _GLUE_STATES = {

@@ -149,16 +149,67 @@ def render_response(op, result: dict[str, Any]) -> bytes:
     shape = op.output_shape
     if shape is None:
         return b"{}"
-    cleaned = _without_nulls(result)
+    cleaned = _without_empty_lists(_without_nulls(result), shape)
     report = ParamValidator().validate(cleaned, shape)
-    if report.has_errors():
+    problems = " ".join(report.generate_report().split()) if report.has_errors() else ""
+    outside = enum_violations(cleaned, shape)
+    if problems or outside:
         raise GlueApiError(
             "InternalServiceException",
             f"sparkmark built a {op.name} response Glue's model refuses: "
-            + " ".join(report.generate_report().split()),
+            + " ".join([problems, *outside]).strip(),
             status=500,
         )
     return json.dumps(_encode(cleaned, shape)).encode("utf-8")
+
+
+def enum_violations(value: Any, shape: Any, where: str = "") -> list[str]:
+    """Values of ``value`` that the model's enums do not list (botocore's validator does
+    not check them; a client that switches on the value would meet one it cannot know):
+    one line each, naming where it is."""
+    kind = shape.type_name
+    if kind == "structure" and isinstance(value, dict):
+        found = []
+        for name, member in shape.members.items():
+            if name in value:
+                found += enum_violations(value[name], member, f"{where}.{name}" if where else name)
+        return found
+    if kind == "list" and isinstance(value, list):
+        return [
+            p for i, item in enumerate(value) for p in enum_violations(item, shape.member, f"{where}[{i}]")
+        ]
+    if kind == "map" and isinstance(value, dict):
+        return [p for k, item in value.items() for p in enum_violations(item, shape.value, f"{where}.{k}")]
+    allowed = getattr(shape, "enum", None)
+    if kind == "string" and allowed and isinstance(value, str) and value not in allowed:
+        return [f"{where}={value!r} is not one of {', '.join(allowed)}"]
+    return []
+
+
+def _without_empty_lists(value: Any, shape: Any) -> Any:
+    """Glue leaves out a list that must hold at least one item when it has none (a
+    BatchGetWorkflows that misses no workflow has no MissingWorkflows)."""
+    if shape.type_name == "structure" and isinstance(value, dict):
+        out = {}
+        for name, item in value.items():
+            member = shape.members.get(name)
+            if member is None:
+                out[name] = item
+                continue
+            if (
+                isinstance(item, list)
+                and not item
+                and member.type_name == "list"
+                and member.metadata.get("min", 0) >= 1
+            ):
+                continue
+            out[name] = _without_empty_lists(item, member)
+        return out
+    if shape.type_name == "list" and isinstance(value, list):
+        return [_without_empty_lists(v, shape.member) for v in value]
+    if shape.type_name == "map" and isinstance(value, dict):
+        return {k: _without_empty_lists(v, shape.value) for k, v in value.items()}
+    return value
 
 
 def _without_nulls(value: Any) -> Any:

@@ -235,17 +235,32 @@ def glue_workflow_run(doc: dict[str, Any]) -> dict[str, Any]:
                 run["ExecutionTime"] = int(run["ExecutionTime"])
             if run.get("JobRunState") == "WAITING":
                 run["JobRunState"] = "STARTING"
+            elif run.get("JobRunState") == "CANCELLED":  # Glue's JobRunState says STOPPED
+                run["JobRunState"] = "STOPPED"
         crawls = (node.get("CrawlerDetails") or {}).get("Crawls", [])
         for number, crawl in enumerate(crawls):
             shaped = {k: crawl.get(k) for k in ("StartedOn", "CompletedOn", "ErrorMessage")}
-            state = crawl.get("State")
-            if state == "WAITING":
-                state = "RUNNING"
-            elif state not in ("RUNNING", "COMPLETED", "FAILED", "STOPPED", "CANCELLING"):
-                state = {"SUCCEEDED": "COMPLETED", "CANCELLED": "STOPPED"}.get(state or "", "FAILED")
+            state = _CRAWL_STATES.get(crawl.get("State") or "", "FAILED")
             shaped.update(State=state, LogGroup=CRAWLER_LOG_GROUP, LogStream=node.get("Name"))
             crawls[number] = shaped
     return doc
+
+
+# A crawl's state in a workflow run's graph, in Glue's CrawlState (RUNNING | CANCELLING |
+# CANCELLED | SUCCEEDED | FAILED | ERROR): a crawl waiting to start is running, a
+# stopped one cancelled, one past its time failed.
+_CRAWL_STATES = {
+    "WAITING": "RUNNING",
+    "RUNNING": "RUNNING",
+    "CANCELLING": "CANCELLING",
+    "STOPPED": "CANCELLED",
+    "CANCELLED": "CANCELLED",
+    "SUCCEEDED": "SUCCEEDED",
+    "COMPLETED": "SUCCEEDED",
+    "FAILED": "FAILED",
+    "TIMEOUT": "FAILED",
+    "ERROR": "ERROR",
+}
 
 
 def _run_doc(svc: Service, run, graph: bool) -> dict[str, Any]:

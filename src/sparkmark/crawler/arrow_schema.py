@@ -122,5 +122,4 @@ def infer_columns(kind: str, urls: list[str]) -> list[tuple[str, str]] | None:
     names = [n.lower() for n in merged]
     if len(set(names)) != len(names):
         return None  # fields that differ only in case: Spark's resolution decides
-    items = list(merged.items())
-    return sorted(items) if kind == "json" else items
+    return list(merged.items())  # the files' order: a JSON record's fields as written

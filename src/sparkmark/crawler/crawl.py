@@ -80,10 +80,12 @@ class Crawl:
 
 
 def table_name(prefix: str, folder_url: str) -> str:
-    """The table a folder becomes: its name in lower case, hyphens kept (Glue's crawler
-    keeps them; the Hive metastore's copy spells them ``_``), other characters ``_``."""
+    """The table a folder becomes: its name in lower case, each run of characters other
+    than letters, digits and ``_`` (a hyphen, a dot) one ``_``, as Glue's crawler names
+    it: AWS's CDK workflow sample crawls ``covid-data/`` and reads ``covid_data``, and
+    a file ``persons.json`` is the table ``persons_json``."""
     base = folder_url.rstrip("/").rsplit("/", 1)[-1]
-    return (prefix + re.sub(r"[^0-9a-zA-Z_-]+", "_", base)).lower().strip("_") or "table"
+    return (prefix + re.sub(r"[^0-9a-zA-Z_]+", "_", base)).lower().strip("_") or "table"
 
 
 def _segments(f: ListedFile, root: str) -> list[str]:
@@ -269,6 +271,24 @@ def _read_schema(spark: SparkSession, kind: str, urls: list[str], options: dict[
     return df.schema
 
 
+def json_field_order(urls: list[str], limit: int = 1 << 20) -> dict[str, int]:
+    """Where each top-level field of the sampled JSON records first appears (the first
+    megabyte of each file, a record to a line): Spark's reader sorts fields by name, a
+    Glue table keeps the records' order."""
+    order: dict[str, int] = {}
+    for url in urls:
+        with fsspec.open(url, "rt", encoding="utf-8", errors="replace", compression="infer") as fh:
+            for line in fh.read(limit).splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a partial last line, or a record over several lines
+                if isinstance(record, dict):
+                    for key in record:
+                        order.setdefault(key, len(order))
+    return order
+
+
 CSV_SAMPLE_LINES = 50  # the lines of the newest file the CSV classifier looks at
 
 
@@ -341,6 +361,8 @@ def infer(
         fields = [f for i, f in enumerate(schema.fields) if i < len(names)]
         columns = [Column(names[i], _glue_type(f.dataType)) for i, f in enumerate(fields)]
     elif found.classification == "json":
+        order = json_field_order(urls)
+        fields.sort(key=lambda f: order.get(f.name, len(order)))  # stable: Spark's order after
         columns = [Column(f.name.lower(), _glue_type(f.dataType)) for f in fields]
     else:  # typed formats keep their files' types; names are lower-cased, as Glue's catalog keeps them
         columns = [Column(f.name.lower(), _typed_format_type(f.dataType)) for f in fields]

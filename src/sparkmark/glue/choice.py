@@ -66,8 +66,6 @@ def glue_name(variant_type: str) -> str:
 # field's integers are Glue's ``long`` (AWS's resolveChoice sample: ``provider id``
 # is a choice of long and string); a JSON field's are ``int``.
 INT_NAME = "sparkmark.choice.int"
-_INT_TEXT = r"^[+-]?[0-9]{1,18}$"
-_NUMBER_TEXT = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
 
 
 def _int_name(df: DataFrame, parts: list[str]) -> str:
@@ -82,38 +80,51 @@ def choice_names(df: DataFrame, parts: list[str], types: list[str]) -> list[str]
     return sorted({int_name if glue_name(t) == "int" else glue_name(t) for t in types})
 
 
-def type_text_columns(df: DataFrame, columns: list[str]) -> DataFrame:
-    """Text columns (a CSV's) typed by their values, as a Glue DynamicFrame types them: a
-    column of whole numbers is long, of numbers double, of text string; one holding
-    numbers and text is a choice of them (``long`` and ``string``). Empty values count
-    as missing. One Spark job reads what each column holds."""
-    if not columns:
+def text_fields(df: DataFrame, columns: list[str]) -> DataFrame:
+    """A CSV's fields as a Glue DynamicFrame reads them from files, with no catalog to
+    type them: text, an empty field kept as ``""`` (Spark's reader makes it null). Glue's
+    output for such a read has ``"HP":"45"`` and ``"name":""``, never numbers."""
+    return df.withColumns({c: F.coalesce(F.col(paths.quote([c])), F.lit("")) for c in columns})
+
+
+# A catalog type's integers, by their Glue name (``bigint`` is Glue's ``long``).
+_GLUE_INTS = {"bigint": "long", "int": "int", "integer": "int", "smallint": "short", "tinyint": "byte"}
+
+
+def type_by_catalog(df: DataFrame, columns: dict[str, str]) -> DataFrame:
+    """A CSV table's text fields typed as the catalog says (``columns``: name → Hive type),
+    as a Glue DynamicFrame reads a catalog table: a column whose every value converts
+    gets the catalog's type; one holding values that do not (text in a ``bigint``
+    column) is a choice of the catalog's type and string, as in AWS's resolveChoice
+    sample, where ``provider id`` is ``choice(long, string)``. An empty field of a typed
+    column is missing; of a string column, ``""``. One Spark job counts the values."""
+    text = [c for c, t in columns.items() if t.lower() == "string"]
+    typed = {c: t for c, t in columns.items() if t.lower() != "string"}
+    df = text_fields(df, text)
+    if not typed:
         return df
+
+    def value(name: str) -> Column:
+        return F.nullif(F.trim(F.col(paths.quote([name]))), F.lit(""))
+
     aggs = []
-    for i, name in enumerate(columns):
-        value = F.nullif(F.trim(F.col(paths.quote([name]))), F.lit(""))
+    for i, (name, hive_type) in enumerate(typed.items()):
         aggs += [
-            F.count(value).alias(f"p{i}"),
-            F.count(F.when(value.rlike(_INT_TEXT), 1)).alias(f"i{i}"),
-            F.count(F.when(value.rlike(_NUMBER_TEXT), 1)).alias(f"n{i}"),
+            F.count(value(name)).alias(f"p{i}"),
+            F.count(value(name).try_cast(hive_type)).alias(f"c{i}"),
         ]
     counts = df.agg(*aggs).head(1)[0]
-    for i, name in enumerate(columns):
-        present, ints, numbers = counts[f"p{i}"], counts[f"i{i}"], counts[f"n{i}"]
-        if present == 0 or numbers == 0:
-            continue  # text (or nothing): a string, as read
+    for i, (name, hive_type) in enumerate(typed.items()):
+        converted = value(name).try_cast(hive_type)
+        if counts[f"c{i}"] == counts[f"p{i}"]:
+            df = df.withColumn(name, converted)
+            continue
         column = F.col(paths.quote([name]))
-        value = F.nullif(F.trim(column), F.lit(""))
-        if ints == present:
-            df = df.withColumn(name, value.cast("bigint"))
-        elif numbers == present:
-            df = df.withColumn(name, value.cast("double"))
-        else:
-            text = F.expr(
-                f"try_variant_get(parse_json(to_json(named_struct('v', {paths.quote([name])}))), '$.v', 'variant')"
-            )
-            mixed = F.when(value.rlike(_NUMBER_TEXT), F.parse_json(value)).when(column.isNotNull(), text)
-            df = df.withColumn(name, mixed).withMetadata(name, {INT_NAME: "long"})
+        mixed = F.when(converted.isNotNull(), converted.cast("variant")).when(
+            value(name).isNotNull(), column.cast("variant")
+        )
+        int_name = _GLUE_INTS.get(hive_type.lower(), "int")
+        df = df.withColumn(name, mixed).withMetadata(name, {INT_NAME: int_name})
     return df
 
 
@@ -137,12 +148,36 @@ def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[Dat
         F.lit("read").alias("transformation"),
     )
     good = parsed.where(is_record)
-    agg = good.agg(F.schema_of_variant_agg("__sm_v")).head(1)[0][0]
+    ordered = good.select("__sm_v", F.json_object_keys("__sm_text").alias("__sm_k"), _row_order())
+    agg, first = ordered.agg(F.schema_of_variant_agg("__sm_v"), F.min_by("__sm_k", "__sm_at")).head(1)[0]
     if agg is None or not agg.startswith("OBJECT<"):  # no records at all
         return good.select(*keep), bad
     ddl = to_ddl(agg)
     typed = good.select(F.expr(f"variant_get(__sm_v, '$', '{ddl}')").alias("__sm_r"), *keep)
-    return typed.select("__sm_r.*", *keep), bad
+    record_type = typed.schema["__sm_r"].dataType
+    fields = record_type.fieldNames() if isinstance(record_type, StructType) else []
+    order = _file_order(good, fields, first or [])
+    return typed.select(*[F.col("__sm_r").getField(name).alias(name) for name in order], *keep), bad
+
+
+def _row_order() -> Column:
+    """A row's place in what was read: by file part, then by line."""
+    return F.monotonically_increasing_id().alias("__sm_at")
+
+
+def _file_order(records: DataFrame, fields: list[str], first: list[str]) -> list[str]:
+    """The record fields in the order the file gives them, as a Glue DynamicFrame keeps
+    them (VARIANT sorts an object's keys): the first record's, then each field no earlier
+    record had, where it first appears. When the first record has every field, as is
+    usual, nothing more is read."""
+    seen = [k for k in dict.fromkeys(first) if k in fields]
+    if len(seen) == len(fields):
+        return seen
+    at = records.select(_row_order(), F.posexplode(F.json_object_keys("__sm_text")))
+    firsts = at.groupBy("col").agg(F.min(F.struct("__sm_at", "pos")).alias("at")).collect()
+    ranked = [r["col"] for r in sorted(firsts, key=lambda r: (r["at"]["__sm_at"], r["at"]["pos"]))]
+    ordered = [k for k in dict.fromkeys(ranked) if k in fields]
+    return ordered + [f for f in fields if f not in ordered]
 
 
 def to_ddl(variant_schema: str) -> str:

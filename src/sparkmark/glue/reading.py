@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from ..engine import jdbc as jdbc_keys
 from ..engine.options import OPTION_NAMES, parse_bool
@@ -69,7 +70,7 @@ def read_files(
     text_csv: bool = False,
 ) -> tuple[DataFrame, bool]:
     """Read files through the run's bookmark when there is one. With ``text_csv`` (a
-    DynamicFrame's read) a CSV's columns are typed by their values. Returns the frame and
+    DynamicFrame's read) a CSV's fields are text, an empty one ``""``, as Glue reads them. Returns the frame and
     whether its JSON needs choice typing."""
     fmt = (fmt or "json").lower()
     spark_opts: dict[str, Any] = {}
@@ -112,7 +113,8 @@ def read_files(
     if spark_fmt == "csv" and spark_opts.get("header") != "true":
         df = glue_column_names(df)
     if spark_fmt == "csv" and text_csv:
-        df = choice.type_text_columns(df, df.columns)
+        # The file's fields (text as read; a folder's partition value is never missing).
+        df = choice.text_fields(df, [f.name for f in df.schema.fields if f.dataType == StringType()])
     if push_down_predicate:
         df = df.where(push_down_predicate)
     return df, json_records
@@ -322,8 +324,9 @@ def from_catalog(
     text_csv: bool = False,
 ) -> tuple[DataFrame, bool]:
     """A catalog table's new data. With ``text_csv`` (a DynamicFrame's read) a CSV table's
-    columns are read as text and typed by their values, not by the catalog, as Glue's
-    DynamicFrame does (the crawler typed them from a sample)."""
+    columns are read as text and given the catalog's types, a column holding values that
+    do not convert becoming a choice of the catalog's type and string, as Glue's
+    DynamicFrame reads one (the crawler typed it from a sample)."""
     from ..catalog.reading import read_table
 
     database, table_name = database.lower(), table_name.lower()  # Glue's names are case-insensitive
@@ -380,7 +383,7 @@ def from_catalog(
         gc.spark_session, store, f"{database}.{table_name}", predicates, reader, fmt=fmt
     )
     if as_text:
-        df = choice.type_text_columns(df, [c.name for c in found.columns if c.name in df.columns])
+        df = choice.type_by_catalog(df, {c.name: c.type for c in found.columns if c.name in df.columns})
     return df, classification == "json"
 
 
