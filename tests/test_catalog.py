@@ -253,6 +253,26 @@ def test_write_with_enable_update_catalog(spark, tmp_path, db):
     assert [p.values for p in store.partitions(db, "written")] == [("x",), ("y",), ("z",)]
 
 
+def test_a_table_a_sink_creates_records_timestamp_as_the_crawler_does(spark, tmp_path, db):
+    """A table that a sink's catalog update creates types a zone-less timestamp
+    ``timestamp``, as the crawler types the same files (Glue and Athena have no
+    ``timestamp_ntz``), and reads back through the catalog."""
+    import datetime
+
+    glue = GlueContext(spark)
+    stamped = spark.createDataFrame(
+        [(1, datetime.datetime(2026, 1, 2, 3, 4, 5))], "id long, at timestamp_ntz"
+    )
+    sink = glue.getSink(connection_type="s3", path=str(tmp_path / "out"), enableUpdateCatalog=True)
+    sink.setFormat("glueparquet")
+    sink.setCatalogInfo(catalogDatabase=db, catalogTableName="stamped")
+    sink.writeFrame(DynamicFrame.fromDF(stamped, glue, "stamped"))
+    table = CatalogStore(StateStore.from_settings()).table(db, "stamped")
+    assert [(c.name, c.type) for c in table.columns] == [("id", "bigint"), ("at", "timestamp")]
+    back = glue.create_dynamic_frame.from_catalog(database=db, table_name="stamped").toDF().first()
+    assert back["id"] == 1 and back["at"] is not None
+
+
 def test_catalog_and_crawler_commands(spark, tmp_path, db):
     from typer.testing import CliRunner
 
@@ -583,10 +603,15 @@ def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
     )
     stamped = spark.createDataFrame([(1, datetime.datetime(2026, 1, 2, 3, 4, 5))], "id int, ts timestamp_ntz")
     stamped.write.parquet(str(lake / "events"))
-    record, store = crawl(spark, definition(db, lake / "daily-orders", lake / "events"))
+    (lake / "plain").mkdir()
+    (lake / "plain" / "a.csv").write_text("1,ann,2026-01-02\n2,bob,2026-01-03\n")
+    record, store = crawl(spark, definition(db, lake / "daily-orders", lake / "events", lake / "plain"))
     assert record.state == "SUCCEEDED", record
-    assert sorted(t.name for t in store.tables(db)) == ["daily_orders", "events"]
+    assert sorted(t.name for t in store.tables(db)) == ["daily_orders", "events", "plain"]
     orders = store.table(db, "daily_orders")
+    # A CSV with a header: Glue's crawler sets skip.header.line.count, which Athena reads.
+    assert orders.parameters["skip.header.line.count"] == "1"
+    assert "skip.header.line.count" not in store.table(db, "plain").parameters
     assert [(c.name, c.type) for c in orders.columns] == [
         ("id", "bigint"),
         ("day", "string"),

@@ -926,6 +926,29 @@ def test_a_json_frames_fields_keep_the_files_order(glue, tmp_path, capsys):
     assert glue.create_dynamic_frame.from_options("s3", {"paths": [str(empty)]}, "json").count() == 0
 
 
+def test_an_unresolved_choice_is_written_to_json_as_its_value_and_to_csv_as_text(glue, tmp_path):
+    """A field that is a number in one record and text in another is a choice; written
+    to JSON without resolving it, each record keeps its own value (``1``, ``"one"``), as
+    Glue writes it, not the JSON text of it (``"1"``). CSV has no types: JSON text."""
+    data = tmp_path / "mixed"
+    data.mkdir()
+    (data / "a.json").write_text('{"id": 1, "code": 7}\n{"id": 2, "code": "seven"}\n{"id": 3}\n')
+    frame = glue.create_dynamic_frame.from_options("s3", {"paths": [str(data)]}, "json")
+    out = tmp_path / "out"
+    glue.write_dynamic_frame.from_options(frame, "s3", {"path": str(out)}, format="json")
+    records = sorted(
+        (json.loads(line) for f in out.glob("*.json") for line in f.read_text().splitlines()),
+        key=lambda r: r["id"],
+    )
+    assert records == [{"id": 1, "code": 7}, {"id": 2, "code": "seven"}, {"id": 3}]
+    as_csv = tmp_path / "csv"
+    glue.write_dynamic_frame.from_options(
+        frame, "s3", {"path": str(as_csv)}, format="csv", format_options={"writeHeader": True}
+    )
+    lines = sorted(line for f in as_csv.glob("*.csv") for line in f.read_text().splitlines()[1:])
+    assert lines[:2] == ["1,7", r'2,"\"seven\""']
+
+
 def test_a_join_key_whose_case_differs_from_the_field_finds_it(glue, spark, caplog):
     """Spark resolves a column name case-insensitively when one field matches; a key no
     field has joins no record (Glue's records need not share fields), and says so in a

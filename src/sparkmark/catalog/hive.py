@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SparkmarkError
 from .models import Column, Partition, Table
@@ -83,6 +83,17 @@ def sync_metastore(spark: SparkSession, state: StateStore) -> int:
     if not has_metastore(spark):
         return 0
     return apply_deferred(spark, CatalogStore(state))
+
+
+def catalog_type(data_type: Any) -> str:
+    """A written column's type as a Glue table records it: Spark's name, but a timestamp
+    without a zone is ``timestamp`` (Glue, Athena and the crawler have no
+    ``timestamp_ntz``), an unresolved choice (VARIANT) and a null column ``string``."""
+    if data_type.typeName() in ("void", "null", "variant"):
+        return "string"
+    return re.sub(
+        r"\btimestamp_ntz\b", "timestamp", re.sub(r"\bvariant\b", "string", data_type.simpleString())
+    )
 
 
 class HiveCatalog:
@@ -250,11 +261,7 @@ class HiveCatalog:
 
         location = root_url(path)
         written = [
-            Column(
-                f.name, "string" if f.dataType.typeName() in ("void", "null") else f.dataType.simpleString()
-            )
-            for f in df.schema.fields
-            if f.name not in partition_keys
+            Column(f.name, catalog_type(f.dataType)) for f in df.schema.fields if f.name not in partition_keys
         ]
         keys = tuple(Column(k, "string") for k in partition_keys)
         classification = "parquet" if fmt == "glueparquet" else fmt

@@ -356,6 +356,8 @@ def infer(
     params = {
         f"option.{k}": v for k, v in options.items() if k in ("header", "sep", "quote", "escape", "rowTag")
     }
+    if dialect is not None and dialect.has_header:
+        params["skip.header.line.count"] = "1"  # as Glue's crawler sets it; Athena and Trino read it
     if dialect is not None:
         names = list(dialect.names)
         fields = [f for i, f in enumerate(schema.fields) if i < len(names)]

@@ -37,7 +37,9 @@ TEXT_CODECS = ("none", "uncompressed", "gzip", "bzip2", "snappy", "lz4", "deflat
 
 
 def variants_as_json(df: DataFrame) -> DataFrame:
-    """Text formats and JDBC cannot hold VARIANT: unresolved choices are written as JSON text."""
+    """CSV, XML and JDBC cannot hold VARIANT: unresolved choices are written as JSON text
+    (JSON files take the value itself: a choice of long and string writes ``1`` or ``"a"``,
+    as Glue writes it)."""
     cols = []
     for f in df.schema.fields:
         col = F.col(f"`{f.name}`")
@@ -192,7 +194,7 @@ def _write_files(
     spark_fmt = "parquet" if fmt == "glueparquet" else fmt
     if spark_fmt not in FILE_FORMATS:
         raise SourceError(f"unsupported output format {fmt!r}")
-    if spark_fmt != "parquet":
+    if spark_fmt not in ("parquet", "json"):  # JSON writes a choice's value as it is: 1 or "a"
         df = variants_as_json(df)
     keys = list(options.get("partitionKeys") or [])
     writer_options = formats.translate(formats.WRITE, spark_fmt, dict(format_options or {}))
