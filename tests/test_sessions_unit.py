@@ -259,7 +259,7 @@ def manager_with(sessions: SessionStore, session_id: str, definition: dict) -> t
 
     manager.store, manager.pool, manager.owner = sessions, NoPool(), "host:1"
     manager._processes, manager._lock, manager._closed = {}, threading.Lock(), threading.Event()
-    manager._cancels = {}
+    manager._cancels, manager._born = {}, {}
     sessions.create(session_id, definition, "host:1")
     sessions.set_status(session_id, READY)
     process = StandIn()
@@ -312,6 +312,69 @@ def test_a_stop_asked_for_in_the_store_is_carried_out(sessions):
     sessions.request_stop("asked")
     manager.check_timeouts()
     assert sessions.get("asked").status == STOPPED and process.stopped
+
+
+class SlowToStop(StandIn):
+    """A process whose stop takes until the test lets it finish."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        self.stopping, self.release = threading.Event(), threading.Event()
+
+    def stop(self, grace_seconds: float = 0) -> None:
+        self.stopping.set()
+        assert self.release.wait(30)
+        super().stop()
+
+
+def test_a_session_created_again_under_a_deleted_id_is_not_ended_by_the_late_stop_of_the_one_before(sessions):
+    """dbt-glue, finding its session stopped, calls StopSession, DeleteSession, then
+    CreateSession with the same Id. The first session's stop finishes later than that;
+    it must end that session only, never the new one of the same Id (which came up READY
+    and was STOPPED a second later)."""
+    import threading
+    from types import SimpleNamespace
+
+    processes = [SlowToStop(), StandIn(pid=8)]
+
+    class Handing:
+        config = SimpleNamespace(max_sessions=4)
+
+        def take(self, cancel=None):
+            return processes.pop(0)
+
+    manager = SessionManager.__new__(SessionManager)
+    manager.store, manager.pool, manager.owner = sessions, Handing(), "host:1"
+    manager._processes, manager._lock, manager._closed = {}, threading.Lock(), threading.Event()
+    manager._cancels, manager._born, manager._create_lock = {}, {}, threading.Lock()
+    manager._finishing = {}
+    first, second = processes
+
+    def provisioned(session_id: str, process) -> None:
+        for _ in range(500):
+            with manager._lock:
+                if manager._processes.get(session_id) is process:
+                    break
+            threading.Event().wait(0.01)
+        sessions.set_status(session_id, READY)
+
+    manager.create("dbt", {"Command": {"Name": "glueetl"}})
+    provisioned("dbt", first)
+    manager.stop("dbt")
+    assert first.stopping.wait(10)  # the stop is under way, not finished
+    manager.delete("dbt")
+    manager.create("dbt", {"Command": {"Name": "glueetl"}})
+    provisioned("dbt", second)
+    first.release.set()  # the first session's stop now finishes
+    for thread in [t for t in threading.enumerate() if t.daemon and t is not threading.current_thread()]:
+        thread.join(timeout=5)
+    again = sessions.get("dbt")
+    assert again.status == READY and not second.stopped and first.stopped
+    assert manager._processes["dbt"] is second
+    number = sessions.add_statement("dbt", "1 + 1")
+    assert sessions.statement("dbt", number).state == "WAITING"  # not cancelled by the late stop
 
 
 def test_the_pool_keeps_a_process_after_a_job_only_while_it_is_fit(tmp_path):

@@ -161,8 +161,16 @@ class SessionStore:
         return [_session(r) for r in rows]
 
     def set_status(
-        self, session_id: str, status: str, *, error: str | None = None, pid: int | None = None
+        self,
+        session_id: str,
+        status: str,
+        *,
+        error: str | None = None,
+        pid: int | None = None,
+        born: datetime | None = None,
     ) -> None:
+        """Set a session's status; with ``born``, only the session created then (a session
+        deleted and created again under its Id is left alone)."""
         now = utcnow()
         values: dict[str, Any] = {"status": status, "last_activity": now}
         if status == READY:
@@ -173,8 +181,11 @@ class SessionStore:
             values["error"] = mask_text(error)
         if pid is not None:
             values["pid"] = pid
+        key = sessions_table.c.id == session_id
+        if born is not None:
+            key = key & (sessions_table.c.created_on == born)
         with self.state.begin() as conn:
-            conn.execute(update(sessions_table).where(sessions_table.c.id == session_id).values(**values))
+            conn.execute(update(sessions_table).where(key).values(**values))
 
     def touch(self, session_id: str) -> None:
         with self.state.begin() as conn:

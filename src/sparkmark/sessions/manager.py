@@ -73,6 +73,10 @@ class SessionManager:
         self._lock = threading.Lock()
         self._create_lock = threading.Lock()
         self._cancels: dict[str, threading.Event] = {}  # set when a provisioning session is stopped
+        # Each session's creation time: its identity beyond the Id. A session deleted and
+        # created again under the same Id (dbt-glue does so) is another session, which a
+        # late stop or a late message of the one before never touches.
+        self._born: dict[str, datetime] = {}
         self._closed = threading.Event()
         self._adopt_orphans()
         threading.Thread(target=self._watch, name="sparkmark-sessions", daemon=True).start()
@@ -106,9 +110,10 @@ class SessionManager:
             cancel = threading.Event()
             with self._lock:
                 self._cancels[session_id] = cancel
+                self._born[session_id] = record.created_on
         threading.Thread(
             target=self._provision,
-            args=(session_id, arguments, extra, cancel),
+            args=(session_id, arguments, extra, cancel, record.created_on),
             name=f"provision-{session_id}",
             daemon=True,
         ).start()
@@ -144,6 +149,7 @@ class SessionManager:
         arguments: dict[str, str],
         extra: dict[str, str] | None,
         cancel: threading.Event,
+        born: datetime,
     ) -> None:
         try:
             if extra is None:
@@ -160,17 +166,23 @@ class SessionManager:
             return
         except Exception as exc:  # noqa: BLE001 - the session fails with the reason
             self.store.set_status(
-                session_id, FAILED, error=str(exc).splitlines()[0] if str(exc) else "failed"
+                session_id, FAILED, error=str(exc).splitlines()[0] if str(exc) else "failed", born=born
             )
             return
         finally:
             with self._lock:
-                self._cancels.pop(session_id, None)
+                if self._cancels.get(session_id) is cancel:
+                    self._cancels.pop(session_id, None)
         with self._lock:
-            self._processes[session_id] = process
-        process.listen(lambda message: self._event(session_id, message))
+            replaced = self._born.get(session_id) != born
+            if not replaced:
+                self._processes[session_id] = process
+        if replaced:  # deleted (and perhaps created again) while it was provisioning
+            process.stop(grace_seconds=1)
+            return
+        process.listen(lambda message: self._event(session_id, message, born))
         if self._stop_wanted(session_id):
-            self._end(session_id, STOPPED)
+            self._end(session_id, STOPPED, born=born)
             return
         process.send({"op": "session", "id": session_id, "arguments": arguments})
 
@@ -181,7 +193,10 @@ class SessionManager:
             return True
         return record.stop_requested or record.status in (STOPPING, *ENDED)
 
-    def _event(self, session_id: str, message: dict[str, Any]) -> None:
+    def _event(self, session_id: str, message: dict[str, Any], born: datetime | None = None) -> None:
+        with self._lock:
+            if born is not None and self._born.get(session_id) != born:
+                return  # a message of a session since deleted, about a process that is going
         event = message.get("event")
         if event == "session":
             status = str(message.get("status"))
@@ -234,19 +249,30 @@ class SessionManager:
         if record.owner != self.owner:  # another server runs it: it stops it
             self.store.request_stop(session_id)
             return
-        self.store.set_status(session_id, STOPPING)
-        threading.Thread(target=self._end, args=(session_id, STOPPED), daemon=True).start()
+        self.store.set_status(session_id, STOPPING, born=record.created_on)
+        threading.Thread(
+            target=self._end, args=(session_id, STOPPED), kwargs={"born": record.created_on}, daemon=True
+        ).start()
 
     def delete(self, session_id: str) -> None:
         """Glue's DeleteSession: a running session is stopped first, then forgotten (a
         session another server runs is stopped by that server when it sees it gone)."""
         record = self.store.get(session_id)
         if record.status not in ENDED:
-            self._end(session_id, STOPPED)
+            self._end(session_id, STOPPED, born=record.created_on)
         self.store.delete(session_id)
-
-    def _end(self, session_id: str, status: str, error: str | None = None) -> None:
         with self._lock:
+            if self._born.get(session_id) == record.created_on:
+                self._born.pop(session_id, None)
+
+    def _end(
+        self, session_id: str, status: str, error: str | None = None, born: datetime | None = None
+    ) -> None:
+        """End the session (the one created at ``born``, when given: never a newer one of
+        the same Id): its process is stopped, its statements cancelled, its status set."""
+        with self._lock:
+            if born is not None and self._born.get(session_id, born) != born:
+                return  # deleted and created again since: that one is not this one's to end
             process = self._processes.pop(session_id, None)
             provisioning = self._cancels.get(session_id)
         if provisioning is not None:
@@ -254,10 +280,13 @@ class SessionManager:
         if process is not None:
             process.listen(None)
             process.stop(grace_seconds=3)
-        self._finish(session_id, status, error)
+        self._finish(session_id, status, error, born)
 
-    def _finish(self, session_id: str, status: str, error: str | None = None) -> None:
-        if self._record(session_id) is None:
+    def _finish(
+        self, session_id: str, status: str, error: str | None = None, born: datetime | None = None
+    ) -> None:
+        record = self._record(session_id)
+        if record is None or (born is not None and record.created_on != born):
             return
         for statement in self.store.unfinished_statements(session_id):
             self.store.update_statement(
@@ -266,7 +295,7 @@ class SessionManager:
                 state=CANCELLED,
                 output={"Status": CANCELLED, "ExecutionCount": statement.id},
             )
-        self.store.set_status(session_id, status, error=error)
+        self.store.set_status(session_id, status, error=error, born=record.created_on)
 
     # ------------------------------------------------------------------ statements
     def run_statement(self, session_id: str, code: str) -> int:
