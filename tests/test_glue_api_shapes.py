@@ -140,3 +140,18 @@ def test_batch_get_workflows_of_a_workflow_with_a_crawler_and_none_missing_is_an
         render_response(operation("BatchGetWorkflows"), {"Workflows": [], "MissingWorkflows": ["x"]})
     )
     assert missing == {"MissingWorkflows": ["x"]}  # Workflows too must hold one or more
+
+
+def test_a_statements_output_status_is_livys_ok_or_error_as_glue_sends_it():
+    """Glue sends a statement's Output.Status as "ok" or "error" (AWS's Glue kernel reads
+    "ok"), outside the model's StatementState enum: the enum check lets exactly those by."""
+    from sparkmark.api.protocol import GlueApiError
+
+    def statement(status: str) -> dict:
+        return {"Statement": {"Id": 0, "State": "AVAILABLE", "Output": {"Status": status, "ExecutionCount": 0}}}
+
+    for status in ("ok", "error", "AVAILABLE"):
+        body = json.loads(render_response(operation("GetStatement"), statement(status)))
+        assert body["Statement"]["Output"]["Status"] == status
+    with pytest.raises(GlueApiError, match="Output.Status='okay'"):
+        render_response(operation("GetStatement"), statement("okay"))

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from sparkmark import serving
 from sparkmark.access import resolve_token
-from sparkmark.api.server import create_app, listen_of
+from sparkmark.api.server import create_app, listen_of, own_secret
 from sparkmark.api.service import Service
 from sparkmark.engine.schema import utcnow
 from sparkmark.pool.pool import close_shared
@@ -48,7 +48,8 @@ def start_endpoint(root, pool: str):
     )
     service = Service(settings)
     listen = listen_of(settings, "127.0.0.1", 0)
-    running = serving.start_in_thread(create_app(service, listen), listen, "Glue API endpoint")
+    running = serving.start_in_thread(create_app(service, listen, own_secret()), listen, "Glue API endpoint")
+    service.glue_url = running.url  # as `sparkmark api` does once it listens
     return running, resolve_token(None, settings.home), settings, service
 
 
@@ -142,6 +143,26 @@ def test_the_session_sees_its_arguments_and_glue_imports(glue, session):
     )
     assert out["Output"]["Status"] == "ok", out["Output"]
     assert out["Output"]["Data"]["TextPlain"].split() == [session, "abc", "True"]
+
+
+def test_boto3s_glue_client_in_a_session_reaches_this_endpoint_never_aws(glue, session, endpoint):
+    """A Glue session reaches its own account's catalog with boto3; a sparkmark session's
+    boto3 Glue client reaches the endpoint that runs it (dbt-glue's use_arrow path and
+    notebook cells call it), signing as the server lets it, and never AWS."""
+    running = endpoint[0]
+    glue.create_database(DatabaseInput={"Name": "seen_from_a_session"})
+    out = run(
+        glue,
+        session,
+        "import os, boto3\nclient = boto3.client('glue')\n"
+        "print(client.meta.endpoint_url == os.environ['AWS_ENDPOINT_URL_GLUE'])\n"
+        "print(os.environ['AWS_ENDPOINT_URL_GLUE'])\n"
+        "print(sorted(d['Name'] for d in client.get_databases()['DatabaseList']))",
+    )
+    assert out["Output"]["Status"] == "ok", out["Output"]
+    same, url, names = out["Output"]["Data"]["TextPlain"].strip().splitlines()
+    assert same == "True" and url == running.url
+    assert "seen_from_a_session" in names
 
 
 def test_a_failing_statement_is_available_with_the_error_and_its_traceback(glue, session):

@@ -76,6 +76,26 @@ def glue_conf(text: str | None) -> dict[str, str]:
     return found
 
 
+def point_glue_catalogs(
+    confs: dict[str, str], glue_url: str | None, region: str, s3_endpoint: str | None
+) -> list[str]:
+    """Point every Iceberg GlueCatalog the Spark settings ``confs`` declare at a Glue
+    endpoint (``glue.endpoint``, ``client.region``) and at the S3 endpoint (``s3.endpoint``,
+    path-style), where the settings do not already say; ``confs`` is changed in place.
+    Returns the catalogs' names."""
+    catalogs = glue_catalogs(confs.items())
+    for name in catalogs:
+        prefix = f"spark.sql.catalog.{name}."
+        wanted = {"client.region": region}
+        if glue_url:
+            wanted["glue.endpoint"] = glue_url
+        if s3_endpoint:
+            wanted.update({"s3.endpoint": s3_endpoint, "s3.path-style-access": "true"})
+        for key, value in wanted.items():
+            confs.setdefault(prefix + key, value)
+    return catalogs
+
+
 def glue_catalogs(confs: Iterable[tuple[str, str]]) -> list[str]:
     """The Spark catalogs that Spark settings declare over the Glue catalog (their
     ``spark.sql.catalog.NAME.catalog-impl`` is Iceberg's GlueCatalog), sorted."""

@@ -163,7 +163,12 @@ def render_response(op, result: dict[str, Any]) -> bytes:
     return json.dumps(_encode(cleaned, shape)).encode("utf-8")
 
 
-def enum_violations(value: Any, shape: Any, where: str = "") -> list[str]:
+# Values Glue itself sends outside its model's enum, which clients rely on: a statement's
+# Output.Status is Livy's "ok" or "error" (AWS's Glue kernel reads "ok"), not a StatementState.
+BEYOND_THE_MODEL = {("StatementOutput", "Status"): frozenset({"ok", "error"})}
+
+
+def enum_violations(value: Any, shape: Any, where: str = "", also: frozenset[str] = frozenset()) -> list[str]:
     """Values of ``value`` that the model's enums do not list (botocore's validator does
     not check them; a client that switches on the value would meet one it cannot know):
     one line each, naming where it is."""
@@ -172,7 +177,8 @@ def enum_violations(value: Any, shape: Any, where: str = "") -> list[str]:
         found = []
         for name, member in shape.members.items():
             if name in value:
-                found += enum_violations(value[name], member, f"{where}.{name}" if where else name)
+                extra = BEYOND_THE_MODEL.get((shape.name, name), frozenset())
+                found += enum_violations(value[name], member, f"{where}.{name}" if where else name, extra)
         return found
     if kind == "list" and isinstance(value, list):
         return [
@@ -181,7 +187,7 @@ def enum_violations(value: Any, shape: Any, where: str = "") -> list[str]:
     if kind == "map" and isinstance(value, dict):
         return [p for k, item in value.items() for p in enum_violations(item, shape.value, f"{where}.{k}")]
     allowed = getattr(shape, "enum", None)
-    if kind == "string" and allowed and isinstance(value, str) and value not in allowed:
+    if kind == "string" and allowed and isinstance(value, str) and value not in allowed and value not in also:
         return [f"{where}={value!r} is not one of {', '.join(allowed)}"]
     return []
 

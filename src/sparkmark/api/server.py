@@ -160,9 +160,10 @@ def start_in_thread(
 ) -> serving.Running:
     """Serve in a daemon thread of this process (for ``sparkmark run`` and tests)."""
     listen = listen_of(settings, host, port)
-    return serving.start_in_thread(
-        create_app(Service(settings), listen, also_accept), listen, "Glue API endpoint"
-    )
+    service = Service(settings)
+    running = serving.start_in_thread(create_app(service, listen, also_accept), listen, "Glue API endpoint")
+    service.glue_url = running.url
+    return running
 
 
 def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -> None:
@@ -182,6 +183,7 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         service.pool  # noqa: B018 - started now, so the first session or job finds Spark up
 
     def started(url: str) -> None:
+        service.glue_url = url  # sessions' boto3 and GlueCatalogs talk to this server
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
         log.info("Glue API endpoint on %s (AWS_ENDPOINT_URL_GLUE=%s)", url, url)
@@ -194,7 +196,7 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
             )
 
     try:
-        serving.serve_forever(create_app(service, listen), listen, started)
+        serving.serve_forever(create_app(service, listen, own_secret()), listen, started)
     finally:
         stop.set()
         if "sessions" in service.__dict__:  # sessions end with the server that runs them
@@ -203,6 +205,16 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         with contextlib.suppress(OSError):
             if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
                 record.unlink()
+
+
+def own_secret() -> list[str]:
+    """The secret key of this process's own AWS credentials, if it has any: a session it
+    runs keeps them (it may need them for S3) and signs its Glue calls with them, so the
+    server accepts them as it accepts its token. They are the operator's, not a client's."""
+    import botocore.session
+
+    found = botocore.session.get_session().get_credentials()
+    return [found.get_frozen_credentials().secret_key] if found is not None else []
 
 
 def running_endpoint(settings: Settings) -> str | None:

@@ -18,6 +18,34 @@ class App:
         self.settings = settings
         self.state = state or StateStore.from_settings(settings)
         self.source = ProjectSource(settings.config, self.state)
+        # The URL this process serves the Glue API on, once a server here knows it: a
+        # session's boto3 Glue client and Iceberg GlueCatalog talk to it.
+        self.glue_url: str | None = None
+
+    def session_environment(self) -> dict[str, str]:
+        """What a session's process gets, as a script under ``sparkmark run`` does: the
+        endpoint for boto3's Glue and CloudWatch clients, a region, and, when this
+        process has no AWS credentials of its own, the endpoint's token to sign with
+        (with credentials of its own, the session keeps them, for S3, and the server
+        accepts a signature made with them). Nothing points at AWS by default."""
+        if not self.glue_url:
+            return {}
+        import os
+
+        import botocore.session
+
+        from ..access import resolve_token
+
+        env = {"AWS_ENDPOINT_URL_GLUE": self.glue_url}
+        if not os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):
+            env["AWS_ENDPOINT_URL_CLOUDWATCH"] = self.glue_url
+        session = botocore.session.get_session()
+        if session.get_config_variable("region") is None:
+            env["AWS_DEFAULT_REGION"] = self.settings.aws_region or "us-east-1"
+        if session.get_credentials() is None:
+            env["AWS_ACCESS_KEY_ID"] = "sparkmark"
+            env["AWS_SECRET_ACCESS_KEY"] = resolve_token(self.settings.api_token_value, self.settings.home)
+        return env
 
     @cached_property
     def catalog(self):
@@ -107,7 +135,7 @@ class App:
         """The interactive sessions this process runs (and the others' records)."""
         from ..sessions.manager import SessionManager
 
-        return SessionManager(self.state, self.settings, self.pool)
+        return SessionManager(self.state, self.settings, self.pool, environment=self.session_environment)
 
     @property
     def project(self):

@@ -121,23 +121,15 @@ def _endpoint_for_glue_catalogs(
     Returns what to stop after the run, or False when there is no such catalog."""
     import json
 
-    from ..table_formats import glue_catalogs
+    from ..table_formats import glue_catalogs, point_glue_catalogs
 
     confs = settings.spark_conf_map()
-    catalogs = glue_catalogs(confs.items())
-    if not catalogs or endpoint is None or settings.spark_remote:
+    if not glue_catalogs(confs.items()) or endpoint is None or settings.spark_remote:
         return False
     started = endpoint(env)
     url = os.environ.get("AWS_ENDPOINT_URL_GLUE")
-    for name in catalogs:
-        prefix = f"spark.sql.catalog.{name}."
-        wanted = {"client.region": settings.aws_region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}
-        if url:
-            wanted["glue.endpoint"] = url
-        if settings.aws_endpoint_url_s3:
-            wanted.update({"s3.endpoint": settings.aws_endpoint_url_s3, "s3.path-style-access": "true"})
-        for key, value in wanted.items():
-            confs.setdefault(prefix + key, value)
+    region = settings.aws_region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    catalogs = point_glue_catalogs(confs, url, region, settings.aws_endpoint_url_s3)
     env.set("SPARKMARK_SPARK_CONF", json.dumps(confs))
     log.info("Iceberg catalog(s) %s talk to sparkmark's Glue API at %s", ", ".join(catalogs), url)
     return started

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,10 +64,18 @@ class SessionStateError(SparkmarkError):
 
 
 class SessionManager:
-    def __init__(self, state: StateStore, settings: Settings, pool: Pool):
+    def __init__(
+        self,
+        state: StateStore,
+        settings: Settings,
+        pool: Pool,
+        environment: Callable[[], dict[str, str]] | None = None,
+    ):
         self.store = SessionStore(state)
         self.settings = settings
         self.pool = pool
+        # The environment a session's process gets (the Glue endpoint, how to sign).
+        self.environment = environment or dict
         self.owner = this_process()
         self._processes: dict[str, WarmProcess] = {}
         self._finishing: dict[tuple[str, int], threading.Event] = {}
@@ -98,7 +107,8 @@ class SessionManager:
                 + " or ".join(COMMANDS)
             )
         arguments = {str(k): str(v) for k, v in (definition.get("DefaultArguments") or {}).items()}
-        extra = self._jvm_settings(arguments)
+        environment = self.environment()
+        extra = self._jvm_settings(arguments, environment)
         with self._create_lock:  # counted and created as one step: two creates cannot both pass
             running = [r for r in self.store.all() if r.owner == self.owner and r.status not in ENDED]
             if len(running) >= self.pool.config.max_sessions:
@@ -113,17 +123,18 @@ class SessionManager:
                 self._born[session_id] = record.created_on
         threading.Thread(
             target=self._provision,
-            args=(session_id, arguments, extra, cancel, record.created_on),
+            args=(session_id, arguments, extra, cancel, record.created_on, environment),
             name=f"provision-{session_id}",
             daemon=True,
         ).start()
         return record
 
-    @staticmethod
-    def _jvm_settings(arguments: dict[str, str]) -> dict[str, str] | None:
+    def _jvm_settings(self, arguments: dict[str, str], environment: dict[str, str]) -> dict[str, str] | None:
         """The environment of a process of the session's own, for arguments that shape
-        the JVM; None when the pool's processes serve it."""
-        from ..table_formats import JVM_PARAMETERS, glue_conf, parse_formats
+        the JVM; None when the pool's processes serve it. An Iceberg GlueCatalog its
+        ``--conf`` declares is pointed at sparkmark's Glue endpoint and S3 endpoint, as
+        under ``sparkmark run``, and signs with what the session signs with."""
+        from ..table_formats import JVM_PARAMETERS, glue_conf, parse_formats, point_glue_catalogs
 
         if not any(arguments.get(a) for a in JVM_PARAMETERS):  # a session of the pool's
             return None
@@ -139,9 +150,12 @@ class SessionManager:
             env["SPARKMARK_DATALAKE_FORMATS"] = ",".join(formats)
         confs = glue_conf(arguments.get("--conf"))
         if confs:
-            given = Settings.from_env().spark_conf_map()
-            env["SPARKMARK_SPARK_CONF"] = json.dumps({**given, **confs})
-        return env
+            merged = {**Settings.from_env().spark_conf_map(), **confs}
+            region = environment.get("AWS_DEFAULT_REGION") or self.settings.aws_region or "us-east-1"
+            glue_url = environment.get("AWS_ENDPOINT_URL_GLUE")
+            point_glue_catalogs(merged, glue_url, region, self.settings.aws_endpoint_url_s3)
+            env["SPARKMARK_SPARK_CONF"] = json.dumps(merged)
+        return {**environment, **env}
 
     def _provision(
         self,
@@ -150,6 +164,7 @@ class SessionManager:
         extra: dict[str, str] | None,
         cancel: threading.Event,
         born: datetime,
+        environment: dict[str, str] | None = None,
     ) -> None:
         try:
             if extra is None:
@@ -184,7 +199,9 @@ class SessionManager:
         if self._stop_wanted(session_id):
             self._end(session_id, STOPPED, born=born)
             return
-        process.send({"op": "session", "id": session_id, "arguments": arguments})
+        process.send(
+            {"op": "session", "id": session_id, "arguments": arguments, "environment": environment or {}}
+        )
 
     def _stop_wanted(self, session_id: str) -> bool:
         try:

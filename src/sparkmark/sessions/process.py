@@ -19,6 +19,7 @@ import _thread
 import builtins
 import contextlib
 import logging
+import os
 import queue
 import signal
 import subprocess
@@ -26,7 +27,7 @@ import sys
 import threading
 from typing import Any
 
-from ..engine.masking import mask_arguments, mask_document, mask_text
+from ..engine.masking import looks_secret, mask_arguments, mask_document, mask_text, register_secret
 from ..engine.session_store import AVAILABLE, CANCELLED, READY, RUNNING
 from ..errors import first_line
 from ..pool.protocol import Channel
@@ -49,6 +50,10 @@ class SessionProcess:
         self.settings = settings
         self.id = str(message["id"])
         self.arguments: dict[str, str] = dict(message.get("arguments") or {})
+        # The Glue endpoint the session's boto3 talks to, and how it signs (the server's).
+        self.environment: dict[str, str] = {
+            str(k): str(v) for k, v in (message.get("environment") or {}).items()
+        }
         # The session's secret-named arguments (--my_password …) are registered, so every
         # statement's output masks them wherever they are printed.
         mask_arguments(self.arguments)
@@ -71,6 +76,10 @@ class SessionProcess:
         from ..glue import shim
         from ..host.shared_context import sharing
 
+        os.environ.update(self.environment)  # this process is the session's alone
+        for name, value in self.environment.items():
+            if looks_secret(name):
+                register_secret(value)  # a statement that prints it shows it masked
         shim.install(self.settings)
         self._sharing = sharing()
         self._sharing.__enter__()  # a notebook's SparkContext() is the running one
