@@ -148,7 +148,9 @@ def test_a_statements_output_status_is_livys_ok_or_error_as_glue_sends_it():
     from sparkmark.api.protocol import GlueApiError
 
     def statement(status: str) -> dict:
-        return {"Statement": {"Id": 0, "State": "AVAILABLE", "Output": {"Status": status, "ExecutionCount": 0}}}
+        return {
+            "Statement": {"Id": 0, "State": "AVAILABLE", "Output": {"Status": status, "ExecutionCount": 0}}
+        }
 
     for status in ("ok", "error", "AVAILABLE"):
         body = json.loads(render_response(operation("GetStatement"), statement(status)))

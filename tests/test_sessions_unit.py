@@ -207,16 +207,48 @@ def test_a_crawl_is_never_hosted():
     assert poolable(crawl, "local[*]") is False
 
 
-def test_session_arguments_that_shape_the_jvm_get_a_process_of_their_own():
-    assert SessionManager._jvm_settings({"--enable-glue-datacatalog": "true"}) is None
-    env = SessionManager._jvm_settings(
-        {"--datalake-formats": "delta", "--conf": "spark.sql.ansi.enabled=false"}
+def test_session_arguments_that_shape_the_jvm_get_a_process_of_their_own(tmp_path):
+    from types import SimpleNamespace
+
+    manager = SessionManager.__new__(SessionManager)
+    manager.settings = SimpleNamespace(aws_region=None, aws_endpoint_url_s3="http://127.0.0.1:9000")
+    endpoint = {"AWS_ENDPOINT_URL_GLUE": "http://127.0.0.1:4321", "AWS_SECRET_ACCESS_KEY": "tok"}
+    assert manager._jvm_settings({"--enable-glue-datacatalog": "true"}, endpoint) is None
+    env = manager._jvm_settings(
+        {"--datalake-formats": "delta", "--conf": "spark.sql.ansi.enabled=false"}, endpoint
     )
     assert env is not None
     assert env["SPARKMARK_DATALAKE_FORMATS"] == "delta"
     assert '"spark.sql.ansi.enabled": "false"' in env["SPARKMARK_SPARK_CONF"]
+    assert env["AWS_ENDPOINT_URL_GLUE"] == "http://127.0.0.1:4321"  # the process signs as the session does
     with pytest.raises(ArgumentError, match="--extra-jars"):
-        SessionManager._jvm_settings({"--extra-jars": "s3://b/x.jar"})
+        manager._jvm_settings({"--extra-jars": "s3://b/x.jar"}, endpoint)
+
+
+def test_a_sessions_iceberg_glue_catalog_is_pointed_at_the_endpoint_as_under_run():
+    """AWS's documented --conf lines for Iceberg declare a GlueCatalog; in a session, as
+    under `sparkmark run`, it talks to sparkmark's Glue endpoint and S3 endpoint (never
+    AWS), unless its own settings say otherwise."""
+    import json
+    from types import SimpleNamespace
+
+    manager = SessionManager.__new__(SessionManager)
+    manager.settings = SimpleNamespace(aws_region="eu-west-1", aws_endpoint_url_s3="http://127.0.0.1:9000")
+    conf = (
+        "spark.sql.catalog.glue_catalog=org.apache.iceberg.spark.SparkCatalog "
+        "--conf spark.sql.catalog.glue_catalog.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog "
+        "--conf spark.sql.catalog.glue_catalog.warehouse=s3://lake/wh "
+        "--conf spark.sql.catalog.glue_catalog.client.region=us-west-2"
+    )
+    env = manager._jvm_settings(
+        {"--datalake-formats": "iceberg", "--conf": conf}, {"AWS_ENDPOINT_URL_GLUE": "http://127.0.0.1:4321"}
+    )
+    confs = json.loads(env["SPARKMARK_SPARK_CONF"])
+    prefix = "spark.sql.catalog.glue_catalog."
+    assert confs[prefix + "glue.endpoint"] == "http://127.0.0.1:4321"
+    assert confs[prefix + "s3.endpoint"] == "http://127.0.0.1:9000"
+    assert confs[prefix + "client.region"] == "us-west-2"  # the session's own setting stays
+    assert confs[prefix + "warehouse"] == "s3://lake/wh"
 
 
 # ------------------------------------------------------------------ timeouts and replacement, with stand-ins
@@ -349,7 +381,7 @@ def test_a_session_created_again_under_a_deleted_id_is_not_ended_by_the_late_sto
     manager.store, manager.pool, manager.owner = sessions, Handing(), "host:1"
     manager._processes, manager._lock, manager._closed = {}, threading.Lock(), threading.Event()
     manager._cancels, manager._born, manager._create_lock = {}, {}, threading.Lock()
-    manager._finishing = {}
+    manager._finishing, manager.environment = {}, dict
     first, second = processes
 
     def provisioned(session_id: str, process) -> None:
