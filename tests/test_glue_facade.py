@@ -667,6 +667,44 @@ def test_flat_glue_context_methods_read_and_write_as_the_dotted_ones(glue, tmp_p
     assert [r["id"] for r in rdd_frame.toDF().collect()] == [7]
 
 
+def test_custom_jdbc_reads_a_table_without_keys_and_finds_columns_as_postgresql_folds_them(glue):
+    """AWS's custom-connector sample reads a table without a primary key, unbookmarked (no
+    Job.init), with ``partitionColumn`` written ``RecordId__c`` for a column PostgreSQL
+    folded to ``recordid__c``: Glue reads every row. A bookmarked read still needs keys."""
+    import psycopg
+
+    from .conftest import PG_DSN
+
+    table = f"sfdc_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (RecordId__c bigint, Name text)")
+        conn.execute(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, NULL)")
+    options = {
+        "className": "org.postgresql.Driver",
+        "url": "jdbc:postgresql://127.0.0.1:5432/test",
+        "user": "postgres",
+        "dbTable": table,
+    }
+    try:
+        whole = glue.create_dynamic_frame.from_options("custom.jdbc", options).toDF()
+        assert sorted(r["recordid__c"] for r in whole.collect()) == [1, 2, 3, 4]
+        split = glue.create_dynamic_frame.from_options(
+            "custom.jdbc", {**options, "partitionColumn": "RecordId__c", "numPartitions": "3"}
+        ).toDF()
+        assert sorted(r["recordid__c"] for r in split.collect()) == [1, 2, 3, 4]
+        keyed = glue.create_dynamic_frame.from_options(
+            "postgresql", {**options, "dbtable": table, "jobBookmarkKeys": ["RECORDID__C"]}
+        ).toDF()
+        assert keyed.count() == 4
+        with pytest.raises(SparkmarkError, match="key column.s. Nope not in table"):
+            glue.create_dynamic_frame.from_options(
+                "postgresql", {**options, "dbtable": table, "jobBookmarkKeys": ["Nope"]}
+            )
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
 def test_jdbc_from_options_with_a_named_connection_and_custom_jdbc(glue, tmp_path, monkeypatch, caplog):
     """Glue's JDBC options: connectionName + useConnectionProperties take the URL and
     credentials from a named connection; custom.jdbc takes className, dbTable or query,

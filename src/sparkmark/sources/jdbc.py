@@ -153,8 +153,44 @@ def read(
         engine.dispose()
 
 
+def _as_the_table_has(name: str, columns: tuple[str, ...], table: str) -> str:
+    """A column an option names, as the table has it: PostgreSQL folds an unquoted
+    ``RecordId__c`` to ``recordid__c`` (MariaDB keeps case but compares without it), so a
+    name that differs from one column only in case is that column."""
+    if name in columns:
+        return name
+    alike = [c for c in columns if c.lower() == name.lower()]
+    if len(alike) == 1:
+        return alike[0]
+    raise SourceError(f"key column(s) {name} not in table {table!r} (its columns: {', '.join(columns)})")
+
+
+def _read_whole(spark, conn, req, hashfield: str | None) -> SourceOutcome:
+    """A read no bookmark follows (no ``Job.init``, no transformation_ctx), of a table
+    without a primary key or a query without keys: every row, as Glue reads it; split by
+    ``hashfield``/``hashexpression`` when given."""
+    source = kr.Source(req.database, req.table, req.query, ())
+    driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
+    url = req.database.spark_url(driver)
+    props = req.database.jdbc_properties(driver)
+    props["fetchsize"] = str(req.fetchsize or DEFAULT_FETCHSIZE)
+    dbtable = f"({source.select_sql(None)}) sm_all"
+    partitioning, partitions = "single", 1
+    if hashfield or req.hashexpression:
+        predicates = source.hash_predicates(hashfield, req.hashexpression, req.hashpartitions)
+        frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
+        partitioning, partitions = f"hash({hashfield or req.hashexpression})", len(predicates)
+    else:
+        frame = spark.read.jdbc(url, dbtable, properties=props)
+    rows = kr.execute(conn, source.count_sql(sa.true())).scalar()
+    metrics = {"rows_read": rows, "partitions": partitions, "partitioning": partitioning, "key_range": None}
+    return SourceOutcome(frame, None, metrics)
+
+
 def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, run_id) -> SourceOutcome:
     primary: list[str] = []
+    hashfield = req.hashfield
+    followed = bookmarked or (commit_state and ctx is not None)  # a bookmark needs keys
     if req.table is not None:
         probe = kr.Source(req.database, req.table, None, ())
         need_pk = not req.keys or (req.lag is not None and bookmarked)
@@ -167,16 +203,19 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
         )
         shape = kr.table_shape(conn, probe, with_primary_key=need_pk and not remembered)
         primary = remembered or list(shape.primary_key)
-        keys = req.keys or tuple(primary)
+        keys = tuple(_as_the_table_has(k, shape.columns, req.table) for k in req.keys or ()) or tuple(primary)
+        if hashfield:
+            hashfield = _as_the_table_has(hashfield, shape.columns, req.table)
+        if not keys and not followed:
+            return _read_whole(spark, conn, req, hashfield)
         if not keys:
             raise SourceError(
                 f"table {req.table!r} has no primary key: pass keys=[...] (jobBookmarkKeys) "
                 "naming the columns that order new rows"
             )
-        missing = [k for k in keys if k not in shape.columns]
-        if missing:
-            raise SourceError(f"key column(s) {', '.join(missing)} not in table {req.table!r}")
     else:
+        if not req.keys and not followed:
+            return _read_whole(spark, conn, req, hashfield)
         if not req.keys:
             raise SourceError("a query source needs keys=[...]: a query has no primary key")
         keys = req.keys
@@ -242,10 +281,10 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
     props["fetchsize"] = str(req.fetchsize or DEFAULT_FETCHSIZE)
     dbtable = f"({source.select_sql(where)}) sm_inc"
     partitioning, partitions = "single", 1
-    if req.hashfield or req.hashexpression:
-        predicates = source.hash_predicates(req.hashfield, req.hashexpression, req.hashpartitions)
+    if hashfield or req.hashexpression:
+        predicates = source.hash_predicates(hashfield, req.hashexpression, req.hashpartitions)
         frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
-        partitioning, partitions = f"hash({req.hashfield or req.hashexpression})", len(predicates)
+        partitioning, partitions = f"hash({hashfield or req.hashexpression})", len(predicates)
     else:
         frame = None
         if len(keys) == 1 and req.hashpartitions > 1 and upper is not None and in_range:
