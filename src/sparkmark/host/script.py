@@ -97,6 +97,18 @@ def _glue_spark_parameters(resolved: job_args.JobArguments, env: ScriptEnvironme
         )
 
 
+def _python_modules(resolved: job_args.JobArguments, settings: Settings) -> list[Path]:
+    """``--additional-python-modules`` (and ``--python-modules-installer-option``) and the
+    Python package of each ``--datalake-formats`` format (Delta's ``delta``), installed
+    before the script runs and first on its path after its own folder, as Glue does."""
+    from .. import python_modules
+    from ..table_formats import parse_formats
+
+    return python_modules.for_run(
+        resolved.values, parse_formats(resolved.values.get("datalake-formats")), settings.home
+    )
+
+
 def _connector_needs(script: Path, request: RunRequest, env: ScriptEnvironment) -> None:
     """Tell the session this run starts which connectors its script and arguments show
     it uses, so that a missing one is fetched before Spark starts."""
@@ -276,6 +288,7 @@ def run_request(
         _glue_spark_parameters(resolved, env)
         _connector_needs(script, request, env)
         settings = Settings.from_env()
+        modules = _python_modules(resolved, settings)
         if request.skip_if_no_new_data:
             skipped = _skip_without_spark(script, resolved, settings)
             if skipped is not None:
@@ -284,7 +297,7 @@ def run_request(
         if started is not False:
             settings = Settings.from_env()
         _prepare_spark_and_glue(settings)
-        return _run(script, request, settings, env, endpoint, None if started is False else started)
+        return _run(script, request, settings, env, endpoint, None if started is False else started, modules)
     finally:
         env.restore()
 
@@ -296,6 +309,7 @@ def _run(
     env: ScriptEnvironment,
     endpoint: Callable[[ScriptEnvironment], Any] | None,
     started: Any = None,
+    modules: list[Path] | None = None,
 ) -> HostOutcome:
     from ..runtime import describe_error, running_runs, started_runs, stopping
 
@@ -311,7 +325,7 @@ def _run(
     already = len(started_runs())
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *request.arguments]
-    sys.path.insert(0, str(script.resolve().parent))
+    sys.path[:0] = [str(script.resolve().parent), *(str(m) for m in modules or [])]
     error: BaseException | None = None
     stopping.install()
     try:

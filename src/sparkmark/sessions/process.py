@@ -22,7 +22,6 @@ import logging
 import os
 import queue
 import signal
-import subprocess
 import sys
 import threading
 from typing import Any
@@ -85,9 +84,7 @@ class SessionProcess:
         self._sharing.__enter__()  # a notebook's SparkContext() is the running one
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a cancel interrupts the statement
         sys.argv[:] = self._argv()
-        modules = self.arguments.get("--additional-python-modules")
-        if modules:
-            self._install_modules([m.strip() for m in modules.split(",") if m.strip()])
+        self._install_modules()
         extra = self.arguments.get("--extra-py-files")
         if extra:
             for path in (p.strip() for p in extra.split(",")):
@@ -108,24 +105,16 @@ class SessionProcess:
             "sc": self.spark.sparkContext,
         }
 
-    def _install_modules(self, modules: list[str]) -> None:
-        """``--additional-python-modules``: installed with pip into the session's own
-        folder, first on its path (as Glue installs them for the session)."""
-        target = self.settings.home / "sessions" / self.id / "site-packages"
-        target.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), *modules],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if line.strip()]
-            raise RuntimeError(
-                f"--additional-python-modules {','.join(modules)}: pip failed: "
-                + (lines[-1] if lines else f"exit code {done.returncode}")
-            )
-        sys.path.insert(0, str(target))
+    def _install_modules(self) -> None:
+        """``--additional-python-modules`` and the ``--datalake-formats`` formats' Python
+        packages, installed as for a job and first on the session's path."""
+        from .. import python_modules
+        from ..table_formats import parse_formats
+
+        arguments = {k.removeprefix("--"): v for k, v in self.arguments.items()}
+        formats = parse_formats(arguments.get("datalake-formats"))
+        for folder in reversed(python_modules.for_run(arguments, formats, self.settings.home)):
+            sys.path.insert(0, str(folder))
 
     # ------------------------------------------------------------------ serving
     def serve(self) -> int:
