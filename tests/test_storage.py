@@ -97,3 +97,33 @@ def test_s3_mapped_onto_a_local_folder(tmp_path, restore_storage):
     [entry] = fs.ls(path, detail=True)
     assert fs.unstrip_protocol(entry["name"]) == "s3://my-bucket/raw/a.json"  # the identity stays s3://
     assert storage.spark_base_path("s3://my-bucket/raw") == f"file://{tmp_path}/my-bucket/raw"
+
+
+def test_spark_sql_over_a_crawled_s3_table_mapped_onto_a_local_folder(
+    spark, tmp_path, restore_storage, monkeypatch
+):
+    """With SPARKMARK_S3_LOCAL_ROOT, a crawled s3:// table answers Spark SQL with its rows
+    (the metastore's copy points at the mapped folder), as from_catalog does; it gave 0
+    rows, silently."""
+    import uuid
+
+    from sparkmark.glue.context import GlueContext
+
+    from .test_catalog import crawl, definition
+
+    monkeypatch.setenv("SPARKMARK_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SPARKMARK_S3_LOCAL_ROOT", str(tmp_path / "buckets"))
+    storage.configure(Settings.from_env())
+    for day, rows in (("2026-01-01", "1,10\n2,20\n"), ("2026-01-02", "3,30\n")):
+        with fsspec.open(f"s3://lake/sales/dt={day}/part.csv", "w") as out:
+            out.write("id,amount\n" + rows)
+    db = f"local_{uuid.uuid4().hex[:8]}"
+    record, _store = crawl(spark, definition(db, "s3://lake/sales/"))
+    assert record.state == "SUCCEEDED", record
+    assert spark.sql(f"SELECT count(*) FROM {db}.sales").first()[0] == 3
+    assert spark.sql(f"SELECT sum(amount) FROM {db}.sales WHERE dt = '2026-01-02'").first()[0] == 30
+    frame = GlueContext(spark).create_dynamic_frame.from_catalog(database=db, table_name="sales")
+    assert frame.count() == 3
+    monkeypatch.delenv("SPARKMARK_S3_LOCAL_ROOT")
+    storage.configure(Settings.from_env())  # back to S3: s3:// is S3 again in this process
+    assert type(fsspec.core.url_to_fs("s3://lake/sales/")[0]).__name__ == "S3FileSystem"

@@ -19,6 +19,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..engine.storage import spark_base_path
 from ..errors import SparkmarkError
 from .models import Column, Partition, Table
 from .store import CatalogStore
@@ -153,7 +154,7 @@ class HiveCatalog:
         )
         self._sql(
             f"CREATE TABLE {_q(table.database)}.{_q(table.name)} ({cols}) USING {fmt}"
-            f"{opts}{parts} LOCATION {literal(table.location)}{tblprops}"
+            f"{opts}{parts} LOCATION {literal(spark_base_path(table.location))}{tblprops}"
         )
 
     def register(self, table: Table) -> None:
@@ -205,7 +206,7 @@ class HiveCatalog:
         for p in parts:
             self._sql(
                 f"ALTER TABLE {_q(table.database)}.{_q(table.name)} ADD IF NOT EXISTS "
-                f"PARTITION ({self._spec(table, p)}) LOCATION {literal(p.location)}"
+                f"PARTITION ({self._spec(table, p)}) LOCATION {literal(spark_base_path(p.location))}"
             )
 
     def add_partitions(self, table: Table, parts: list[Partition]) -> None:

@@ -96,8 +96,15 @@ def configure(settings: Settings) -> None:
             fsspec.register_implementation(scheme, LocalBuckets, clobber=True)
             fsspec.config.conf[scheme] = {"root": str(settings.s3_local_root)}
         return
+    # A name is enough while nothing else is registered; once the local mapping was (a
+    # process that configured both), only the class itself takes its place.
+    implementation: Any = "s3fs.S3FileSystem"
+    if any(fsspec.registry.get(scheme) is LocalBuckets for scheme in S3_SCHEMES):
+        import s3fs
+
+        implementation = s3fs.S3FileSystem
     for scheme in S3_SCHEMES:
-        fsspec.register_implementation(scheme, "s3fs.S3FileSystem", clobber=True)
+        fsspec.register_implementation(scheme, implementation, clobber=True)
         fsspec.config.conf[scheme] = s3_options(settings)
 
 
