@@ -100,7 +100,7 @@ def configure(settings: Settings) -> None:
     # process that configured both), only the class itself takes its place.
     implementation: Any = "s3fs.S3FileSystem"
     if any(fsspec.registry.get(scheme) is LocalBuckets for scheme in S3_SCHEMES):
-        import s3fs
+        import s3fs  # type: ignore[import-untyped]
 
         implementation = s3fs.S3FileSystem
     for scheme in S3_SCHEMES:
