@@ -9,6 +9,7 @@ into columns.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -148,16 +149,28 @@ def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[Dat
         F.lit("read").alias("transformation"),
     )
     good = parsed.where(is_record)
-    ordered = good.select("__sm_v", F.json_object_keys("__sm_text").alias("__sm_k"), _row_order())
-    agg, first = ordered.agg(F.schema_of_variant_agg("__sm_v"), F.min_by("__sm_k", "__sm_at")).head(1)[0]
+    ordered = good.select("__sm_v", "__sm_text", _row_order())
+    agg, first_text = ordered.agg(F.schema_of_variant_agg("__sm_v"), F.min_by("__sm_text", "__sm_at")).head(
+        1
+    )[0]
     if agg is None or not agg.startswith("OBJECT<"):  # no records at all
         return good.select(*keep), bad
     ddl = to_ddl(agg)
     typed = good.select(F.expr(f"variant_get(__sm_v, '$', '{ddl}')").alias("__sm_r"), *keep)
     record_type = typed.schema["__sm_r"].dataType
     fields = record_type.fieldNames() if isinstance(record_type, StructType) else []
-    order = _file_order(good, fields, first or [])
+    order = _file_order(good, fields, _keys(first_text))
     return typed.select(*[F.col("__sm_r").getField(name).alias(name) for name in order], *keep), bad
+
+
+def _keys(text: str | None) -> list[str]:
+    """The first record's fields in its own order (read here: one record, not a column
+    of them)."""
+    try:
+        record = json.loads(text or "")
+    except ValueError:
+        return []
+    return list(record) if isinstance(record, dict) else []
 
 
 def _row_order() -> Column:
