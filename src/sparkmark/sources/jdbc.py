@@ -165,22 +165,34 @@ def _as_the_table_has(name: str, columns: tuple[str, ...], table: str) -> str:
     raise SourceError(f"key column(s) {name} not in table {table!r} (its columns: {', '.join(columns)})")
 
 
+def _spark_connection(spark, req) -> tuple[str, dict[str, str]]:
+    """Spark's JDBC URL and properties for the request's database, its driver loaded;
+    rows stream in batches (some drivers otherwise hold a whole partition in memory)."""
+    driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
+    props = req.database.jdbc_properties(driver)
+    props["fetchsize"] = str(req.fetchsize or DEFAULT_FETCHSIZE)
+    return req.database.spark_url(driver), props
+
+
+def _hashed(spark, url, dbtable, props, source, req, hashfield) -> tuple[DataFrame | None, str, int]:
+    """The read split by ``hashfield`` or ``hashexpression`` (Glue's options), with how
+    it was split and into how many; no frame (one partition) when neither is given."""
+    if not (hashfield or req.hashexpression):
+        return None, "single", 1
+    predicates = source.hash_predicates(hashfield, req.hashexpression, req.hashpartitions)
+    frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
+    return frame, f"hash({hashfield or req.hashexpression})", len(predicates)
+
+
 def _read_whole(spark, conn, req, hashfield: str | None) -> SourceOutcome:
     """A read no bookmark follows (no ``Job.init``, no transformation_ctx), of a table
     without a primary key or a query without keys: every row, as Glue reads it; split by
     ``hashfield``/``hashexpression`` when given."""
     source = kr.Source(req.database, req.table, req.query, ())
-    driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
-    url = req.database.spark_url(driver)
-    props = req.database.jdbc_properties(driver)
-    props["fetchsize"] = str(req.fetchsize or DEFAULT_FETCHSIZE)
+    url, props = _spark_connection(spark, req)
     dbtable = f"({source.select_sql(None)}) sm_all"
-    partitioning, partitions = "single", 1
-    if hashfield or req.hashexpression:
-        predicates = source.hash_predicates(hashfield, req.hashexpression, req.hashpartitions)
-        frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
-        partitioning, partitions = f"hash({hashfield or req.hashexpression})", len(predicates)
-    else:
+    frame, partitioning, partitions = _hashed(spark, url, dbtable, props, source, req, hashfield)
+    if frame is None:
         frame = spark.read.jdbc(url, dbtable, properties=props)
     rows = kr.execute(conn, source.count_sql(sa.true())).scalar()
     metrics = {"rows_read": rows, "partitions": partitions, "partitioning": partitioning, "key_range": None}
@@ -274,40 +286,30 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
 
     in_range = kr.execute(conn, source.count_sql(where if where is not None else sa.true())).scalar()
 
-    driver = driver_class(spark, req.database.dialect.drivers, req.database.dialect.name)
-    url = req.database.spark_url(driver)
-    props = req.database.jdbc_properties(driver)
-    # Stream rows in batches; some drivers otherwise hold a whole partition in memory.
-    props["fetchsize"] = str(req.fetchsize or DEFAULT_FETCHSIZE)
+    url, props = _spark_connection(spark, req)
     dbtable = f"({source.select_sql(where)}) sm_inc"
-    partitioning, partitions = "single", 1
-    if hashfield or req.hashexpression:
-        predicates = source.hash_predicates(hashfield, req.hashexpression, req.hashpartitions)
-        frame = spark.read.jdbc(url, dbtable, predicates=predicates, properties=props)
-        partitioning, partitions = f"hash({hashfield or req.hashexpression})", len(predicates)
-    else:
-        frame = None
-        if len(keys) == 1 and req.hashpartitions > 1 and upper is not None and in_range:
-            low = lower
-            if low is None:
-                first = kr.execute(conn, source.first_sql()).first()
-                low = tuple(first) if first is not None else None
-            if low is not None and kr.is_numeric(low[0]) and kr.is_numeric(upper[0]):
-                lo, hi = sorted((int(low[0]), int(upper[0]) + 1))
-                if hi > lo:
-                    count = min(req.hashpartitions, hi - lo)
-                    frame = spark.read.jdbc(
-                        url,
-                        dbtable,
-                        column=keys[0],
-                        lowerBound=lo,
-                        upperBound=hi,
-                        numPartitions=count,
-                        properties=props,
-                    )
-                    partitioning, partitions = f"range({keys[0]})", count
-        if frame is None:
-            frame = spark.read.jdbc(url, dbtable, properties=props)
+    frame, partitioning, partitions = _hashed(spark, url, dbtable, props, source, req, hashfield)
+    if frame is None and len(keys) == 1 and req.hashpartitions > 1 and upper is not None and in_range:
+        low = lower
+        if low is None:
+            first = kr.execute(conn, source.first_sql()).first()
+            low = tuple(first) if first is not None else None
+        if low is not None and kr.is_numeric(low[0]) and kr.is_numeric(upper[0]):
+            lo, hi = sorted((int(low[0]), int(upper[0]) + 1))
+            if hi > lo:
+                count = min(req.hashpartitions, hi - lo)
+                frame = spark.read.jdbc(
+                    url,
+                    dbtable,
+                    column=keys[0],
+                    lowerBound=lo,
+                    upperBound=hi,
+                    numPartitions=count,
+                    properties=props,
+                )
+                partitioning, partitions = f"range({keys[0]})", count
+    if frame is None:
+        frame = spark.read.jdbc(url, dbtable, properties=props)
 
     metrics: dict[str, Any] = {
         "rows_read": in_range,
