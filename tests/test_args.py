@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from sparkmark import ArgumentError
 from sparkmark.args import resolve, split_pairs
-from sparkmark.engine.masking import MASK, mask_arguments
+from sparkmark.engine.masking import MASK, mask_arguments, mask_text
 from sparkmark.engine.models import BookmarkOption
 
 
@@ -20,13 +22,15 @@ def test_a_repeated_conf_applies_every_setting_and_another_repeated_name_warns(c
     other repeated name the last wins, and a warning names it without its values."""
     from sparkmark.table_formats import glue_conf
 
+    caplog.set_level(logging.WARNING, logger="sparkmark")  # whatever an earlier test set its level to
     pairs = split_pairs(
         ["--conf", "spark.a=1", "--conf=spark.b=2 --conf spark.c=3", "--token", "s3cret", "--token", "other"]
     )
     assert glue_conf(pairs["conf"]) == {"spark.a": "1", "spark.b": "2", "spark.c": "3"}
     assert pairs["token"] == "other"
     warned = [r.getMessage() for r in caplog.records if r.name == "sparkmark.args"]
-    assert warned == ["argument --token is given more than once: the last one is used"]
+    assert warned == ['job argument "--token" is given more than once: the last one is used']
+    assert mask_text(warned[0]) == warned[0]  # the line reads the same where logs are masked
     assert "s3cret" not in caplog.text and "other" not in caplog.text
     assert glue_conf(split_pairs(["--conf", "spark.a=1"])["conf"]) == {"spark.a": "1"}
 

@@ -71,7 +71,7 @@ orders = glue_context.create_dynamic_frame.from_options(
     transformation_ctx="orders",
 )
 total = orders.count()
-bad = orders.toDF().filter("amount IS NULL").count()
+bad = orders.toDF().filter("amount IS NULL OR amount = ''").count()  # Glue reads an empty field as ""
 cloudwatch = boto3.client("cloudwatch")
 cloudwatch.put_metric_data(
     Namespace="MyETL",

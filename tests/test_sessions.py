@@ -49,7 +49,10 @@ def start_endpoint(root, pool: str):
     service = Service(settings)
     listen = listen_of(settings, "127.0.0.1", 0)
     running = serving.start_in_thread(create_app(service, listen, own_secret()), listen, "Glue API endpoint")
-    service.glue_url = running.url  # as `sparkmark api` does once it listens
+    service.glue_url, service.glue_token = (
+        running.url,
+        listen.token,
+    )  # as `sparkmark api` does once it listens
     return running, resolve_token(None, settings.home), settings, service
 
 

@@ -58,7 +58,8 @@ def split_pairs(argv: Sequence[str]) -> dict[str, str]:
         if name == "conf" and name in pairs:
             value = f"{pairs[name]} --conf {value}"
         elif name in pairs:
-            log.warning("argument --%s is given more than once: the last one is used", name)
+            # The name in quotes: a masked log reads a bare ``--token is`` as a secret's value.
+            log.warning('job argument "--%s" is given more than once: the last one is used', name)
         pairs[name] = value
         i += 1
     return pairs

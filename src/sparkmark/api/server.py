@@ -162,7 +162,7 @@ def start_in_thread(
     listen = listen_of(settings, host, port)
     service = Service(settings)
     running = serving.start_in_thread(create_app(service, listen, also_accept), listen, "Glue API endpoint")
-    service.glue_url = running.url
+    service.glue_url, service.glue_token = running.url, listen.token
     return running
 
 
@@ -183,7 +183,7 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         service.pool  # noqa: B018 - started now, so the first session or job finds Spark up
 
     def started(url: str) -> None:
-        service.glue_url = url  # sessions' boto3 and GlueCatalogs talk to this server
+        service.glue_url, service.glue_token = url, listen.token  # for sessions' boto3 and GlueCatalogs
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
         log.info("Glue API endpoint on %s (AWS_ENDPOINT_URL_GLUE=%s)", url, url)

@@ -18,9 +18,11 @@ class App:
         self.settings = settings
         self.state = state or StateStore.from_settings(settings)
         self.source = ProjectSource(settings.config, self.state)
-        # The URL this process serves the Glue API on, once a server here knows it: a
-        # session's boto3 Glue client and Iceberg GlueCatalog talk to it.
+        # The URL this process serves the Glue API on and the token it takes, once a
+        # server here knows them: a session's boto3 Glue client and Iceberg GlueCatalog
+        # talk to it.
         self.glue_url: str | None = None
+        self.glue_token: str | None = None
 
     def session_environment(self) -> dict[str, str]:
         """What a session's process gets, as a script under ``sparkmark run`` does: the
@@ -34,17 +36,15 @@ class App:
 
         import botocore.session
 
-        from ..access import resolve_token
-
         env = {"AWS_ENDPOINT_URL_GLUE": self.glue_url}
         if not os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):
             env["AWS_ENDPOINT_URL_CLOUDWATCH"] = self.glue_url
         session = botocore.session.get_session()
         if session.get_config_variable("region") is None:
             env["AWS_DEFAULT_REGION"] = self.settings.aws_region or "us-east-1"
-        if session.get_credentials() is None:
+        if session.get_credentials() is None and self.glue_token:
             env["AWS_ACCESS_KEY_ID"] = "sparkmark"
-            env["AWS_SECRET_ACCESS_KEY"] = resolve_token(self.settings.api_token_value, self.settings.home)
+            env["AWS_SECRET_ACCESS_KEY"] = self.glue_token
         return env
 
     @cached_property
