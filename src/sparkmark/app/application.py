@@ -32,12 +32,10 @@ class App:
         accepts a signature made with them). Nothing points at AWS by default."""
         if not self.glue_url:
             return {}
-        import os
-
         import botocore.session
 
         env = {"AWS_ENDPOINT_URL_GLUE": self.glue_url}
-        if not os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):
+        if not self.settings.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):
             env["AWS_ENDPOINT_URL_CLOUDWATCH"] = self.glue_url
         session = botocore.session.get_session()
         if session.get_config_variable("region") is None:

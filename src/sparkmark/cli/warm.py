@@ -96,6 +96,10 @@ class Warm:
             if op == "session":
                 from ..sessions.process import SessionProcess
 
+                # The endpoint a session's boto3 talks to, and how it signs: this process
+                # is the session's alone from here on.
+                os.environ.update({str(k): str(v) for k, v in (message.get("environment") or {}).items()})
+
                 return SessionProcess(self.channel, self.spark, self.settings, message).serve()
             if op == "job":
                 code, dirty = self.job(message)

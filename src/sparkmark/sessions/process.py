@@ -19,7 +19,6 @@ import _thread
 import builtins
 import contextlib
 import logging
-import os
 import queue
 import signal
 import sys
@@ -75,8 +74,7 @@ class SessionProcess:
         from ..glue import shim
         from ..host.shared_context import sharing
 
-        os.environ.update(self.environment)  # this process is the session's alone
-        for name, value in self.environment.items():
+        for name, value in self.environment.items():  # set in the process by cli/warm.py
             if looks_secret(name):
                 register_secret(value)  # a statement that prints it shows it masked
         shim.install(self.settings)
