@@ -119,12 +119,17 @@ lint: install
 # Crash every crash point 20 times (SQLite and PostgreSQL state alternating) and run the
 # heavy bad inputs (a 1 GiB file, 100,000 tiny files), and read 20,001 Kinesis records
 # until caught up across a kill; and chain 100 killed runs (every table crash point 20
-# times) per table format (Iceberg, Delta) on local disk and on moto's S3; ends with
-# "N passed, N failed".
+# times) per table format (Iceberg, Delta) on local disk and on moto's S3; and the cases
+# of over two minutes each that `make test` leaves to it (multi-job table reads on S3,
+# a killed cluster driver, a Kafka batch killed mid-way); ends with "N passed, N failed".
 soak: install services jars
 	SPARKMARK_CRASH_TRIALS=20 SPARKMARK_HEAVY=1 $(PY) -m pytest -q -p no:cacheprovider tests/reliability \
 		tests/test_streaming_kinesis.py::test_until_caught_up_reads_every_record_over_many_batches_and_a_kill \
-		tests/test_table_writes.py::test_a_paused_run_with_a_range_reads_what_those_runs_read_from_a_delta_table
+		tests/test_table_writes.py::test_a_paused_run_with_a_range_reads_what_those_runs_read_from_a_delta_table \
+		tests/test_table_writes.py::test_an_iceberg_table_written_by_one_job_is_read_incrementally_by_another \
+		tests/test_table_writes.py::test_a_delta_table_written_by_one_job_is_read_incrementally_by_another \
+		tests/cluster/test_cluster.py::test_file_bookmarks_and_a_driver_killed_before_its_commit \
+		tests/test_streaming_kafka.py::test_killed_in_the_middle_of_a_batch_loses_and_repeats_nothing
 
 $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e ".[test,bench]"

@@ -394,14 +394,17 @@ def test_a_session_created_again_under_a_deleted_id_is_not_ended_by_the_late_sto
 
     manager.create("dbt", {"Command": {"Name": "glueetl"}})
     provisioned("dbt", first)
+    before = set(threading.enumerate())
     manager.stop("dbt")
+    stoppers = set(threading.enumerate()) - before  # the stop's own thread
     assert first.stopping.wait(10)  # the stop is under way, not finished
     manager.delete("dbt")
     manager.create("dbt", {"Command": {"Name": "glueetl"}})
     provisioned("dbt", second)
     first.release.set()  # the first session's stop now finishes
-    for thread in [t for t in threading.enumerate() if t.daemon and t is not threading.current_thread()]:
-        thread.join(timeout=5)
+    for thread in stoppers:
+        thread.join(timeout=10)
+    assert not any(t.is_alive() for t in stoppers)
     again = sessions.get("dbt")
     assert again.status == READY and not second.stopped and first.stopped
     assert manager._processes["dbt"] is second

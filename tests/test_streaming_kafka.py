@@ -212,6 +212,10 @@ def _run_process(args: list[str], crash_at: str | None) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.skipif(
+    os.environ.get("SPARKMARK_HEAVY") != "1",
+    reason="a streaming job killed mid-batch and run again (162 s in CI): make soak runs it",
+)
 def test_killed_in_the_middle_of_a_batch_loses_and_repeats_nothing(spark, topic, pg_table, tmp_path):
     """SIGKILL while Spark writes a batch's files, then after a batch committed and
     published but before Spark marked it done: each restart goes on from the checkpoint."""

@@ -121,6 +121,10 @@ def one_error(proc: subprocess.CompletedProcess) -> str:
     return errors[0]
 
 
+@pytest.mark.skipif(
+    os.environ.get("SPARKMARK_HEAVY") != "1",
+    reason="three Spark jobs on moto's S3 (148 s in CI): make soak runs it; the documented-conf Iceberg job and the table crash chains stay in make test",
+)
 def test_an_iceberg_table_written_by_one_job_is_read_incrementally_by_another(tmp_path, s3_server):
     conf, aws = glue_catalog_on_s3(s3_server, "orders-lake")
     home = tmp_path / "home"
@@ -161,6 +165,10 @@ def test_an_iceberg_table_written_by_one_job_is_read_incrementally_by_another(tm
     assert "the bookmark stays at snapshot" in error and ("overwrite" in error or "delete" in error), error
 
 
+@pytest.mark.skipif(
+    os.environ.get("SPARKMARK_HEAVY") != "1",
+    reason="three Spark jobs on moto's S3 (218 s in CI): make soak runs it; the documented-conf Delta job and the table crash chains stay in make test",
+)
 def test_a_delta_table_written_by_one_job_is_read_incrementally_by_another(tmp_path, s3_server):
     """The same for Delta on moto's S3: the writer appends with format="delta" (exactly-once
     through Delta's idempotent writes) and registers the table in the catalog once; the
