@@ -25,10 +25,16 @@ from .errors import ArgumentError
 
 log = logging.getLogger("sparkmark.modules")
 
-# The Python package of a table format whose jars --datalake-formats adds, at the
-# version of those jars (table_formats.py), installed without its dependencies (it
-# would otherwise bring a PySpark of its own).
-FORMAT_PACKAGES = {"delta": "delta-spark==4.1.0"}
+
+def _format_packages() -> dict[str, str]:
+    """The Python package of a table format whose jars --datalake-formats adds, at the
+    version of those jars (read from their Maven coordinates in table_formats.py, so the
+    two never drift), installed without its dependencies (it would otherwise bring a
+    PySpark of its own)."""
+    from .table_formats import FORMATS
+
+    version = FORMATS["delta"].coordinates.rsplit(":", 1)[-1]
+    return {"delta": f"delta-spark=={version}"}
 
 
 def requested(text: str | None) -> list[str]:
@@ -106,7 +112,8 @@ def for_run(arguments: dict[str, str], formats: Sequence[str], home: Path) -> li
     """The folders a run's path gains: its ``--additional-python-modules`` (with
     ``--python-modules-installer-option``) and its table formats' Python packages."""
     found = []
-    packages = [FORMAT_PACKAGES[f] for f in formats if f in FORMAT_PACKAGES]
+    known = _format_packages()
+    packages = [known[f] for f in formats if f in known]
     for folder in (
         install(packages, home, no_deps=True),
         install(
