@@ -589,6 +589,108 @@ def test_a_custom_csv_classifier_from_the_config_file(spark, tmp_path, db):
         load_classifiers(config)
 
 
+def test_grok_json_and_xml_classifiers_decide_what_a_crawl_infers(spark, tmp_path, db):
+    """AWS's custom classifiers (docs: "Writing custom classifiers"): tried in the crawler's
+    order before the built-in ones; a grok classifier makes a table of its pattern's fields
+    (string unless ``%{PATTERN:name:type}``) with its own classification and Glue's
+    GrokSerDe; a JSON classifier's JsonPath picks the records inside each document; an
+    XML classifier's RowTag is the record element. A file a classifier does not recognise
+    falls to the built-in classifiers. The tables read back through from_catalog."""
+    from sparkmark.crawler.classifiers import load_classifiers
+
+    config = tmp_path / "sparkmark.toml"
+    config.write_text(
+        "[classifiers.access.GrokClassifier]\n"
+        'Classification = "access_log"\n'
+        'GrokPattern = "%{IPV4:client} %{WORD:method} %{STATUS:status:int} %{NUMBER:took:double}"\n'
+        'CustomPatterns = "STATUS [1-5][0-9]{2}"\n'
+        "[classifiers.wrapped.JsonClassifier]\n"
+        'JsonPath = "$.payload.items[*]"\n'
+        "[classifiers.books.XMLClassifier]\n"
+        'Classification = "xml"\n'
+        'RowTag = "book"\n'
+    )
+    declared = load_classifiers(config)
+    logs, wrapped, books, plain = (tmp_path / n for n in ("logs", "wrapped", "books", "plain"))
+    for folder in (logs, wrapped, books, plain):
+        folder.mkdir()
+    (logs / "day1.log").write_text("10.0.0.1 GET 200 0.25\n10.0.0.2 POST 503 1.5\n")
+    (logs / "day2.log").write_text("10.0.0.3 GET 404 0.01\nnot a request line\n")  # one line unmatched
+    (wrapped / "w.json").write_text(
+        json.dumps(
+            {"meta": {"n": 2}, "payload": {"items": [{"zeta": 1, "alpha": "a"}, {"zeta": 2, "alpha": "b"}]}}
+        )
+    )
+    (books / "b.xml").write_text(
+        "<shelf><book><title>Dune</title><year>1965</year></book>"
+        "<book><title>Emma</title><year>1815</year></book></shelf>"
+    )
+    (plain / "p.json").write_text('{"k": 1}\n{"k": 2}\n')  # JSON lines: the path finds nothing
+    settings = Settings.from_env()
+    state = StateStore.from_settings(settings)
+    crawlers, store = CrawlerStore(state), CatalogStore(state)
+    parsed = load_definition(
+        {
+            "Name": f"k_{db}",
+            "DatabaseName": db,
+            "Classifiers": ["access", "wrapped", "books"],
+            "Targets": {"S3Targets": [{"Path": str(p)} for p in (logs, wrapped, books, plain)]},
+        }
+    )
+    crawlers.save(parsed)
+    record = run_crawl(
+        spark, state, HiveCatalog(spark, store), crawlers, parsed,
+        connections=Connections.from_settings(settings), classifiers=declared,
+    )  # fmt: skip
+    assert sorted(record.summary["tables_created"]) == [
+        f"{db}.{n}" for n in ("books", "logs", "plain", "wrapped")
+    ]
+    log_table = store.table(db, "logs")
+    assert log_table.classification == "access_log"
+    assert [(c.name, c.type) for c in log_table.columns] == [
+        ("client", "string"), ("method", "string"), ("status", "int"), ("took", "double"),
+    ]  # fmt: skip
+    assert log_table.parameters["input.format"].startswith("%{IPV4:client}")
+    wrapped_table = store.table(db, "wrapped")
+    assert wrapped_table.parameters["jsonPath"] == "$.payload.items[*]"
+    assert [c.name for c in wrapped_table.columns] == ["zeta", "alpha"]  # the records' order
+    assert [(c.name, c.type) for c in store.table(db, "books").columns] == [
+        ("title", "string"),
+        ("year", "bigint"),
+    ]
+    assert [c.name for c in store.table(db, "plain").columns] == ["k"]  # the built-in JSON classifier
+
+    ctx = GlueContext(spark)
+    rows = ctx.create_dynamic_frame.from_catalog(database=db, table_name="logs").toDF().collect()
+    assert sorted((r.client, r.method, r.status, r.took) for r in rows if r.client) == [
+        ("10.0.0.1", "GET", 200, 0.25), ("10.0.0.2", "POST", 503, 1.5), ("10.0.0.3", "GET", 404, 0.01),
+    ]  # fmt: skip
+    assert sum(1 for r in rows if r.client is None and r.status is None) == 1  # GrokSerDe's row of nulls
+    items = ctx.create_dynamic_frame.from_catalog(database=db, table_name="wrapped").toDF()
+    assert items.columns == ["zeta", "alpha"]
+    assert sorted(tuple(r) for r in items.collect()) == [(1, "a"), (2, "b")]
+    titles = ctx.create_dynamic_frame.from_catalog(database=db, table_name="books").toDF()
+    assert sorted(r.title for r in titles.collect()) == ["Dune", "Emma"]
+
+
+def test_classifier_definitions_are_checked_in_one_line(tmp_path):
+    from sparkmark.crawler.classifiers import load_classifiers
+    from sparkmark.errors import ConfigError
+
+    config = tmp_path / "sparkmark.toml"
+    cases = {
+        '[classifiers.g.GrokClassifier]\nClassification = "x"\nGrokPattern = "%{NOPE:a}"\n': "NOPE.*not a known",
+        '[classifiers.g.GrokClassifier]\nClassification = "x"\nGrokPattern = "%{WORD:a:date}"\n': "type 'date'",
+        '[classifiers.j.JsonClassifier]\nJsonPath = "$.a[0]"\n': "not one sparkmark reads",
+        '[classifiers.x.XMLClassifier]\nClassification = "xml"\nRowTag = "<row>"\n': "RowTag",
+        "[classifiers.two.CsvClassifier]\n[classifiers.two.JsonClassifier]\nJsonPath = '$'\n": "exactly one",
+    }
+    for text, message in cases.items():
+        config.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            load_classifiers(config)
+
+
 def test_crawled_types_as_glues_crawler_gives_them(spark, tmp_path, db):
     """Glue's built-in CSV classifier types no value as a date (its mappings read such
     columns as strings); a Parquet timestamp without a time zone is a ``timestamp`` (Glue

@@ -966,23 +966,53 @@ def test_list_crawls_newest_first_with_filters(glue, tmp_path):
         )
 
 
-def test_classifiers_are_the_ones_the_project_declares(glue, config):
+def test_classifiers_made_through_the_api_and_declared_in_the_file(glue, config):
+    """CreateClassifier, GetClassifier(s), UpdateClassifier and DeleteClassifier for the
+    four kinds (botocore's Glue model); the file's classifiers are listed and read, not
+    changed; an update cannot change a classifier's kind (Glue's InvalidInputException)."""
     assert glue.get_classifiers()["Classifiers"] == []
     config.write_text(
         '[classifiers.pipes.CsvClassifier]\nDelimiter = "|"\nContainsHeader = "PRESENT"\n', encoding="utf-8"
     )
-    found = glue.get_classifiers()["Classifiers"]
-    assert found == [
-        {
-            "CsvClassifier": {
-                "Name": "pipes",
-                "Delimiter": "|",
-                "QuoteSymbol": '"',
-                "ContainsHeader": "PRESENT",
-                "AllowSingleColumn": False,
-            }
+    glue.create_classifier(
+        GrokClassifier={
+            "Name": "access",
+            "Classification": "access_log",
+            "GrokPattern": "%{IPV4:client} %{STATUS:status:int}",
+            "CustomPatterns": "STATUS [1-5][0-9]{2}",
         }
-    ]
+    )
+    glue.create_classifier(JsonClassifier={"Name": "items", "JsonPath": "$.items[*]"})
+    glue.create_classifier(XMLClassifier={"Name": "books", "Classification": "xml", "RowTag": "book"})
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_classifier(JsonClassifier={"Name": "items", "JsonPath": "$[*]"})
+    with pytest.raises(glue.exceptions.InvalidInputException, match="NOPE"):
+        glue.create_classifier(
+            GrokClassifier={"Name": "bad", "Classification": "x", "GrokPattern": "%{NOPE:a}"}
+        )
+    with pytest.raises(glue.exceptions.InvalidInputException, match="pipes.*change it there"):
+        glue.create_classifier(CsvClassifier={"Name": "pipes", "Delimiter": ","})
+    names = [next(iter(c.values()))["Name"] for c in glue.get_classifiers()["Classifiers"]]
+    assert names == ["access", "books", "items", "pipes"]
+    grok = glue.get_classifier(Name="access")["Classifier"]["GrokClassifier"]
+    assert grok["Classification"] == "access_log" and grok["Version"] == 1 and grok["CreationTime"]
+    pipes = glue.get_classifier(Name="pipes")["Classifier"]["CsvClassifier"]
+    assert pipes["Delimiter"] == "|" and pipes["ContainsHeader"] == "PRESENT" and pipes["QuoteSymbol"] == '"'
+
+    glue.update_classifier(XMLClassifier={"Name": "books", "RowTag": "volume"})
+    books = glue.get_classifier(Name="books")["Classifier"]["XMLClassifier"]
+    assert (books["RowTag"], books["Classification"], books["Version"]) == ("volume", "xml", 2)
+    with pytest.raises(glue.exceptions.InvalidInputException, match="cannot change its type"):
+        glue.update_classifier(JsonClassifier={"Name": "books", "JsonPath": "$"})
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.update_classifier(JsonClassifier={"Name": "nope", "JsonPath": "$"})
+    with pytest.raises(glue.exceptions.InvalidInputException, match="change it there"):
+        glue.delete_classifier(Name="pipes")
+    glue.delete_classifier(Name="books")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_classifier(Name="books")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.delete_classifier(Name="books")
 
 
 LOGGING_SCRIPT = """

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql.types import VariantType
 
 from sparkmark.engine.store import StateStore
-from sparkmark.errors import SparkmarkError
+from sparkmark.errors import SourceError, SparkmarkError
 from sparkmark.glue import gluetypes, shim
 from sparkmark.glue.context import GlueContext
 from sparkmark.glue.dynamicframe import DynamicFrame, GlueError
@@ -440,6 +440,26 @@ def test_rdd_data_frame_sources_sinks_logger_and_purge(glue, tmp_path, caplog):
         "s3", {"paths": [str(data / "array.json")]}, format="json", format_options={"jsonPath": "$[*]"}
     )
     assert sorted(r["id"] for r in whole.toDF().collect()) == [6, 7]
+    # A path into each document (AWS's JSON format option jsonPath): the records' fields
+    # in the file's order; a document without the path gives no record, and a path
+    # sparkmark cannot read is refused in one line.
+    (data / "nested").mkdir()
+    (data / "nested" / "n.json").write_text(
+        '{"data": {"rows": [{"zz": 1, "aa": "x"}, {"zz": 2, "aa": "y"}]}}'
+    )
+    (data / "nested" / "other.json").write_text('{"elsewhere": [{"zz": 9}]}')
+    nested = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(data / "nested")]}, format="json", format_options={"jsonPath": "$.data.rows[*]"}
+    ).toDF()
+    assert nested.columns == ["zz", "aa"]
+    assert sorted(tuple(r) for r in nested.collect()) == [(1, "x"), (2, "y")]
+    with pytest.raises(SourceError, match=r"JsonPath '\$.data.rows\[0\]' is not one sparkmark reads"):
+        glue.create_dynamic_frame.from_options(
+            "s3",
+            {"paths": [str(data / "nested")]},
+            format="json",
+            format_options={"jsonPath": "$.data.rows[0]"},
+        )
     source = glue.getSource("s3", paths=[str(data / "a.json")])
     source.setFormat("json")
     assert source.getFrame().count() == 1

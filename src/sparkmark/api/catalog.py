@@ -20,6 +20,7 @@ from ..errors import NotFound
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import CATALOG_ID, Service, handler, page
 
+GROK_SERDE = "com.amazonaws.glue.serde.GrokSerDe"  # a grok classifier's tables, read as text lines
 # classification → (InputFormat, OutputFormat, SerDe), as Glue's crawlers write them
 FORMATS = {
     "csv": (
@@ -143,6 +144,8 @@ def _classification(params: dict[str, str], sd: dict[str, Any]) -> str:
         return table_type
     serde = (sd.get("SerdeInfo") or {}).get("SerializationLibrary", "") or ""
     informat = sd.get("InputFormat", "") or ""
+    if serde == GROK_SERDE:
+        return "grok"
     for kind, (fmt_in, _out, lib) in FORMATS.items():
         if serde == lib or (informat == fmt_in and kind not in ("csv", "json")):
             return kind
@@ -169,6 +172,10 @@ def _reader_options(classification: str, sd: dict[str, Any]) -> dict[str, str]:
             out["option.quote"] = params["quoteChar"]
         if params.get("escapeChar"):
             out["option.escape"] = params["escapeChar"]
+    if (sd.get("SerdeInfo") or {}).get("SerializationLibrary") == GROK_SERDE:
+        if not serde.get("input.format"):
+            raise invalid("a GrokSerDe table needs SerdeInfo.Parameters input.format (its grok pattern)")
+        out.update({k: v for k, v in serde.items() if k in ("input.format", "input.grokCustomPatterns")})
     return out
 
 
@@ -235,6 +242,11 @@ def _storage(table: Table, location: str, extra: dict[str, Any], comments: dict[
     serde = given.get("SerdeInfo") or {"SerializationLibrary": lib, "Parameters": {}}
     if not given.get("SerdeInfo") and table.parameters.get("option.sep"):
         serde["Parameters"] = {"field.delim": table.parameters["option.sep"]}
+    if not given.get("SerdeInfo") and table.parameters.get("input.format"):  # a grok classifier's table
+        serde = {
+            "SerializationLibrary": GROK_SERDE,
+            "Parameters": {k: v for k, v in table.parameters.items() if k.startswith("input.")},
+        }
     return {
         **given,
         "Columns": [
@@ -259,7 +271,7 @@ def table_doc(
     params = {
         k: v
         for k, v in table.parameters.items()
-        if not k.startswith("sparkmark.") and not k.startswith("option.")
+        if not k.startswith(("sparkmark.", "option.", "input."))  # input.*: the grok SerDe's
     }
     if extra.get("DerivedClassification"):
         params.pop("classification", None)

@@ -324,27 +324,3 @@ def list_crawls(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         found = [c for c in found if _crawl_filter(c, criterion)]
     chunk, token = page(found, p, default=20)
     return {"Crawls": chunk, "NextToken": token}
-
-
-@handler("GetClassifiers")
-def get_classifiers(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    """The CSV classifiers ``sparkmark.toml`` declares (``[classifiers.NAME.CsvClassifier]``),
-    in Glue's Classifier shape."""
-    from ..crawler.classifiers import load_classifiers
-
-    found = load_classifiers(svc.settings.config)
-    docs = [
-        {
-            "CsvClassifier": {
-                "Name": name,
-                "Delimiter": rules.delimiter,
-                "QuoteSymbol": rules.quote,
-                "ContainsHeader": rules.contains_header,
-                "Header": list(rules.header) or None,
-                "AllowSingleColumn": rules.allow_single_column,
-            }
-        }
-        for name, rules in sorted(found.items())
-    ]
-    chunk, token = page(docs, p)
-    return {"Classifiers": chunk, "NextToken": token}

@@ -38,7 +38,19 @@ from .service import Service
 log = logging.getLogger("sparkmark.api")
 
 # Operations register themselves on import.
-from . import catalog, cloudwatch, connections, crawlers, jobs, logs, quality, sessions, tags, workflows  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    catalog,
+    classifiers,
+    cloudwatch,
+    connections,
+    crawlers,
+    jobs,
+    logs,
+    quality,
+    sessions,
+    tags,
+    workflows,
+)
 
 HOW_TO_TOKEN = "set SPARKMARK_API_TOKEN (clients sign with it as their secret access key)"
 

@@ -125,11 +125,14 @@ class HiveCatalog:
     @staticmethod
     def in_metastore(table: Table) -> bool:
         """Formats Spark reads natively are registered in the metastore; others (Avro
-        without spark-avro, JDBC tables, streams) live in the state store's catalog only."""
+        without spark-avro, JDBC tables, streams, grok tables, JSON records under a
+        ``jsonPath``) live in the state store's catalog only."""
         from ..sources.registry import STREAM_CONNECTION_TYPES
 
         streaming = str(table.parameters.get("typeOfData", "")).lower() in STREAM_CONNECTION_TYPES
-        return table.classification in SPARK_FORMATS and not streaming
+        # A custom classifier's JSON records (jsonPath) or grok lines are not Spark's format
+        custom = "jsonPath" in table.parameters or "input.format" in table.parameters
+        return table.classification in SPARK_FORMATS and not streaming and not custom
 
     def _create(self, table: Table) -> None:
         if not self.in_metastore(table):

@@ -10,7 +10,7 @@ import typer
 from ..catalog.hive import HiveCatalog
 from ..catalog.store import CatalogStore
 from ..connections import Connections
-from ..crawler.classifiers import csv_rules, load_classifiers
+from ..crawler.classifiers import declared_classifiers, resolve
 from ..crawler.crawl import run_crawl
 from ..crawler.definition import load_file
 from ..crawler.store import CrawlerStore
@@ -53,8 +53,8 @@ def run(
     state = StateStore.from_settings(settings)
     crawlers = CrawlerStore(state)
     definition, _ = crawlers.get(name)
-    classifiers = load_classifiers(settings.config)
-    csv_rules(definition.Classifiers, classifiers)  # an undeclared classifier fails before Spark starts
+    classifiers = declared_classifiers(state, settings.config)
+    resolve(definition.Classifiers, classifiers)  # an undeclared classifier fails before Spark starts
     started: list[SparkSession] = []
 
     def spark():

@@ -26,8 +26,8 @@ from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
 from . import csv_dialect
-from .classifiers import csv_rules
-from .classify import classify
+from .classifiers import Classifier, resolve
+from .classify import recognise
 from .definition import CrawlerDefinition
 from .definition import DeleteBehaviorKind as DeleteBehavior
 from .definition import RecrawlBehaviorKind as RecrawlBehavior
@@ -52,6 +52,7 @@ class Found:
     classification: str
     partition_names: list[str]
     partitions: dict[tuple[str, ...], str] = field(default_factory=dict)
+    classifier: Classifier | None = None  # the custom classifier that recognised its files
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Crawl:
         }
     )
     errors: list[dict[str, str]] = field(default_factory=list)
-    csv_rules: csv_dialect.CsvRules | None = None  # a custom CSV classifier the crawler names
+    classifiers: list[Classifier] = field(default_factory=list)  # the crawler's, tried first, in order
 
     def error(self, path: str, message: str) -> None:
         log.warning("crawl %s: %s: %s", self.crawl_id, path, message)
@@ -110,25 +111,26 @@ def discover(listing: Listing, target_root: str, level: int, prefix: str, crawl:
                 crawl.error(f.url, "empty file; skipped")
                 continue
             try:
-                kind = classify(f.url)
+                kind, by = recognise(f.url, crawl.classifiers)
             except OSError as exc:
                 crawl.error(f.url, f"cannot be read: {exc}")
                 continue
             if kind is None:
                 crawl.error(f.url, "format not recognised; skipped")
                 continue
-            usable.append((f, kind))
+            usable.append((f, (kind, by)))
         if not usable:
             continue
-        kind = Counter(k for _, k in usable).most_common(1)[0][0]
+        chosen_kind = Counter(k for _, k in usable).most_common(1)[0][0]
+        kind, classifier = chosen_kind
         for f, k in usable:
-            if k != kind:
-                crawl.error(f.url, f"{k} file in a {kind} table; skipped")
-        segments = {f.url: _segments(f, root) for f, k in usable if k == kind}
+            if k != chosen_kind:
+                crawl.error(f.url, f"{_label(k)} file in a {_label(chosen_kind)} table; skipped")
+        segments = {f.url: _segments(f, root) for f, k in usable if k == chosen_kind}
         depth = Counter(len(segs) for segs in segments.values()).most_common(1)[0][0]
         chosen = []
         for f, k in usable:
-            if k != kind:
+            if k != chosen_kind:
                 continue
             if len(segments[f.url]) != depth:
                 crawl.error(
@@ -149,8 +151,13 @@ def discover(listing: Listing, target_root: str, level: int, prefix: str, crawl:
                 for i, s in enumerate(segments[f.url])
             )
             partitions[values] = f.dir
-        found.append(Found(table_name(prefix, root), root, chosen, kind, names, partitions))
+        found.append(Found(table_name(prefix, root), root, chosen, kind, names, partitions, classifier))
     return found
+
+
+def _label(kind: tuple[str, Classifier | None]) -> str:
+    fmt, by = kind
+    return fmt if by is None else f"{fmt} (classifier {by.name})"
 
 
 SIMILAR = 0.7  # the share of fields two files must share to be one table's
@@ -211,7 +218,7 @@ def by_schema(found: Found, prefix: str, combine: bool) -> list[Found]:
         return [found]
     log.info("%s: its files' schemas differ; a table per file", found.root)
     return [
-        Found(table_name(prefix, f.url), f.url, [f], found.classification, [], {(): f.dir})
+        Found(table_name(prefix, f.url), f.url, [f], found.classification, [], {(): f.dir}, found.classifier)
         for f in sorted(found.files, key=lambda f: f.url)
     ]
 
@@ -302,11 +309,18 @@ def infer(
     found: Found,
     crawl: Crawl,
     xml_row_tag: str,
-    csv_rules: csv_dialect.CsvRules | None = None,
 ) -> tuple[list[Column], dict[str, str]] | None:
     sample = _sample(found)
     options: dict[str, str] = {}
     dialect = None
+    by = found.classifier
+    csv_rules = by.csv_rules() if by is not None else None
+    if by is not None and by.kind == "GrokClassifier":
+        return grok_columns(by), grok_parameters(by)
+    if by is not None and by.kind == "JsonClassifier":
+        return _json_path_columns(session(spark), [f.url for f in sample], by, crawl)
+    if by is not None and by.kind == "XMLClassifier":
+        xml_row_tag = by.spec.RowTag
     if found.classification == "csv":
         with fsspec.open(sample[0].url, "rt", encoding="utf-8", errors="replace") as fh:
             lines = [line.rstrip("\r\n") for _, line in zip(range(CSV_SAMPLE_LINES), fh, strict=False)]
@@ -371,6 +385,57 @@ def infer(
     return columns, params
 
 
+def grok_columns(by: Classifier) -> list[Column]:
+    """A grok classifier's table: a column per field of its pattern, typed as the pattern
+    says (string unless ``%{PATTERN:name:type}``)."""
+    from ..sources.grok import GrokPattern
+
+    pattern = GrokPattern.compile(by.spec.GrokPattern, by.spec.CustomPatterns)
+    return [Column(name.lower(), kind) for name, kind in pattern.fields]
+
+
+def grok_parameters(by: Classifier) -> dict[str, str]:
+    """The SerDe parameters Glue's ``GrokSerDe`` (and Athena's) read a grok table with."""
+    params = {"input.format": by.spec.GrokPattern, "grokClassifier": by.name}
+    if by.spec.CustomPatterns:
+        params["input.grokCustomPatterns"] = by.spec.CustomPatterns
+    return params
+
+
+JSON_DOCUMENT_BYTES = 64 << 20  # a JSON classifier parses whole documents: this much of each
+
+
+def _json_path_columns(
+    spark: SparkSession, urls: list[str], by: Classifier, crawl: Crawl
+) -> tuple[list[Column], dict[str, str]] | None:
+    """A JSON classifier's table: the records its ``JsonPath`` finds in the sampled
+    documents (the first 1,000 of them), typed as Spark types JSON, in the order their
+    fields first appear."""
+    from ..sources.json_path import parse_path
+
+    path = parse_path(by.spec.JsonPath)
+    records: list[str] = []
+    order: dict[str, int] = {}
+    for url in urls:
+        try:
+            with fsspec.open(url, "rt", encoding="utf-8", errors="replace", compression="infer") as fh:
+                document = json.loads(fh.read(JSON_DOCUMENT_BYTES))
+        except (OSError, ValueError) as exc:
+            crawl.error(url, f"not one JSON document for classifier {by.name}: {str(exc).splitlines()[0]}")
+            continue
+        for record in path.records(document):
+            if isinstance(record, dict) and len(records) < CSV_SAMPLE_RECORDS:
+                records.append(json.dumps(record))
+                for key in record:
+                    order.setdefault(key, len(order))
+    if not records:
+        return None
+    rdd = spark.sparkContext.parallelize(records, 1)
+    schema = spark.read.json(rdd).schema
+    fields = sorted(schema.fields, key=lambda f: order.get(f.name, len(order)))
+    return [Column(f.name.lower(), _glue_type(f.dataType)) for f in fields], {"jsonPath": path.text}
+
+
 def _glue_type(data_type) -> str:
     """The catalog type Glue's crawler gives a text format's column: whole numbers
     bigint, fractions double, and dates and timestamps strings (Glue's CSV and JSON
@@ -410,10 +475,10 @@ def run_crawl(
     *,
     connections: Connections,
     crawl_id: str | None = None,
-    classifiers: Mapping[str, csv_dialect.CsvRules] | None = None,
+    classifiers: Mapping[str, Classifier] | None = None,
 ) -> CrawlRecord:
     crawl = Crawl(crawl_id or "cr_" + secrets.token_hex(16))
-    crawl.csv_rules = csv_rules(definition.Classifiers, classifiers or {})
+    crawl.classifiers = resolve(definition.Classifiers, classifiers or {})
     crawler_store.begin(definition.Name, crawl.crawl_id)
     began = time.monotonic()
     outcome = "FAILED"
@@ -542,7 +607,7 @@ def _apply(
     old: Table | None,
     new_folders_only: bool,
 ) -> None:
-    inferred = infer(spark, found, crawl, definition.configuration.get("XmlRowTag", "row"), crawl.csv_rules)
+    inferred = infer(spark, found, crawl, definition.configuration.get("XmlRowTag", "row"))
     if inferred is None:
         crawl.error(found.root, "no readable file; table not created or updated")
         return

@@ -19,7 +19,9 @@ from ..engine.options import OPTION_NAMES, parse_bool
 from ..errors import SourceError
 from ..runtime import read_source
 from ..sources.files import FileSource
+from ..sources.grok import GrokPattern
 from ..sources.jdbc import JdbcRequest, JdbcSource, apply_type_mapping, type_mapping
+from ..sources.json_path import parse_path
 from ..sources.registry import STREAM_CONNECTION_TYPES, stream_accepts, stream_source
 from . import choice, formats
 
@@ -78,17 +80,17 @@ def read_files(
         if key in formats.ACCEPTED_NO_OP:
             log.info("connection option %s is accepted; Spark sizes its own input splits", key)
     json_records = False
+    json_path = None
     spark_opts.update(formats.translate(formats.READ, fmt, format_options))
     if fmt == "csv":
         spark_fmt = "csv"
     elif fmt == "json":
-        if format_options.get("jsonPath") not in (None, "", "$[*]"):
-            raise SourceError("jsonPath supports '$[*]' (a top-level array of records) only")
+        json_path = parse_path(format_options["jsonPath"]) if format_options.get("jsonPath") else None
         multiline = parse_bool(
             "multiline", format_options.get("multiline", format_options.get("multiLine", False))
         )
         spark_fmt = "text"
-        if multiline or format_options.get("jsonPath") == "$[*]":
+        if multiline or json_path is not None:
             spark_opts["wholetext"] = "true"
         json_records = True
     elif fmt in ("parquet", "glueparquet", "orc"):
@@ -110,6 +112,8 @@ def read_files(
         paths, format=spark_fmt, ctx=ctx or None, options={**file_options(options), **spark_opts}
     )
     df = read_source(gc.spark_session, source, gc.run)
+    if json_path is not None:
+        df = json_path.select(df)
     if spark_fmt == "csv" and spark_opts.get("header") != "true":
         df = glue_column_names(df)
     if spark_fmt == "csv" and text_csv:
@@ -359,10 +363,14 @@ def from_catalog(
         }
         kind = "mysql" if classification == "mysql" else classification
         return read_jdbc(gc, kind, jdbc_options, ctx), False
-    fmt = "text" if classification == "json" else classification
+    # A custom classifier's table: grok lines, or JSON records under a path in each document
+    grok = found.parameters.get("input.format")
+    json_path = parse_path(found.parameters["jsonPath"]) if found.parameters.get("jsonPath") else None
+    fmt = "text" if classification == "json" or grok else classification
     spark_opts = (
         {"wholetext": "true"}
-        if classification == "json" and parse_bool("multiline", options.get("multiline", False))
+        if classification == "json"
+        and (json_path is not None or parse_bool("multiline", options.get("multiline", False)))
         else {}
     )
     file_opts = file_options(options)
@@ -384,6 +392,10 @@ def from_catalog(
     )
     if as_text:
         df = choice.type_by_catalog(df, {c.name: c.type for c in found.columns if c.name in df.columns})
+    if grok:
+        return GrokPattern.compile(grok, found.parameters.get("input.grokCustomPatterns")).read(df), False
+    if json_path is not None and classification == "json":
+        df = json_path.select(df)
     return df, classification == "json"
 
 
