@@ -1015,6 +1015,88 @@ def test_classifiers_made_through_the_api_and_declared_in_the_file(glue, config)
         glue.delete_classifier(Name="books")
 
 
+def test_security_configurations_policies_and_encryption_settings_are_kept(glue):
+    """The calls Terraform's aws_glue_security_configuration (Create, Get, Delete),
+    aws_glue_resource_policy (Put, Get, Delete) and
+    aws_glue_data_catalog_encryption_settings (Put, Get) make, answered as Glue answers
+    them: a catalog never given settings has encryption DISABLED; a policy's hash
+    conditions are checked (ConditionCheckFailureException)."""
+    encryption = {
+        "S3Encryption": [{"S3EncryptionMode": "SSE-S3"}],
+        "CloudWatchEncryption": {"CloudWatchEncryptionMode": "DISABLED"},
+        "JobBookmarksEncryption": {"JobBookmarksEncryptionMode": "DISABLED"},
+    }
+    made = glue.create_security_configuration(Name="s3-sse", EncryptionConfiguration=encryption)
+    assert made["Name"] == "s3-sse" and made["CreatedTimestamp"]
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_security_configuration(Name="s3-sse", EncryptionConfiguration=encryption)
+    found = glue.get_security_configuration(Name="s3-sse")["SecurityConfiguration"]
+    assert found["EncryptionConfiguration"] == encryption
+    assert [c["Name"] for c in glue.get_security_configurations()["SecurityConfigurations"]] == ["s3-sse"]
+    glue.delete_security_configuration(Name="s3-sse")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_security_configuration(Name="s3-sse")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.delete_security_configuration(Name="s3-sse")
+
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_resource_policy()
+    policy = '{"Version": "2012-10-17", "Statement": []}'
+    with pytest.raises(glue.exceptions.ConditionCheckFailureException):
+        glue.put_resource_policy(PolicyInJson=policy, PolicyExistsCondition="MUST_EXIST")
+    first = glue.put_resource_policy(PolicyInJson=policy, PolicyExistsCondition="NOT_EXIST")["PolicyHash"]
+    got = glue.get_resource_policy()
+    assert got["PolicyInJson"] == policy and got["PolicyHash"] == first
+    changed = '{"Version": "2012-10-17", "Statement": [{"Effect": "Deny"}]}'
+    with pytest.raises(glue.exceptions.ConditionCheckFailureException):
+        glue.put_resource_policy(PolicyInJson=changed, PolicyHashCondition="not-the-hash")
+    second = glue.put_resource_policy(PolicyInJson=changed, PolicyHashCondition=first)["PolicyHash"]
+    assert second != first
+    assert [p["PolicyHash"] for p in glue.get_resource_policies()["GetResourcePoliciesResponseList"]] == [
+        second
+    ]
+    with pytest.raises(glue.exceptions.InvalidInputException, match="not a JSON document"):
+        glue.put_resource_policy(PolicyInJson="{nope")
+    glue.delete_resource_policy(PolicyHashCondition=second)
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_resource_policy()
+
+    default = glue.get_data_catalog_encryption_settings()["DataCatalogEncryptionSettings"]
+    assert default["EncryptionAtRest"]["CatalogEncryptionMode"] == "DISABLED"
+    wanted = {
+        "EncryptionAtRest": {"CatalogEncryptionMode": "SSE-KMS", "SseAwsKmsKeyId": "alias/glue"},
+        "ConnectionPasswordEncryption": {
+            "ReturnConnectionPasswordEncrypted": True,
+            "AwsKmsKeyId": "alias/pw",
+        },
+    }
+    glue.put_data_catalog_encryption_settings(DataCatalogEncryptionSettings=wanted)
+    assert glue.get_data_catalog_encryption_settings()["DataCatalogEncryptionSettings"] == wanted
+    with pytest.raises(glue.exceptions.InvalidInputException, match="SseAwsKmsKeyId"):
+        glue.put_data_catalog_encryption_settings(
+            DataCatalogEncryptionSettings={"EncryptionAtRest": {"CatalogEncryptionMode": "SSE-KMS"}}
+        )
+
+
+def test_ml_transforms_and_dev_endpoints_are_refused_saying_why(glue):
+    with pytest.raises(
+        glue.exceptions.ClientError, match="CreateMLTransform: ML transforms .* AWS trains and hosts"
+    ):
+        glue.create_ml_transform(
+            Name="dedupe",
+            InputRecordTables=[{"DatabaseName": "d", "TableName": "t"}],
+            Parameters={
+                "TransformType": "FIND_MATCHES",
+                "FindMatchesParameters": {"PrimaryKeyColumnName": "id"},
+            },
+            Role="r",
+        )
+    with pytest.raises(
+        glue.exceptions.ClientError, match="GetDevEndpoints: development endpoints are retired"
+    ):
+        glue.get_dev_endpoints()
+
+
 LOGGING_SCRIPT = """
 import sys
 from awsglue.utils import getResolvedOptions
@@ -1630,7 +1712,54 @@ def test_terraform_resources_call_sequences_replayed(glue, endpoint, tmp_path):
     glue.stop_trigger(Name="nightly-at-two")
     assert glue.get_trigger(Name="nightly-at-two")["Trigger"]["State"] == "DEACTIVATED"
 
+    # aws_glue_classifier: create, read (GetClassifier), update in place, destroy
+    glue.create_classifier(
+        GrokClassifier={"Name": "apache", "Classification": "web", "GrokPattern": "%{COMMONAPACHELOG}"}
+    )
+    assert glue.get_classifier(Name="apache")["Classifier"]["GrokClassifier"]["Classification"] == "web"
+    glue.update_classifier(
+        GrokClassifier={"Name": "apache", "Classification": "web", "GrokPattern": "%{COMBINEDAPACHELOG}"}
+    )
+    assert glue.get_classifier(Name="apache")["Classifier"]["GrokClassifier"]["Version"] == 2
+    # aws_glue_security_configuration: create, read; any change replaces it
+    glue.create_security_configuration(
+        Name="sse",
+        EncryptionConfiguration={
+            "S3Encryption": [{"S3EncryptionMode": "SSE-S3"}],
+            "CloudWatchEncryption": {"CloudWatchEncryptionMode": "DISABLED"},
+            "JobBookmarksEncryption": {"JobBookmarksEncryptionMode": "DISABLED"},
+        },
+    )
+    assert glue.get_security_configuration(Name="sse")["SecurityConfiguration"]["Name"] == "sse"
+    # aws_glue_resource_policy: put (NOT_EXIST on create, MUST_EXIST on update), read, delete
+    policy = '{"Version":"2012-10-17","Statement":[]}'
+    glue.put_resource_policy(PolicyInJson=policy, PolicyExistsCondition="NOT_EXIST")
+    glue.put_resource_policy(
+        PolicyInJson=policy.replace("[]", '[{"Effect":"Allow"}]'), PolicyExistsCondition="MUST_EXIST"
+    )
+    assert "Allow" in glue.get_resource_policy()["PolicyInJson"]
+    # aws_glue_data_catalog_encryption_settings: put on create and update, read; destroy puts the defaults back
+    glue.put_data_catalog_encryption_settings(
+        CatalogId=account,
+        DataCatalogEncryptionSettings={
+            "EncryptionAtRest": {"CatalogEncryptionMode": "SSE-KMS", "SseAwsKmsKeyId": "alias/k"},
+            "ConnectionPasswordEncryption": {"ReturnConnectionPasswordEncrypted": False},
+        },
+    )
+    at_rest = glue.get_data_catalog_encryption_settings(CatalogId=account)["DataCatalogEncryptionSettings"]
+    assert at_rest["EncryptionAtRest"]["CatalogEncryptionMode"] == "SSE-KMS"
+
     # terraform destroy, in dependency order; each delete ignores a missing resource
+    glue.put_data_catalog_encryption_settings(
+        CatalogId=account,
+        DataCatalogEncryptionSettings={
+            "EncryptionAtRest": {"CatalogEncryptionMode": "DISABLED"},
+            "ConnectionPasswordEncryption": {"ReturnConnectionPasswordEncrypted": False},
+        },
+    )
+    glue.delete_resource_policy()
+    glue.delete_security_configuration(Name="sse")
+    glue.delete_classifier(Name="apache")
     glue.delete_trigger(Name="nightly-at-two")
     with pytest.raises(glue.exceptions.EntityNotFoundException):
         glue.get_trigger(Name="nightly-at-two")

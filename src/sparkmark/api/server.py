@@ -47,6 +47,7 @@ from . import (  # noqa: E402, F401
     jobs,
     logs,
     quality,
+    security,
     sessions,
     tags,
     workflows,

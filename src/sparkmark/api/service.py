@@ -21,6 +21,12 @@ METRICS_HANDLERS: dict[str, Handler] = {}  # CloudWatch's metric operations (Put
 BY_SERVICE = {"glue": HANDLERS, "logs": LOGS_HANDLERS, "cloudwatch": METRICS_HANDLERS}
 # Run after an operation succeeds, with its name and parameters (tags given on create).
 AFTER: list[Callable[[Service, str, dict[str, Any]], None]] = []
+# Glue resources that have no local meaning, refused in one line that says why.
+REFUSED = {
+    "MLTransform": "ML transforms (FindMatches) are a model AWS trains and hosts; sparkmark has none to run",
+    "MLTaskRun": "ML transforms (FindMatches) are a model AWS trains and hosts; sparkmark has none to run",
+    "DevEndpoint": "development endpoints are retired by AWS; use interactive sessions (CreateSession) instead",
+}
 CATALOG_ID = "000000000000"  # Glue's catalog id is the account's; sparkmark has one catalog
 
 
@@ -38,6 +44,9 @@ class Service(App):
 
     def call(self, operation: str, params: dict[str, Any], service: str = "glue") -> dict[str, Any]:
         fn = BY_SERVICE[service].get(operation)
+        refused = next((why for part, why in REFUSED.items() if part in operation), None)
+        if fn is None and service == "glue" and refused is not None:
+            raise GlueApiError("UnsupportedOperationException", f"{operation}: {refused}")
         if fn is None:
             what = "a Glue" if service == "glue" else f"a {service}"
             raise GlueApiError(
