@@ -104,6 +104,121 @@ def orders_table(location: str, name: str = "Orders") -> dict:
     }
 
 
+def test_partition_indexes_are_made_listed_used_and_deleted(glue, tmp_path):
+    """CreateTable's PartitionIndexes and CreatePartitionIndex (backfilled from the
+    partitions the table has), GetPartitionIndexes as Terraform's aws_glue_partition_index
+    polls it (ACTIVE), GetPartitions through the index, DeletePartitionIndex; Glue's
+    checks: keys must be partition keys, three indexes a table at most."""
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    table = orders_table(str(tmp_path / "orders"), name="orders")
+    glue.create_table(
+        DatabaseName="sales", TableInput=table, PartitionIndexes=[{"IndexName": "by_year", "Keys": ["year"]}]
+    )
+    glue.batch_create_partition(
+        DatabaseName="sales",
+        TableName="orders",
+        PartitionInputList=[
+            {"Values": [str(y), r], "StorageDescriptor": {"Location": str(tmp_path / f"{y}{r}")}}
+            for y in (2024, 2025, 2026)
+            for r in ("eu", "us")
+        ],
+    )
+    glue.create_partition_index(
+        DatabaseName="sales",
+        TableName="orders",
+        PartitionIndex={"IndexName": "by_both", "Keys": ["region", "year"]},
+    )
+    listed = glue.get_partition_indexes(DatabaseName="sales", TableName="orders")[
+        "PartitionIndexDescriptorList"
+    ]
+    assert [(i["IndexName"], [k["Name"] for k in i["Keys"]], i["IndexStatus"]) for i in listed] == [
+        ("by_both", ["region", "year"], "ACTIVE"),
+        ("by_year", ["year"], "ACTIVE"),
+    ]
+    assert listed[0]["Keys"][1] == {"Name": "year", "Type": "int"}
+    found = glue.get_partitions(
+        DatabaseName="sales", TableName="orders", Expression="year > 2024 AND region = 'eu'"
+    )
+    assert sorted(p["Values"] for p in found["Partitions"]) == [["2025", "eu"], ["2026", "eu"]]
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_partition_index(
+            DatabaseName="sales",
+            TableName="orders",
+            PartitionIndex={"IndexName": "by_year", "Keys": ["year"]},
+        )
+    with pytest.raises(glue.exceptions.InvalidInputException, match="'amount' is not a partition key"):
+        glue.create_partition_index(
+            DatabaseName="sales", TableName="orders", PartitionIndex={"IndexName": "x", "Keys": ["amount"]}
+        )
+    glue.create_partition_index(
+        DatabaseName="sales",
+        TableName="orders",
+        PartitionIndex={"IndexName": "by_region", "Keys": ["region"]},
+    )
+    with pytest.raises(glue.exceptions.ResourceNumberLimitExceededException):
+        glue.create_partition_index(
+            DatabaseName="sales", TableName="orders", PartitionIndex={"IndexName": "fourth", "Keys": ["year"]}
+        )
+    glue.delete_partition_index(DatabaseName="sales", TableName="orders", IndexName="by_both")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.delete_partition_index(DatabaseName="sales", TableName="orders", IndexName="by_both")
+    remaining = glue.get_partition_indexes(DatabaseName="sales", TableName="orders")[
+        "PartitionIndexDescriptorList"
+    ]
+    assert [i["IndexName"] for i in remaining] == ["by_region", "by_year"]
+
+
+def test_user_defined_functions_are_kept_and_listed(glue):
+    """Terraform's aws_glue_user_defined_function: CreateUserDefinedFunction,
+    GetUserDefinedFunction, UpdateUserDefinedFunction, DeleteUserDefinedFunction;
+    GetUserDefinedFunctions by Glue's name pattern, in a database or in all; names kept
+    in lower case; a deleted database's functions go with it."""
+    glue.create_database(DatabaseInput={"Name": "udfs"})
+    glue.create_database(DatabaseInput={"Name": "other"})
+    jar = [{"ResourceType": "JAR", "Uri": "s3://libs/udfs.jar"}]
+    glue.create_user_defined_function(
+        DatabaseName="udfs",
+        FunctionInput={"FunctionName": "Mask_Email", "ClassName": "com.acme.Mask", "OwnerName": "data",
+                       "OwnerType": "ROLE", "FunctionType": "REGULAR_FUNCTION", "ResourceUris": jar},
+    )  # fmt: skip
+    glue.create_user_defined_function(
+        DatabaseName="other", FunctionInput={"FunctionName": "mask_phone", "ClassName": "com.acme.Phone"}
+    )
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_user_defined_function(
+            DatabaseName="udfs", FunctionInput={"FunctionName": "mask_email", "ClassName": "x"}
+        )
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.create_user_defined_function(
+            DatabaseName="nope", FunctionInput={"FunctionName": "f", "ClassName": "x"}
+        )
+    got = glue.get_user_defined_function(DatabaseName="udfs", FunctionName="MASK_EMAIL")[
+        "UserDefinedFunction"
+    ]
+    assert (got["FunctionName"], got["ClassName"], got["DatabaseName"], got["ResourceUris"]) == (
+        "mask_email", "com.acme.Mask", "udfs", jar,
+    )  # fmt: skip
+    assert got["CreateTime"]
+    everywhere = glue.get_user_defined_functions(Pattern="mask*")["UserDefinedFunctions"]
+    assert sorted((f["DatabaseName"], f["FunctionName"]) for f in everywhere) == [
+        ("other", "mask_phone"), ("udfs", "mask_email"),
+    ]  # fmt: skip
+    assert [f["FunctionName"] for f in glue.get_user_defined_functions(DatabaseName="udfs", Pattern="*")[
+        "UserDefinedFunctions"]] == ["mask_email"]  # fmt: skip
+    assert glue.get_user_defined_functions(Pattern="nothing*")["UserDefinedFunctions"] == []
+    glue.update_user_defined_function(
+        DatabaseName="udfs", FunctionName="mask_email",
+        FunctionInput={"FunctionName": "mask_email", "ClassName": "com.acme.Mask2"},
+    )  # fmt: skip
+    assert glue.get_user_defined_function(DatabaseName="udfs", FunctionName="mask_email")[
+        "UserDefinedFunction"]["ClassName"] == "com.acme.Mask2"  # fmt: skip
+    glue.delete_user_defined_function(DatabaseName="udfs", FunctionName="mask_email")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_user_defined_function(DatabaseName="udfs", FunctionName="mask_email")
+    glue.delete_database(Name="other")
+    assert glue.get_user_defined_functions(Pattern="*")["UserDefinedFunctions"] == []
+
+
 def test_databases_and_tables_keep_glue_names_and_shapes(glue, tmp_path):
     glue.create_database(DatabaseInput={"Name": "Raw-Data", "Description": "landing zone"})
     db = glue.get_database(Name="raw-data")["Database"]
@@ -1749,7 +1864,37 @@ def test_terraform_resources_call_sequences_replayed(glue, endpoint, tmp_path):
     at_rest = glue.get_data_catalog_encryption_settings(CatalogId=account)["DataCatalogEncryptionSettings"]
     assert at_rest["EncryptionAtRest"]["CatalogEncryptionMode"] == "SSE-KMS"
 
+    # aws_glue_partition_index: create, poll GetPartitionIndexes until ACTIVE, read; destroy polls until gone
+    glue.create_partition_index(
+        CatalogId=account,
+        DatabaseName="lake",
+        TableName="orders",
+        PartitionIndex={"IndexName": "by_dt", "Keys": ["dt"]},
+    )
+    indexes = glue.get_partition_indexes(CatalogId=account, DatabaseName="lake", TableName="orders")
+    assert [(i["IndexName"], i["IndexStatus"]) for i in indexes["PartitionIndexDescriptorList"]] == [
+        ("by_dt", "ACTIVE")
+    ]
+    # aws_glue_user_defined_function: create, read, update, destroy
+    function = {
+        "FunctionName": "to_cents",
+        "ClassName": "com.acme.Cents",
+        "OwnerName": "data",
+        "OwnerType": "USER",
+    }
+    glue.create_user_defined_function(CatalogId=account, DatabaseName="lake", FunctionInput=function)
+    assert glue.get_user_defined_function(CatalogId=account, DatabaseName="lake", FunctionName="to_cents")
+    glue.update_user_defined_function(
+        CatalogId=account, DatabaseName="lake", FunctionName="to_cents",
+        FunctionInput={**function, "ClassName": "com.acme.Cents2"},
+    )  # fmt: skip
+
     # terraform destroy, in dependency order; each delete ignores a missing resource
+    glue.delete_user_defined_function(CatalogId=account, DatabaseName="lake", FunctionName="to_cents")
+    glue.delete_partition_index(CatalogId=account, DatabaseName="lake", TableName="orders", IndexName="by_dt")
+    assert not glue.get_partition_indexes(DatabaseName="lake", TableName="orders")[
+        "PartitionIndexDescriptorList"
+    ]
     glue.put_data_catalog_encryption_settings(
         CatalogId=account,
         DataCatalogEncryptionSettings={

@@ -14,9 +14,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from ..catalog.expression import select_partitions
 from ..catalog.models import GLUE_KEY, Column, Database, Partition, Table
-from ..errors import NotFound
+from ..catalog.partition_index import MAX_INDEXES, check_index, matching_partitions
+from ..errors import NotFound, SparkmarkError
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import CATALOG_ID, Service, handler, page
 
@@ -327,7 +327,54 @@ def create_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     if any(t.name == table.name for t in svc.catalog.tables(db)):
         raise exists(f"Table {table.name} already exists.")
     table.parameters[VERSION_KEY] = "1"
+    indexes = p.get("PartitionIndexes") or []
+    for i, index in enumerate(indexes):  # all checked before the table is made
+        check_index(table, index["Keys"], {x["IndexName"]: x["Keys"] for x in indexes[:i]})
     svc.catalog.put_table(table)
+    for index in indexes:
+        svc.catalog.create_partition_index(table.database, table.name, index["IndexName"], index["Keys"])
+    return {}
+
+
+@handler("CreatePartitionIndex")
+def create_partition_index(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """An index over some partition keys, filled from the table's partitions at once
+    (Glue backfills it and reports CREATING, then ACTIVE)."""
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    index = p["PartitionIndex"]
+    existing = svc.catalog.partition_indexes(table.database, table.name)
+    if index["IndexName"] in existing:
+        raise exists(f"Partition index {index['IndexName']} already exists.")
+    try:
+        check_index(table, index["Keys"], existing)
+    except SparkmarkError as exc:
+        if len(existing) >= MAX_INDEXES:
+            raise GlueApiError("ResourceNumberLimitExceededException", str(exc)) from None
+        raise
+    svc.catalog.create_partition_index(table.database, table.name, index["IndexName"], index["Keys"])
+    return {}
+
+
+@handler("GetPartitionIndexes")
+def get_partition_indexes(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    types = {c.name: c.type for c in table.partition_keys}
+    found = [
+        {
+            "IndexName": name,
+            "Keys": [{"Name": k, "Type": types.get(k, "string")} for k in keys],
+            "IndexStatus": "ACTIVE",
+        }
+        for name, keys in sorted(svc.catalog.partition_indexes(table.database, table.name).items())
+    ]
+    chunk, token = page(found, p)
+    return {"PartitionIndexDescriptorList": chunk, "NextToken": token}
+
+
+@handler("DeletePartitionIndex")
+def delete_partition_index(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    svc.catalog.drop_partition_index(table.database, table.name, p["IndexName"])
     return {}
 
 
@@ -492,9 +539,7 @@ def get_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 @handler("GetPartitions")
 def get_partitions(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     table = _table(svc, p["DatabaseName"], p["TableName"])
-    parts = select_partitions(
-        table.partition_keys, svc.catalog.partitions(table.database, table.name), p.get("Expression") or ""
-    )
+    parts = matching_partitions(svc.catalog, table, p.get("Expression") or "")
     chunk, token = page([_partition_doc(table, part) for part in parts], p, default=1000)
     return {"Partitions": chunk, "NextToken": token}
 

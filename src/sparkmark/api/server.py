@@ -44,6 +44,7 @@ from . import (  # noqa: E402, F401
     cloudwatch,
     connections,
     crawlers,
+    functions,
     jobs,
     logs,
     quality,

@@ -48,10 +48,24 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def keys_read(keys: Sequence[Column], expression: str) -> set[str]:
+    """The partition keys ``expression`` reads (checked as :func:`select_partitions`
+    checks it, over no partitions)."""
+    read: set[str] = set()
+    select_partitions(keys, [], expression, reads=read)
+    return read
+
+
 def select_partitions(
-    keys: Sequence[Column], parts: Sequence[Partition], expression: str, *, budget: int = STEP_BUDGET
+    keys: Sequence[Column],
+    parts: Sequence[Partition],
+    expression: str,
+    *,
+    budget: int = STEP_BUDGET,
+    reads: set[str] | None = None,
 ) -> list[Partition]:
-    """The partitions whose values satisfy ``expression``, within ``budget`` steps."""
+    """The partitions whose values satisfy ``expression``, within ``budget`` steps; the
+    keys it reads are added to ``reads``."""
     if not expression or not expression.strip():
         return list(parts)
     if ";" in expression:
@@ -74,6 +88,8 @@ def select_partitions(
                 selects += 1
                 return sqlite3.SQLITE_OK if selects == 1 else sqlite3.SQLITE_DENY
             if action == sqlite3.SQLITE_READ and arg1 == "partitions":
+                if reads is not None and arg2 != "__position":
+                    reads.add(arg2)
                 return sqlite3.SQLITE_OK
             if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _ALLOWED_FUNCTIONS:
                 return sqlite3.SQLITE_OK

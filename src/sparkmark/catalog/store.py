@@ -15,6 +15,7 @@ from sqlalchemy import (
     Column as SAColumn,
 )
 from sqlalchemy import (
+    Index,
     Integer,
     MetaData,
     String,
@@ -89,8 +90,31 @@ deferred = SATable(
     SAColumn("created_at", UTCDateTime, nullable=False),
 )
 
+# Glue's partition indexes: a table's index names keys (up to 3); each partition has an
+# entry holding its values of those keys, looked up through the database's own index.
+partition_indexes = SATable(
+    "sm_catalog_partition_indexes",
+    metadata,
+    SAColumn("database", String(255), primary_key=True),
+    SAColumn("table", String(255), primary_key=True),
+    SAColumn("index_name", String(255), primary_key=True),
+    SAColumn("keys", Text, nullable=False),  # JSON list of key names
+    SAColumn("created_at", UTCDateTime, nullable=False),
+)
+index_entries = SATable(
+    "sm_catalog_partition_index_entries",
+    metadata,
+    SAColumn("database", String(255), primary_key=True),
+    SAColumn("table", String(255), primary_key=True),
+    SAColumn("index_name", String(255), primary_key=True),
+    SAColumn("key_values", String(1024), primary_key=True),  # JSON list: the partition's values of the keys
+    SAColumn("values", String(2048), primary_key=True),  # JSON list: all the partition's values
+)
+Index("sm_catalog_index_lookup", index_entries.c.database, index_entries.c.table, index_entries.c.index_name,
+      index_entries.c.key_values)  # fmt: skip
+
 SCHEMA_KEY = "catalog_schema_version"
-SCHEMA_VERSION = 3  # 2 added sm_catalog_databases; 3 sm_catalog_deferred
+SCHEMA_VERSION = 4  # 2 added sm_catalog_databases; 3 sm_catalog_deferred; 4 partition indexes
 
 
 def _cols(doc: str) -> tuple[Column, ...]:
@@ -142,6 +166,8 @@ class CatalogStore:
         self.database(name)
         with self.state.begin() as conn:
             conn.execute(delete(partitions).where(partitions.c.database == name))
+            conn.execute(delete(partition_indexes).where(partition_indexes.c.database == name))
+            conn.execute(delete(index_entries).where(index_entries.c.database == name))
             conn.execute(delete(versions).where(versions.c.database == name))
             conn.execute(delete(tables).where(tables.c.database == name))
             conn.execute(delete(databases).where(databases.c.name == name))
@@ -192,8 +218,109 @@ class CatalogStore:
             conn.execute(
                 delete(partitions).where((partitions.c.database == database) & (partitions.c.table == name))
             )
+            for kept in (partition_indexes, index_entries):
+                conn.execute(delete(kept).where((kept.c.database == database) & (kept.c.table == name)))
+
+    def _indexes(self, conn, database: str, name: str) -> dict[str, list[str]]:
+        rows = conn.execute(
+            select(partition_indexes.c.index_name, partition_indexes.c["keys"]).where(
+                (partition_indexes.c.database == database) & (partition_indexes.c.table == name)
+            )
+        ).all()
+        return {index_name: json.loads(keys) for index_name, keys in rows}
+
+    def _entries(self, database: str, name: str, index: str, keys: list[str], parts: Iterable[Partition]):
+        table_keys = [c.name for c in self.table(database, name).partition_keys]
+        at = [table_keys.index(k) for k in keys]
+        return [
+            {
+                "database": database,
+                "table": name,
+                "index_name": index,
+                "key_values": json.dumps([p.values[i] for i in at]),
+                "values": json.dumps(list(p.values)),
+            }
+            for p in parts
+        ]
+
+    def create_partition_index(self, database: str, name: str, index: str, keys: list[str]) -> None:
+        """A partition index over ``keys`` (partition keys of the table), filled from the
+        partitions the table has (Glue's backfill)."""
+        entries = self._entries(database, name, index, keys, self.partitions(database, name))
+        with self.state.begin() as conn:
+            if index in self._indexes(conn, database, name):
+                raise AlreadyExists(f"partition index {index!r} already exists on {database}.{name}")
+            conn.execute(
+                insert(partition_indexes).values(
+                    database=database,
+                    table=name,
+                    index_name=index,
+                    keys=json.dumps(keys),
+                    created_at=utcnow(),
+                )
+            )
+            if entries:
+                conn.execute(insert(index_entries), entries)
+
+    def partition_indexes(self, database: str, name: str) -> dict[str, list[str]]:
+        """The table's partition indexes: their names and keys."""
+        with self.state.connect() as conn:
+            return self._indexes(conn, database, name)
+
+    def drop_partition_index(self, database: str, name: str, index: str) -> None:
+        with self.state.begin() as conn:
+            if index not in self._indexes(conn, database, name):
+                raise NotFound(f"no partition index {index!r} on {database}.{name}")
+            for kept in (partition_indexes, index_entries):
+                conn.execute(
+                    delete(kept).where(
+                        (kept.c.database == database) & (kept.c.table == name) & (kept.c.index_name == index)
+                    )
+                )
+
+    def indexed_key_values(self, database: str, name: str, index: str) -> list[tuple[str, ...]]:
+        """The distinct values the index's keys take (what an expression is tried on first)."""
+        with self.state.connect() as conn:
+            rows = conn.execute(
+                select(index_entries.c.key_values)
+                .where(
+                    (index_entries.c.database == database)
+                    & (index_entries.c.table == name)
+                    & (index_entries.c.index_name == index)
+                )
+                .distinct()
+            ).scalars()
+            return [tuple(json.loads(v)) for v in rows]
+
+    def partitions_by_index(
+        self, database: str, name: str, index: str, key_values: Iterable[tuple[str, ...]]
+    ) -> list[Partition]:
+        """The partitions whose index keys take one of ``key_values``, found through the
+        index (the table's other partitions are not read)."""
+        wanted = [json.dumps(list(v)) for v in key_values]
+        found: list[Partition] = []
+        with self.state.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                rows = conn.execute(
+                    select(partitions.c["values"], partitions.c.location)
+                    .join(
+                        index_entries,
+                        (index_entries.c.database == partitions.c.database)
+                        & (index_entries.c.table == partitions.c.table)
+                        & (index_entries.c["values"] == partitions.c["values"]),
+                    )
+                    .where(
+                        (index_entries.c.database == database)
+                        & (index_entries.c.table == name)
+                        & (index_entries.c.index_name == index)
+                        & index_entries.c.key_values.in_(wanted[start : start + 500])
+                    )
+                ).all()
+                found += [Partition(tuple(json.loads(v)), loc) for v, loc in rows]
+        return sorted(found, key=lambda p: p.values)
 
     def put_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
+        listed = list(parts)
         rows = [
             {
                 "database": database,
@@ -202,22 +329,31 @@ class CatalogStore:
                 "location": p.location,
                 "added_at": utcnow(),
             }
-            for p in parts
+            for p in listed
         ]
-        if rows:
-            with self.state.begin() as conn:
-                conn.execute(insert(partitions), rows)
+        if not rows:
+            return
+        entries = [
+            entry
+            for index, keys in self.partition_indexes(database, name).items()
+            for entry in self._entries(database, name, index, keys, listed)
+        ]
+        with self.state.begin() as conn:
+            conn.execute(insert(partitions), rows)
+            if entries:
+                conn.execute(insert(index_entries), entries)
 
     def drop_partitions(self, database: str, name: str, parts: Iterable[Partition]) -> None:
         with self.state.begin() as conn:
             for p in parts:
-                conn.execute(
-                    delete(partitions).where(
-                        (partitions.c.database == database)
-                        & (partitions.c.table == name)
-                        & (partitions.c["values"] == json.dumps(list(p.values)))
+                for kept in (partitions, index_entries):
+                    conn.execute(
+                        delete(kept).where(
+                            (kept.c.database == database)
+                            & (kept.c.table == name)
+                            & (kept.c["values"] == json.dumps(list(p.values)))
+                        )
                     )
-                )
 
     def defer(self, statement: str) -> None:
         with self.state.begin() as conn:
