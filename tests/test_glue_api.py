@@ -219,6 +219,93 @@ def test_user_defined_functions_are_kept_and_listed(glue):
     assert glue.get_user_defined_functions(Pattern="*")["UserDefinedFunctions"] == []
 
 
+def test_the_schema_registry_keeps_versions_and_checks_compatibility(glue):
+    """The Glue Schema Registry's operations through boto3: registries, schemas with a
+    first version, versions checked against the compatibility mode (BACKWARD by
+    default), the same definition answered with its existing version, lookups by id,
+    number, latest and definition, metadata, diffs, deletes; a schema made without a
+    registry goes to default-registry."""
+    order = {"type": "record", "name": "order", "fields": [{"name": "id", "type": "long"}]}
+    v2_def = {**order, "fields": [*order["fields"], {"name": "channel", "type": "string", "default": "web"}]}
+    made = glue.create_registry(RegistryName="streams", Description="topics", Tags={"team": "data"})
+    assert made["RegistryArn"].endswith(":registry/streams")
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_registry(RegistryName="streams")
+    schema = glue.create_schema(
+        RegistryId={"RegistryName": "streams"}, SchemaName="orders", DataFormat="AVRO",
+        SchemaDefinition=json.dumps(order),
+    )  # fmt: skip
+    assert (schema["Compatibility"], schema["LatestSchemaVersion"], schema["SchemaVersionStatus"]) == (
+        "BACKWARD", 1, "AVAILABLE",
+    )  # fmt: skip
+    v1_id = schema["SchemaVersionId"]
+    schema_id = {"SchemaArn": schema["SchemaArn"]}
+    v2 = glue.register_schema_version(SchemaId=schema_id, SchemaDefinition=json.dumps(v2_def))
+    assert v2["VersionNumber"] == 2 and v2["Status"] == "AVAILABLE"
+    again = glue.register_schema_version(SchemaId=schema_id, SchemaDefinition=json.dumps(v2_def))
+    assert again["SchemaVersionId"] == v2["SchemaVersionId"]  # the same definition: the same version
+    breaking = {**order, "fields": [{"name": "id", "type": "string"}]}
+    with pytest.raises(glue.exceptions.InvalidInputException, match="not BACKWARD compatible with version 2"):
+        glue.register_schema_version(SchemaId=schema_id, SchemaDefinition=json.dumps(breaking))
+    with pytest.raises(glue.exceptions.InvalidInputException, match="not a valid Avro schema"):
+        glue.register_schema_version(SchemaId=schema_id, SchemaDefinition='{"type": "record"}')
+    named = {"RegistryName": "streams", "SchemaName": "orders"}
+    latest = glue.get_schema_version(SchemaId=named, SchemaVersionNumber={"LatestVersion": True})
+    assert latest["VersionNumber"] == 2 and json.loads(latest["SchemaDefinition"]) == v2_def
+    assert glue.get_schema_version(SchemaVersionId=v1_id)["VersionNumber"] == 1
+    by_definition = glue.get_schema_by_definition(SchemaId=named, SchemaDefinition=json.dumps(order))
+    assert by_definition["SchemaVersionId"] == v1_id
+    listed = glue.list_schema_versions(SchemaId=named)["Schemas"]
+    assert [v["VersionNumber"] for v in listed] == [1, 2]
+    assert glue.get_schema(SchemaId=named)["LatestSchemaVersion"] == 2
+    diff = glue.get_schema_versions_diff(
+        SchemaId=named, FirstSchemaVersionNumber={"VersionNumber": 1}, SecondSchemaVersionNumber={"VersionNumber": 2},
+        SchemaDiffType="SYNTAX_DIFF",
+    )["Diff"]  # fmt: skip
+    assert '+      "name": "channel"' in diff
+
+    glue.update_schema(SchemaId=named, Compatibility="NONE", Description="anything goes")
+    assert (
+        glue.register_schema_version(SchemaId=named, SchemaDefinition=json.dumps(breaking))["VersionNumber"]
+        == 3
+    )
+    got = glue.get_schema(SchemaId=named)
+    assert (got["Compatibility"], got["Description"]) == ("NONE", "anything goes")
+
+    glue.put_schema_version_metadata(
+        SchemaId=named, SchemaVersionNumber={"VersionNumber": 2}, MetadataKeyValue={"MetadataKey": "owner", "MetadataValue": "ops"}
+    )  # fmt: skip
+    meta = glue.query_schema_version_metadata(SchemaId=named, SchemaVersionNumber={"VersionNumber": 2})
+    assert meta["MetadataInfoMap"]["owner"]["MetadataValue"] == "ops"
+    glue.remove_schema_version_metadata(
+        SchemaId=named, SchemaVersionNumber={"VersionNumber": 2}, MetadataKeyValue={"MetadataKey": "owner", "MetadataValue": "ops"}
+    )  # fmt: skip
+    assert glue.query_schema_version_metadata(SchemaVersionId=v2["SchemaVersionId"])["MetadataInfoMap"] == {}
+
+    assert glue.check_schema_version_validity(DataFormat="JSON", SchemaDefinition='{"type": "object"}')[
+        "Valid"
+    ]
+    invalid = glue.check_schema_version_validity(DataFormat="JSON", SchemaDefinition='{"type": 3}')
+    assert invalid["Valid"] is False and "not a valid JSON Schema" in invalid["Error"]
+    loose = glue.create_schema(SchemaName="events", DataFormat="JSON", Compatibility="FULL")
+    assert loose["RegistryName"] == "default-registry" and "LatestSchemaVersion" not in loose
+    names = sorted(r["RegistryName"] for r in glue.list_registries()["Registries"])
+    assert names == ["default-registry", "streams"]
+    assert [
+        x["SchemaName"] for x in glue.list_schemas(RegistryId={"RegistryName": "streams"})["Schemas"]
+    ] == ["orders"]
+
+    errors = glue.delete_schema_versions(SchemaId=named, Versions="2-4")["SchemaVersionErrors"]
+    assert [e["VersionNumber"] for e in errors] == [4]  # 2 and 3 deleted; there is no 4
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_schema_version(SchemaId=named, SchemaVersionNumber={"VersionNumber": 2})
+    glue.delete_registry(RegistryId={"RegistryName": "streams"})
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_schema(SchemaId=named)
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_registry(RegistryId={"RegistryName": "streams"})
+
+
 def test_databases_and_tables_keep_glue_names_and_shapes(glue, tmp_path):
     glue.create_database(DatabaseInput={"Name": "Raw-Data", "Description": "landing zone"})
     db = glue.get_database(Name="raw-data")["Database"]
@@ -1889,7 +1976,31 @@ def test_terraform_resources_call_sequences_replayed(glue, endpoint, tmp_path):
         FunctionInput={**function, "ClassName": "com.acme.Cents2"},
     )  # fmt: skip
 
+    # aws_glue_registry and aws_glue_schema: create, poll until AVAILABLE, read (the
+    # latest version's definition), update (UpdateSchema; RegisterSchemaVersion when the
+    # definition changes), destroy polling until not found
+    glue.create_registry(RegistryName="lake-streams", Description="d", Tags={"env": "dev"})
+    assert glue.get_registry(RegistryId={"RegistryName": "lake-streams"})["Status"] == "AVAILABLE"
+    glue.update_registry(RegistryId={"RegistryName": "lake-streams"}, Description="topics")
+    definition = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]}
+    arn_of = glue.create_schema(
+        RegistryId={"RegistryName": "lake-streams"}, SchemaName="clicks", DataFormat="AVRO",
+        Compatibility="BACKWARD", SchemaDefinition=json.dumps(definition),
+    )["SchemaArn"]  # fmt: skip
+    assert glue.get_schema(SchemaId={"SchemaArn": arn_of})["SchemaStatus"] == "AVAILABLE"
+    latest = glue.get_schema_version(
+        SchemaId={"SchemaArn": arn_of}, SchemaVersionNumber={"LatestVersion": True}
+    )
+    assert latest["Status"] == "AVAILABLE"
+    glue.update_schema(SchemaId={"SchemaArn": arn_of}, Compatibility="FORWARD")
+    changed = {**definition, "fields": [*definition["fields"], {"name": "b", "type": "int", "default": 0}]}
+    glue.register_schema_version(SchemaId={"SchemaArn": arn_of}, SchemaDefinition=json.dumps(changed))
+
     # terraform destroy, in dependency order; each delete ignores a missing resource
+    glue.delete_schema(SchemaId={"SchemaArn": arn_of})
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_schema(SchemaId={"SchemaArn": arn_of})
+    glue.delete_registry(RegistryId={"RegistryName": "lake-streams"})
     glue.delete_user_defined_function(CatalogId=account, DatabaseName="lake", FunctionName="to_cents")
     glue.delete_partition_index(CatalogId=account, DatabaseName="lake", TableName="orders", IndexName="by_dt")
     assert not glue.get_partition_indexes(DatabaseName="lake", TableName="orders")[

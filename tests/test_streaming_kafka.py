@@ -398,6 +398,113 @@ def test_a_streaming_catalog_table_gives_the_source_and_the_schema(spark, topic,
     store.close()
 
 
+def _registry_record(version_id: str, schema: dict, record: dict, compress: bool = False) -> bytes:
+    """A record framed as the Glue Schema Registry's serializers frame it (AWS's
+    schema-registry-serde: header version 3, compression 0 or 5 for ZLIB, the schema
+    version's 16-byte UUID, then the Avro binary record)."""
+    import io
+    import zlib
+
+    import fastavro
+
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, fastavro.parse_schema(schema), record)
+    body = zlib.compress(buffer.getvalue()) if compress else buffer.getvalue()
+    return bytes([3, 5 if compress else 0]) + uuid.UUID(version_id).bytes + body
+
+
+def test_a_streaming_job_reads_registry_encoded_avro_across_schema_versions(
+    spark, topic, tmp_path, sparkmark_home
+):
+    """AWS's Glue Schema Registry with a streaming table (StorageDescriptor's
+    SchemaReference): records written with version 1 and with version 2 (a field added
+    with a default, as BACKWARD compatibility allows) are read as one frame of the
+    latest version, version 1's records taking the default; a ZLIB-compressed record
+    decodes; a record whose header is not the registry's is quarantined, not lost; an
+    incompatible version 3 is refused by the registry."""
+    from sparkmark.catalog.models import GLUE_KEY, Database, Table
+    from sparkmark.catalog.schema_compatibility import IncompatibleSchema
+    from sparkmark.catalog.schema_registry import SchemaRegistryStore
+    from sparkmark.catalog.store import CatalogStore
+    from sparkmark.glue.context import GlueContext
+    from sparkmark.glue.job import Job as GlueJob
+
+    state = StateStore.from_settings(Settings.from_env())
+    registry = SchemaRegistryStore(state)
+    registry.create_registry("streams")
+    v1_schema = {
+        "type": "record",
+        "name": "order",
+        "fields": [{"name": "id", "type": "long"}, {"name": "amount", "type": "long"}],
+    }
+    v2_schema = {
+        **v1_schema,
+        "fields": [*v1_schema["fields"], {"name": "channel", "type": "string", "default": "web"}],
+    }
+    _, v1 = registry.create_schema("streams", topic.name, "AVRO", "BACKWARD", "", json.dumps(v1_schema))
+    v2 = registry.register_version("streams", topic.name, json.dumps(v2_schema))
+    assert (v1.number, v2.number) == (1, 2)
+    v3_schema = {
+        **v1_schema,
+        "fields": [*v1_schema["fields"], {"name": "region", "type": "string"}],
+    }  # no default
+    with pytest.raises(IncompatibleSchema, match="not BACKWARD compatible with version 2"):
+        registry.register_version("streams", topic.name, json.dumps(v3_schema))
+
+    catalog = CatalogStore(state)
+    catalog.put_database(Database("registry_streams"))
+    reference = {"SchemaId": {"RegistryName": "streams", "SchemaName": topic.name}}
+    catalog.put_table(
+        Table(
+            database="registry_streams",
+            name="orders",
+            location="",
+            classification="avro",
+            columns=(),
+            parameters={
+                "typeOfData": "kafka",
+                "topicName": topic.name,
+                "bootstrap.servers": topic.bootstrap,
+                "startingOffsets": "earliest",
+                GLUE_KEY: json.dumps({"StorageDescriptor": {"SchemaReference": reference}}),
+            },
+        )
+    )
+    _send_raw(
+        topic,
+        [
+            _registry_record(v1.version_id, v1_schema, {"id": 1, "amount": 10}),
+            _registry_record(v1.version_id, v1_schema, {"id": 2, "amount": 20}, compress=True),
+            b"not a registry record",
+            _registry_record(v2.version_id, v2_schema, {"id": 3, "amount": 30, "channel": "shop"}),
+        ],
+    )
+    out = tmp_path / "out"
+    glue = GlueContext(spark)
+    job = GlueJob(glue)
+    job.init("registry_stream", {"JOB_NAME": "registry_stream", "job_bookmark_option": "job-bookmark-enable"})
+    frame = glue.create_data_frame.from_catalog(
+        database="registry_streams", table_name="orders", transformation_ctx="src"
+    )
+
+    def process(df, batch_id):
+        glue.write_data_frame.from_options(
+            frame=df, connection_type="s3", connection_options={"path": str(out)}, format="parquet"
+        )
+
+    glue.forEachBatch(frame=frame, batch_function=process, options={"trigger": "availableNow"})
+    job.commit()
+    rows = sorted(tuple(r) for r in spark.read.parquet(str(out)).select("id", "amount", "channel").collect())
+    assert rows == [(1, 10, "web"), (2, 20, "web"), (3, 30, "shop")]
+    quarantined = [
+        json.loads(line)
+        for f in Path(sparkmark_home).rglob("quarantine/**/*.json")
+        for line in f.read_text().splitlines()
+    ]
+    assert [(r["partition"], r["offset"]) for r in quarantined] == [(0, 2)]  # the record without the header
+    state.close()
+
+
 def test_a_declared_streaming_job_is_scheduled_bounded(spark, topic, pg_table, tmp_path):
     """A job declared with Streaming = { UntilCaughtUp = true } runs through the scheduler's
     launcher and returns once caught up, so a workflow can go on after it."""

@@ -48,6 +48,7 @@ from . import (  # noqa: E402, F401
     jobs,
     logs,
     quality,
+    schema_registry,
     security,
     sessions,
     tags,

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
+from ..catalog.models import GLUE_KEY
 from ..engine import jdbc as jdbc_keys
 from ..engine.options import OPTION_NAMES, parse_bool
 from ..errors import SourceError
@@ -312,10 +313,47 @@ def stream_table(gc: GlueContext, database: str, table_name: str, options: dict)
         if k not in ("typeOfData", "classification") and stream_accepts(kind, k)
     }
     merged = {"classification": table.classification, **from_table, **options}
+    reference = schema_reference(table)
+    if reference is not None:
+        merged.update(registry_decoding(gc, reference, table))
     infer = parse_bool("inferSchema", options.get("inferSchema", False))
     if table.columns and "schema" not in merged and not infer:
         merged["schema"] = ", ".join(f"`{c.name}` {c.type}" for c in table.columns)
     return kind, merged
+
+
+def schema_reference(table) -> dict | None:
+    """The table's ``StorageDescriptor.SchemaReference`` (a Glue Schema Registry schema
+    its records are written with), as CreateTable gave it."""
+    try:
+        extra = json.loads(table.parameters.get(GLUE_KEY, "{}"))
+    except ValueError:
+        return None
+    return (extra.get("StorageDescriptor") or {}).get("SchemaReference") or None
+
+
+JSON_SCHEMA_TYPES = {"string": "string", "integer": "bigint", "number": "double", "boolean": "boolean"}
+
+
+def registry_decoding(gc: GlueContext, reference: dict, table) -> dict[str, str]:
+    """Options that decode a stream's registry-encoded records: read as the version the
+    reference names (or the latest), from any version of the schema."""
+    from ..catalog.schema_registry import SchemaRegistryStore
+    from ..sources import registry_records
+
+    schema, reader, versions = SchemaRegistryStore(gc.catalog_store().state).reference(reference)
+    writers = {v.version_id: v.definition for v in versions}
+    options = {
+        registry_records.OPTION: registry_records.plan(schema.data_format, reader.definition, writers),
+        "classification": "avro" if schema.data_format == "AVRO" else "json",
+    }
+    if schema.data_format == "JSON" and not table.columns:
+        properties = json.loads(reader.definition).get("properties") or {}
+        options["schema"] = ", ".join(
+            f"`{name}` {JSON_SCHEMA_TYPES.get(str(spec.get('type')), 'string')}"
+            for name, spec in properties.items()
+        )
+    return options
 
 
 def from_catalog(

@@ -53,6 +53,7 @@ _OWN = {
     "schema",
     "delimiter",
     "avroSchema",
+    "sparkmark.schemaRegistry",  # the decoding of registry-encoded records (sources.registry_records)
     "addRecordTimestamp",
     "emitConsumerLagMetrics",
     "endingOffsets",

@@ -57,6 +57,7 @@ _OWN = {
     "schema",
     "delimiter",
     "avroSchema",
+    "sparkmark.schemaRegistry",  # the decoding of registry-encoded records (sources.registry_records)
     "regionName",
     "addRecordTimestamp",
     "awsSTSRoleARN",

@@ -4,10 +4,12 @@ record values by classification."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import SourceError
+from . import registry_records
 from .base import ReadContext, SourceOutcome
 
 if TYPE_CHECKING:
@@ -47,17 +49,36 @@ def parse_values(
 
     others = [c for c in raw.columns if c != "value"]
     text = F.col("value").cast("string")
+    decoding = (
+        json.loads(str(options[registry_records.OPTION])) if options.get(registry_records.OPTION) else None
+    )
+    if decoding is not None:  # registry-encoded records: a header naming the version that wrote each
+        version_id, payload = registry_records.split(F.col("value"))
+        raw = raw.select(
+            version_id.alias("__sm_version"),
+            payload.alias("__sm_payload"),
+            F.col("value").alias("__sm_bytes"),
+            *others,
+        )
+        if classification == "json":
+            text = F.coalesce(
+                F.col("__sm_payload").cast("string"), F.concat(F.lit("base64:"), F.base64("__sm_bytes"))
+            )
     if classification == "avro":
         from pyspark.sql.avro.functions import from_avro
 
         avro_schema = options.get("avroSchema")
-        if not avro_schema:
+        if decoding is not None:
+            record = registry_records.decode_avro(F.col("__sm_version"), F.col("__sm_payload"), decoding)
+            parsed = raw.select(record.alias("__sm_r"), "__sm_bytes", *others)
+        elif not avro_schema:
             raise SourceError("an avro stream needs 'avroSchema' (the records' Avro schema as JSON)")
-        parsed = raw.select(
-            from_avro(F.col("value"), str(avro_schema), {"mode": "PERMISSIVE"}).alias("__sm_r"),
-            F.col("value").alias("__sm_bytes"),
-            *others,
-        )
+        else:
+            parsed = raw.select(
+                from_avro(F.col("value"), str(avro_schema), {"mode": "PERMISSIVE"}).alias("__sm_r"),
+                F.col("value").alias("__sm_bytes"),
+                *others,
+            )
         # Spark's permissive Avro decoding gives a record that does not decode as null, or
         # as a record of nulls: either counts as malformed (the bytes kept in base64).
         fields = parsed.select("__sm_r.*").columns
