@@ -151,6 +151,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/s3_incremental.py
 	$(PY) bench/u1_plugin.py
 	$(PY) bench/logs.py
+	$(PY) bench/partition_index.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars clients $(VENV)/.bench
@@ -169,6 +170,7 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/s3_incremental.py --quick --repeats 3
 	$(PY) bench/u1_plugin.py --quick
 	$(PY) bench/logs.py --quick --repeats 5
+	$(PY) bench/partition_index.py --quick --repeats 5
 	$(PY) bench/table.py
 
 clean:
