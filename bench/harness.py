@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 LATEST = Path(__file__).parent / "results" / "latest.json"
@@ -57,3 +62,37 @@ def cores_busy(action) -> tuple[float, float]:
     busy1, total1 = _cpu_ticks()
     share = (busy1 - busy0) / max(total1 - total0, 1)
     return wall, share * (os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def api_endpoint(env: dict[str, str], home: Path, service: str) -> Iterator[tuple[str, object]]:
+    """`sparkmark api` as a process (no scheduler) on ``env``'s home, and a boto3 client of
+    ``service`` signed with the home's token: (URL, client). The process ends on exit."""
+    import boto3
+    from botocore.config import Config
+
+    from sparkmark.access import local_token
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparkmark", "api", "--port", "0", "--no-scheduler"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline())
+        assert found is not None, "sparkmark api printed no URL"
+        client = boto3.client(
+            service,
+            endpoint_url=found.group(0),
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key=local_token(home),
+            config=Config(retries={"max_attempts": 1}, read_timeout=300),
+        )
+        yield found.group(0), client
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)

@@ -20,9 +20,7 @@ following uses it.
 from __future__ import annotations
 
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,14 +28,11 @@ import time
 import uuid
 from pathlib import Path
 
-import boto3
 import requests
-from botocore.config import Config
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, record, timed
-from sparkmark.access import local_token
+from harness import api_endpoint, arguments, record, timed
 from sparkmark.engine.models import BookmarkOption, RunState
 from sparkmark.engine.run_logs import log_path
 from sparkmark.engine.store import StateStore
@@ -77,24 +72,7 @@ def main() -> None:
         store = StateStore.from_settings(settings)
         big = make_run(store, home, "chatty", lines)
         small = make_run(store, home, "quiet", 10)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sparkmark", "api", "--port", "0", "--no-scheduler"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**env, "PYTHONUNBUFFERED": "1"},
-        )
-        try:
-            assert proc.stdout is not None
-            url = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)  # type: ignore[union-attr]
-            logs = boto3.client(
-                "logs",
-                endpoint_url=url,
-                region_name="us-east-1",
-                aws_access_key_id="bench",
-                aws_secret_access_key=local_token(home),
-                config=Config(retries={"max_attempts": 1}),
-            )
+        with api_endpoint(env, home, "logs") as (url, logs):
             group = "/aws-glue/jobs/output"
 
             def last_line(run_id: str) -> None:
@@ -132,9 +110,6 @@ def main() -> None:
             stop.set()
             for r in readers:
                 r.join(timeout=60)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
     g2 = loaded / idle
     size_mb = lines * 100 / 1e6
     print(

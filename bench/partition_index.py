@@ -15,20 +15,14 @@ a process, read through boto3 as Athena and awswrangler call it:
 from __future__ import annotations
 
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import boto3
-from botocore.config import Config
-
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import arguments, record, timed
-from sparkmark.access import local_token
+from harness import api_endpoint, arguments, record, timed
 from sparkmark.catalog.models import Column, Database, Partition, Table
 from sparkmark.catalog.store import CatalogStore
 from sparkmark.engine.store import StateStore
@@ -78,24 +72,7 @@ def main() -> None:
         state = StateStore.from_settings(Settings.from_env(env))
         catalog = CatalogStore(state)
         chosen = build(catalog, partitions)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sparkmark", "api", "--port", "0", "--no-scheduler"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**env, "PYTHONUNBUFFERED": "1"},
-        )
-        try:
-            assert proc.stdout is not None
-            url = re.search(r"http://127\.0\.0\.1:\d+", proc.stdout.readline()).group(0)  # type: ignore[union-attr]
-            glue = boto3.client(
-                "glue",
-                endpoint_url=url,
-                region_name="us-east-1",
-                aws_access_key_id="bench",
-                aws_secret_access_key=local_token(home),
-                config=Config(retries={"max_attempts": 1}, read_timeout=300),
-            )
+        with api_endpoint(env, home, "glue") as (_url, glue):
 
             def select() -> None:
                 found = glue.get_partitions(DatabaseName="lake", TableName="events", Expression=EXPRESSION)
@@ -110,9 +87,6 @@ def main() -> None:
             )
             select()
             indexed = [timed(select) for _ in range(args.repeats)]
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=60)
     x1 = statistics.median(unindexed) / statistics.median(indexed)
     key = "X1_quick" if args.quick else "X1"
     print(
