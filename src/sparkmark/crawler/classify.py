@@ -53,6 +53,7 @@ def classify(url: str) -> str | None:
 
 RECOGNISE_LINES = 50  # the first lines a grok or CSV classifier is tried on
 RECOGNISE_BYTES = 1 << 20
+JSON_DOCUMENT_BYTES = 64 << 20  # a JSON classifier parses whole documents: this much of each
 
 
 def recognise(url: str, classifiers: list[Classifier]) -> tuple[str | None, Classifier | None]:
@@ -93,9 +94,9 @@ def _recognised_by(url: str, built_in: str | None, by: Classifier) -> str | None
 
         try:
             with fsspec.open(url, "rt", encoding="utf-8", errors="replace", compression="infer") as fh:
-                document = json.loads(fh.read())
+                document = json.loads(fh.read(JSON_DOCUMENT_BYTES))
         except ValueError:
-            return None  # not one document (JSON lines): the built-in classifier's
+            return None  # not one document (JSON lines), or too big: the built-in classifier's
         records = parse_path(by.spec.JsonPath).records(document)
         return "json" if any(isinstance(r, dict) for r in records) else None
     rules = by.csv_rules()

@@ -27,7 +27,7 @@ from ..engine.store import StateStore
 from ..errors import SourceError
 from . import csv_dialect
 from .classifiers import Classifier, resolve
-from .classify import recognise
+from .classify import JSON_DOCUMENT_BYTES, recognise
 from .definition import CrawlerDefinition
 from .definition import DeleteBehaviorKind as DeleteBehavior
 from .definition import RecrawlBehaviorKind as RecrawlBehavior
@@ -400,9 +400,6 @@ def grok_parameters(by: Classifier) -> dict[str, str]:
     if by.spec.CustomPatterns:
         params["input.grokCustomPatterns"] = by.spec.CustomPatterns
     return params
-
-
-JSON_DOCUMENT_BYTES = 64 << 20  # a JSON classifier parses whole documents: this much of each
 
 
 def _json_path_columns(

@@ -11,6 +11,7 @@ that does not match giving a row of nulls, as Glue's ``GrokSerDe`` reads one."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -60,6 +61,12 @@ class GrokPattern:
 
     @classmethod
     def compile(cls, pattern: str, custom: str | None = None) -> GrokPattern:
+        """The pattern expanded (once per pattern in a process: a crawl tries it on
+        every file)."""
+        return _compiled(pattern, custom)
+
+    @classmethod
+    def _expand(cls, pattern: str, custom: str | None) -> GrokPattern:
         from pygrok import Grok  # the grok library and its pattern files
 
         for name, field, kind in _TYPED_FIELD.findall(pattern):
@@ -116,6 +123,11 @@ class GrokPattern:
             for (name, kind), position in zip(self.fields, positions, strict=True)
         ]
         return lines.select(*columns, *[c for c in lines.columns if c != "value"])
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str, custom: str | None) -> GrokPattern:
+    return GrokPattern._expand(pattern, custom)
 
 
 def _safe_name(field: str) -> str:
