@@ -97,3 +97,23 @@ def test_indexes_follow_deletes_and_are_checked_as_glue_checks_them(store):
     catalog.drop_partition_index("lake", "events", "by_day")
     with pytest.raises(NotFound):
         catalog.drop_partition_index("lake", "events", "by_day")
+
+
+def test_new_partition_keys_drop_the_indexes_that_no_longer_fit(tmp_path):
+    """An index's entries hold values of the keys it was made over: a table whose
+    partition keys change loses its indexes rather than answering from stale entries."""
+    catalog = CatalogStore(StateStore(f"sqlite:///{tmp_path / 'state.db'}"))
+    table = Table("lake", "t", "/d", "parquet", (Column("v", "bigint"),), KEYS[:2])
+    catalog.put_table(table)
+    catalog.put_partitions(
+        "lake", "t", [Partition(("2025", "eu"), "/d/a"), Partition(("2026", "us"), "/d/b")]
+    )
+    catalog.create_partition_index("lake", "t", "by_year", ["year"])
+    catalog.put_table(table)  # the same keys: the index stays
+    assert catalog.partition_indexes("lake", "t") == {"by_year": ["year"]}
+    swapped = Table("lake", "t", "/d", "parquet", (Column("v", "bigint"),), (KEYS[1], KEYS[0]))
+    catalog.put_table(swapped)
+    assert catalog.partition_indexes("lake", "t") == {}
+    assert [
+        p.values for p in matching_partitions(catalog, swapped, "year = 2026")
+    ] == []  # values are by the old order

@@ -185,8 +185,17 @@ class CatalogStore:
         }
         with self.state.begin() as conn:
             key = (tables.c.database == table.database) & (tables.c.name == table.name)
-            if conn.execute(select(tables.c.name).where(key)).first():
+            before = conn.execute(select(tables.c.partition_keys).where(key)).first()
+            if before is not None:
                 conn.execute(update(tables).where(key).values(**values))
+                if before.partition_keys != values["partition_keys"]:
+                    # An index's entries hold values by the old keys: it no longer fits.
+                    for kept in (partition_indexes, index_entries):
+                        conn.execute(
+                            delete(kept).where(
+                                (kept.c.database == table.database) & (kept.c.table == table.name)
+                            )
+                        )
             else:
                 conn.execute(insert(tables).values(database=table.database, name=table.name, **values))
             vkey = (versions.c.database == table.database) & (versions.c.table == table.name)
