@@ -238,24 +238,28 @@ class CatalogStore:
         ).all()
         return {index_name: json.loads(keys) for index_name, keys in rows}
 
-    def _entries(self, database: str, name: str, index: str, keys: list[str], parts: Iterable[Partition]):
+    def _entries(self, database: str, name: str, indexes: dict[str, list[str]], parts: list[Partition]):
+        """The index entries of ``parts`` for each of ``indexes`` (the table read once)."""
+        if not indexes or not parts:
+            return []
         table_keys = [c.name for c in self.table(database, name).partition_keys]
-        at = [table_keys.index(k) for k in keys]
-        return [
-            {
-                "database": database,
-                "table": name,
-                "index_name": index,
-                "key_values": json.dumps([p.values[i] for i in at]),
-                "values": json.dumps(list(p.values)),
-            }
-            for p in parts
-        ]
+        positions = {index: [table_keys.index(k) for k in keys] for index, keys in indexes.items()}
+        return [self._entry(database, name, index, at, p) for index, at in positions.items() for p in parts]
+
+    @staticmethod
+    def _entry(database: str, name: str, index: str, at: list[int], p: Partition) -> dict[str, str]:
+        return {
+            "database": database,
+            "table": name,
+            "index_name": index,
+            "key_values": json.dumps([p.values[i] for i in at]),
+            "values": json.dumps(list(p.values)),
+        }
 
     def create_partition_index(self, database: str, name: str, index: str, keys: list[str]) -> None:
         """A partition index over ``keys`` (partition keys of the table), filled from the
         partitions the table has (Glue's backfill)."""
-        entries = self._entries(database, name, index, keys, self.partitions(database, name))
+        entries = self._entries(database, name, {index: keys}, self.partitions(database, name))
         with self.state.begin() as conn:
             if index in self._indexes(conn, database, name):
                 raise AlreadyExists(f"partition index {index!r} already exists on {database}.{name}")
@@ -342,11 +346,7 @@ class CatalogStore:
         ]
         if not rows:
             return
-        entries = [
-            entry
-            for index, keys in self.partition_indexes(database, name).items()
-            for entry in self._entries(database, name, index, keys, listed)
-        ]
+        entries = self._entries(database, name, self.partition_indexes(database, name), listed)
         with self.state.begin() as conn:
             conn.execute(insert(partitions), rows)
             if entries:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import fsspec
@@ -60,8 +62,9 @@ def recognise(url: str, classifiers: list[Classifier]) -> tuple[str | None, Clas
     """A file's classification and the custom classifier that recognised it: the
     crawler's custom classifiers first, in its order, then the built-in ones."""
     built_in = classify(url)
+    head = functools.cache(functools.partial(_head, url))  # read once, whichever classifiers ask
     for by in classifiers:
-        kind = _recognised_by(url, built_in, by)
+        kind = _recognised_by(url, built_in, by, head)
         if kind is not None:
             return kind, by
     return built_in, None
@@ -72,21 +75,21 @@ def _head(url: str) -> str:
         return fh.read(RECOGNISE_BYTES)
 
 
-def _recognised_by(url: str, built_in: str | None, by: Classifier) -> str | None:
+def _recognised_by(url: str, built_in: str | None, by: Classifier, head: Callable[[], str]) -> str | None:
     if built_in in BINARY:
         return None
     if by.kind == "GrokClassifier":
         from ..sources.grok import GrokPattern
 
         pattern = GrokPattern.compile(by.spec.GrokPattern, by.spec.CustomPatterns)
-        lines = [line for line in _head(url).splitlines()[:RECOGNISE_LINES] if line.strip()]
+        lines = [line for line in head().splitlines()[:RECOGNISE_LINES] if line.strip()]
         if lines and all(pattern.match(line) is not None for line in lines):
             return str(by.spec.Classification).lower()
         return None
     if by.kind == "XMLClassifier":
         if built_in != "xml":
             return None
-        return "xml" if re.search(f"<{re.escape(by.spec.RowTag)}[\\s>]", _head(url)) else None
+        return "xml" if re.search(f"<{re.escape(by.spec.RowTag)}[\\s>]", head()) else None
     if by.kind == "JsonClassifier":
         if built_in != "json":
             return None
@@ -102,5 +105,5 @@ def _recognised_by(url: str, built_in: str | None, by: Classifier) -> str | None
     rules = by.csv_rules()
     if rules is None or built_in not in ("csv", None):
         return None
-    lines = [line.rstrip("\r") for line in _head(url).splitlines()[:RECOGNISE_LINES]]
+    lines = [line.rstrip("\r") for line in head().splitlines()[:RECOGNISE_LINES]]
     return "csv" if csv_dialect.detect(lines, rules) is not None else None
