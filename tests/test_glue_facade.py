@@ -963,6 +963,49 @@ def test_a_csv_read_from_files_is_text_and_keeps_empty_fields_as_glue_writes_the
     assert all(line.startswith('{"#":') for line in lines)  # the file's column order
 
 
+def test_from_options_reads_no_column_from_key_value_folders(glue, tmp_path):
+    """AWS's page on managing partitions: partition columns come from the Data Catalog,
+    so a reader who wants them in the DynamicFrame uses ``from_catalog`` instead of
+    ``from_options``. A ``from_options`` read of ``region=ca/`` and ``region=us/``
+    gives the files' own columns only (CSV, JSON and Parquet alike); a
+    ``push_down_predicate`` still picks the folders' rows; a folder with no file in it
+    gives nothing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "by_region"
+    for region, rows in (("ca", "1,Ann\n"), ("us", "2,Bob\n3,Cy\n")):
+        (data / "csv" / f"region={region}").mkdir(parents=True)
+        (data / "csv" / f"region={region}" / "a.csv").write_text("id,name\n" + rows)
+        write_json(data / "json" / f"region={region}" / "a.json", [int(rows[0])])
+        (data / "parquet" / f"region={region}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [int(rows[0])]}), data / "parquet" / f"region={region}" / "p.parquet")
+    (data / "csv" / "region=mx").mkdir()
+    frame = glue.create_dynamic_frame.from_options(
+        "s3", {"paths": [str(data / "csv")], "recurse": True}, "csv", format_options={"withHeader": True}
+    )
+    assert frame.toDF().columns == ["id", "name"]
+    assert sorted(r["id"] for r in frame.toDF().collect()) == ["1", "2", "3"]
+    for fmt in ("json", "parquet"):
+        read = glue.create_dynamic_frame.from_options(
+            "s3", {"paths": [str(data / fmt)], "recurse": True}, fmt
+        )
+        assert "region" not in read.toDF().columns and read.count() == 2, fmt
+    df = glue.create_data_frame.from_options(
+        "s3", {"paths": [str(data / "parquet")], "recurse": True}, "parquet"
+    )
+    assert df.columns == ["id"]
+    picked = glue.create_dynamic_frame.from_options(
+        "s3",
+        {"paths": [str(data / "csv")], "recurse": True},
+        "csv",
+        format_options={"withHeader": True},
+        push_down_predicate="region = 'us'",
+    )
+    assert picked.toDF().columns == ["id", "name"]
+    assert sorted(r["name"] for r in picked.toDF().collect()) == ["Bob", "Cy"]
+
+
 def test_a_json_frames_fields_keep_the_files_order(glue, tmp_path, capsys):
     """A DynamicFrame read from JSON keeps the order of the records' fields (AWS's JSON
     tutorials show it in ``printSchema``): the first record's, then a field that only a

@@ -15,9 +15,12 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "glue"
 SPARKMARK = Path(sys.executable).with_name("sparkmark")
 
 
-def write_orders(folder: Path, rows: list[dict]) -> None:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    folder.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+def write_orders(file: Path, rows: list[dict]) -> None:
+    """Orders under a ``dt=`` folder, each carrying its day as a field: Glue's
+    ``from_options`` reads no column from folder names."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    day = file.parent.name.removeprefix("dt=")
+    file.write_text("".join(json.dumps({**r, "dt": day}) + "\n" for r in rows), encoding="utf-8")
 
 
 def run(script: str, args: list[str], home: Path) -> subprocess.CompletedProcess:

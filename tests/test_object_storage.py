@@ -333,7 +333,17 @@ def seed_sales(client, bucket: str) -> None:
 
     import pyarrow as pa
 
-    put_json(client, bucket, "raw/orders/dt=2026-11-01/a.json", [1], customer="c1", product="p1", qty=2)
+    # Each order carries its day: Glue's from_options reads no column from dt= folders.
+    put_json(
+        client,
+        bucket,
+        "raw/orders/dt=2026-11-01/a.json",
+        [1],
+        customer="c1",
+        product="p1",
+        qty=2,
+        dt="2026-11-01",
+    )
     client.put_object(Bucket=bucket, Key="raw/customers/c.csv", Body=b"customer,name\nc1,Ann\nc2,Bob\n")
     sink = io.BytesIO()
     pq.write_table(pa.table({"product": ["p1", "p2"], "price": [2.5, 4.0]}), sink)
@@ -363,7 +373,16 @@ def test_glue_script_on_s3_twice(s3env, tmp_path):
     first = run_script("s3_sales.py", sales_args(f"s3://{bucket}"), tmp_path / "home")
     assert first.returncode == 0, first.stderr[-3000:]
     assert parquet_ids(client, bucket, "curated/sales/") == [1]
-    put_json(client, bucket, "raw/orders/dt=2026-11-02/b.json", [2, 3], customer="c2", product="p2", qty=1)
+    put_json(
+        client,
+        bucket,
+        "raw/orders/dt=2026-11-02/b.json",
+        [2, 3],
+        customer="c2",
+        product="p2",
+        qty=1,
+        dt="2026-11-02",
+    )
     second = run_script("s3_sales.py", sales_args(f"s3://{bucket}"), tmp_path / "home")
     assert second.returncode == 0, second.stderr[-3000:]
     assert parquet_ids(client, bucket, "curated/sales/") == [1, 2, 3]  # nothing twice
@@ -379,7 +398,7 @@ def test_glue_script_with_s3_paths_on_a_local_folder(tmp_path, monkeypatch):
     raw = root / "my-bucket" / "raw"
     (raw / "orders" / "dt=2026-11-01").mkdir(parents=True)
     (raw / "orders" / "dt=2026-11-01" / "a.json").write_text(
-        '{"id": 1, "customer": "c1", "product": "p1", "qty": 2}\n'
+        '{"id": 1, "customer": "c1", "product": "p1", "qty": 2, "dt": "2026-11-01"}\n'
     )
     (raw / "customers").mkdir()
     (raw / "customers" / "c.csv").write_text("customer,name\nc1,Ann\n")
@@ -392,7 +411,7 @@ def test_glue_script_with_s3_paths_on_a_local_folder(tmp_path, monkeypatch):
     assert written and sorted(pq.read_table(written[0]).column("id").to_pylist()) == [1]
     (raw / "orders" / "dt=2026-11-02").mkdir()
     (raw / "orders" / "dt=2026-11-02" / "b.json").write_text(
-        '{"id": 2, "customer": "c1", "product": "p1", "qty": 1}\n'
+        '{"id": 2, "customer": "c1", "product": "p1", "qty": 1, "dt": "2026-11-02"}\n'
     )
     again = run_script("s3_sales.py", sales_args("s3://my-bucket"), tmp_path / "home", **env)
     assert again.returncode == 0, again.stderr[-3000:]

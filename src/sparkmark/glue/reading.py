@@ -109,8 +109,16 @@ def read_files(
             ", ".join(paths),
             ctx,
         )
+    # Glue's from_options adds no column for key=value folders; AWS's page on managing
+    # partitions sends readers who want them to from_catalog. A push_down_predicate still
+    # picks rows by those folders' values.
     source = FileSource(
-        paths, format=spark_fmt, ctx=ctx or None, options={**file_options(options), **spark_opts}
+        paths,
+        format=spark_fmt,
+        ctx=ctx or None,
+        options={**file_options(options), **spark_opts},
+        folder_columns=False,
+        folder_filter=push_down_predicate or None,
     )
     df = read_source(gc.spark_session, source, gc.run)
     if json_path is not None:
@@ -118,10 +126,8 @@ def read_files(
     if spark_fmt == "csv" and spark_opts.get("header") != "true":
         df = glue_column_names(df)
     if spark_fmt == "csv" and text_csv:
-        # The file's fields (text as read; a folder's partition value is never missing).
+        # The file's fields, as text (from_options adds no folder column).
         df = choice.text_fields(df, [f.name for f in df.schema.fields if f.dataType == StringType()])
-    if push_down_predicate:
-        df = df.where(push_down_predicate)
     return df, json_records
 
 

@@ -47,8 +47,10 @@ def read_selected(
     empty_schema: StructType | None,
     root_columns: dict[str, dict[str, str]] | None = None,
     corrupt_column: str | None = None,
+    folder_columns: bool = True,
 ) -> DataFrame:
-    """Read exactly ``files`` with Spark, keeping Hive partition columns of each root.
+    """Read exactly ``files`` with Spark, keeping Hive partition columns of each root
+    (``key=value`` folders below it) unless ``folder_columns`` is false.
 
     ``root_columns`` maps a root (as listed) to constant columns for its files: the
     values of a catalog partition whose folder is that root. ``corrupt_column`` (JSON
@@ -79,7 +81,8 @@ def read_selected(
         reader = spark.read.format(fmt)
         for key, value in spark_options.items():
             reader = reader.option(key, value)
-        reader = reader.option("basePath", spark_base_path(root))
+        if folder_columns:
+            reader = reader.option("basePath", spark_base_path(root))
         group_schema = struct_from_ddl(schema) if isinstance(schema, str) else schema
         if corrupt_column is not None and (group_schema is not None or fmt == "csv"):
             # JSON inference adds the column only when it met a malformed record; CSV
@@ -139,13 +142,20 @@ class FileSource:
         schema: StructType | str | None = None,
         path_columns: Mapping[str, Mapping[str, str]] | None = None,
         options: Mapping[str, Any] | None = None,
+        folder_columns: bool = True,
+        folder_filter: str | None = None,
     ):
+        """``folder_columns=False`` reads no column from ``key=value`` folder names (Glue's
+        ``from_options``); ``folder_filter`` is then a predicate over those folder values
+        that picks rows before the folder columns are left out."""
         self.fmt = format.lower()
         if self.fmt not in FORMATS:
             raise SourceError(f"unsupported format {format!r}; use one of {', '.join(FORMATS)}")
         self.ctx = ctx
         self.paths = fileplan.as_path_list(paths)
         self.schema = schema
+        self.folder_columns = folder_columns
+        self.folder_filter = folder_filter or None
         self.path_columns = {fileplan.root_url(p): dict(c) for p, c in (path_columns or {}).items()}
         remaining = dict(options or {})
         self.bad_records = str(remaining.pop("bad_records", "quarantine")).lower()
@@ -295,7 +305,10 @@ class FileSource:
             empty_schema=StructType.fromJson(json.loads(stored_schema)) if stored_schema else None,
             root_columns=root_columns,
             corrupt_column=corrupt_column if bad_records == "quarantine" else None,
+            folder_columns=self.folder_columns or self.folder_filter is not None,
         )
+        if not self.folder_columns and self.folder_filter is not None and to_read:
+            df = df.where(self.folder_filter).drop(*{n for f in to_read for n in partition_columns(f)})
         metrics = plan.metrics()
         metrics["files_empty"] = len(empty)
         if _ignores_corrupt_files(spark_options) and to_read:
