@@ -216,21 +216,37 @@ def _loadable(jvm, name: str) -> bool:
     return found
 
 
+def address_dotted_bucket(spark: SparkSession, bucket: str) -> None:
+    """A bucket with dots in its name is addressed by path (``endpoint/bucket/key``), as
+    Glue reads and writes such buckets: as a host name (``bucket.endpoint``) its dots
+    break the AWS SDK's request (S3A fails inside a task with "host must not be null")
+    and TLS's wildcard certificate. S3A's per-bucket setting does it for this bucket
+    alone, unless the user set it."""
+    jsc = getattr(spark, "_jsc", None)
+    if jsc is None:
+        return  # Spark Connect: the server's Hadoop settings apply
+    conf = jsc.hadoopConfiguration()
+    key = f"fs.s3a.bucket.{bucket}.path.style.access"
+    if conf.get(key) is None:
+        conf.set(key, "true")
+
+
 def require_s3a(spark: SparkSession, url: str) -> None:
     """One line, before Spark fails deep inside a read or write, when an S3 URL cannot be
-    served: no S3A filesystem on Spark's classpath, or a bucket whose name S3A cannot
-    address."""
+    served: no S3A filesystem on Spark's classpath. A bucket whose name has dots is
+    addressed by path (see :func:`address_dotted_bucket`)."""
     if not is_s3(url) or spark_base_path(url).startswith("file://"):
         return
     bucket = url.partition("://")[2].split("/", 1)[0]
     if "." in bucket:
-        # hadoop-aws 3.4 with the AWS SDK 2 fails on such a bucket with a
-        # NullPointerException ("host must not be null") in the middle of the job.
-        raise ConfigError(
-            f"S3 bucket {bucket!r} ({url}) has dots in its name, which Spark's S3A connector "
-            "(hadoop-aws 3.4) cannot address; copy the data to a bucket without dots, or set "
-            "SPARKMARK_S3_LOCAL_ROOT to map s3:// onto a local folder"
-        )
+        if bucket.rsplit(".", 1)[1][:1].isdigit():
+            # java.net.URI reads no host from such a name, and S3A takes the bucket from it.
+            raise ConfigError(
+                f"S3 bucket {bucket!r} ({url}): Spark's S3A connector cannot read a bucket name whose "
+                "last dotted part begins with a digit; copy the data to another bucket, or set "
+                "SPARKMARK_S3_LOCAL_ROOT to map s3:// onto a local folder"
+            )
+        address_dotted_bucket(spark, bucket)
     jvm = getattr(spark, "_jvm", None)
     if jvm is None or _loadable(jvm, S3A):
         return
