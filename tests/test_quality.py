@@ -324,6 +324,32 @@ def test_missing_column_fails_that_rule_only(data):
     assert found["RowCount = 5"][0] == "Passed"
 
 
+def test_rules_on_empty_data_as_deequ_judges_them(spark):
+    """Glue's data quality runs on Deequ: on no rows the row count is 0, so
+    ``RowCount = 0`` passes and ``RowCount > 0`` fails on its value, while a rule that
+    needs a column's values (completeness, uniqueness, values) has nothing to judge and
+    fails. A frame with no columns (a bookmarked read with no new data) says so."""
+    rules = [
+        "RowCount = 0",
+        "RowCount > 0",
+        'IsComplete "id"',
+        'IsUnique "id"',
+        'ColumnValues "id" > 3',
+        "ColumnCount = 2",
+    ]
+    found = outcomes(spark.createDataFrame([], "id int, name string"), rules)
+    assert found["RowCount = 0"][0] == "Passed" and found["RowCount = 0"][1] == {"Dataset.*.RowCount": 0}
+    assert found["RowCount > 0"][0] == "Failed" and "Value: 0" in found["RowCount > 0"][2]
+    assert found["ColumnCount = 2"][0] == "Passed"
+    for rule in ('IsComplete "id"', 'IsUnique "id"', 'ColumnValues "id" > 3'):
+        assert found[rule][0] == "Failed" and found[rule][2] == "no rows to evaluate", rule
+    bare = outcomes(spark.createDataFrame([], ""), ["RowCount = 0", 'IsComplete "id"'])
+    assert bare["RowCount = 0"][0] == "Passed"
+    either = outcomes(spark.createDataFrame([], "id int"), ['(RowCount = 0) or (IsComplete "id")'])
+    assert either['(RowCount = 0) or (IsComplete "id")'][0] == "Passed"  # a run may be empty
+    assert bare['IsComplete "id"'][0] == "Failed" and "the data has no columns" in bare['IsComplete "id"'][2]
+
+
 def test_detect_anomalies_against_history(data):
     def history(values):
         return lambda metric: values if metric == "Dataset.*.RowCount" else []

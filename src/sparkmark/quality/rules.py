@@ -83,6 +83,11 @@ class Context:
 
     def column(self, name: str) -> Column:
         if name not in self.df.columns:
+            if not self.df.columns:
+                raise RuleFailure(
+                    f"column {name!r} does not exist: the data has no columns (a bookmarked read with "
+                    "no new data has none)"
+                )
             raise RuleFailure(f"column {name!r} does not exist; the data has " + ", ".join(self.df.columns))
         return F.col(f"`{name}`")
 
@@ -161,7 +166,7 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
         return Check(
             rule,
             "Dataset.*.RowCount",
-            value=lambda r: r.get(n),
+            value=lambda r: r.get(n) or 0,  # a sum over no rows is null: no rows is 0 rows
             passes=required(),
             aggregates={n: _count_if(w)},
         )
