@@ -32,6 +32,7 @@ from sparkmark.workflow.scheduler import Scheduler
 
 from .conftest import write_json
 
+ACCOUNT = "123456789012"  # any account names the one catalog
 REPO = Path(__file__).resolve().parents[1]
 SEED_COMMANDS = REPO / "tests" / "fixtures" / "glue_cli" / "seed_commands.sh"
 
@@ -166,6 +167,114 @@ def test_partition_indexes_are_made_listed_used_and_deleted(glue, tmp_path):
         "PartitionIndexDescriptorList"
     ]
     assert [i["IndexName"] for i in remaining] == ["by_region", "by_year"]
+
+
+def iceberg_table(name: str, location: str) -> dict:
+    return {
+        "Name": name,
+        "TableType": "EXTERNAL_TABLE",
+        "Parameters": {
+            "table_type": "ICEBERG",
+            "metadata_location": f"{location}/metadata/00000.metadata.json",
+        },
+        "StorageDescriptor": {"Location": location, "Columns": [{"Name": "id", "Type": "bigint"}]},
+    }
+
+
+def test_table_optimizer_operations_as_terraform_calls_them(glue, tmp_path):
+    """Terraform's aws_glue_catalog_table_optimizer: CreateTableOptimizer, then
+    GetTableOptimizer on every refresh, UpdateTableOptimizer, DeleteTableOptimizer;
+    BatchGetTableOptimizer answers what it finds and a failure for the rest; only
+    Iceberg tables take one; ListTableOptimizerRuns of a new optimizer is empty."""
+    glue.create_database(DatabaseInput={"Name": "opt"})
+    glue.create_table(DatabaseName="opt", TableInput=iceberg_table("events", str(tmp_path / "events")))
+    plain = iceberg_table("plain", str(tmp_path / "plain"))
+    plain["Parameters"] = {"classification": "parquet"}
+    glue.create_table(DatabaseName="opt", TableInput=plain)
+    config = {
+        "roleArn": "arn:aws:iam::123456789012:role/optimizer",
+        "enabled": True,
+        "compactionConfiguration": {"icebergConfiguration": {"strategy": "binpack", "minInputFiles": 10}},
+    }
+    glue.create_table_optimizer(
+        CatalogId="123456789012", DatabaseName="opt", TableName="events", Type="compaction",
+        TableOptimizerConfiguration=config,
+    )  # fmt: skip
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        glue.create_table_optimizer(
+            CatalogId=ACCOUNT,
+            DatabaseName="opt",
+            TableName="events",
+            Type="compaction",
+            TableOptimizerConfiguration=config,
+        )
+    with pytest.raises(glue.exceptions.ValidationException, match="not an Iceberg table"):
+        glue.create_table_optimizer(
+            CatalogId=ACCOUNT,
+            DatabaseName="opt",
+            TableName="plain",
+            Type="compaction",
+            TableOptimizerConfiguration=config,
+        )
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.create_table_optimizer(
+            CatalogId=ACCOUNT,
+            DatabaseName="opt",
+            TableName="nope",
+            Type="compaction",
+            TableOptimizerConfiguration=config,
+        )
+    with pytest.raises(glue.exceptions.InvalidInputException, match="cleanExpiredFiles=false"):
+        glue.create_table_optimizer(
+            CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="retention",
+            TableOptimizerConfiguration={"enabled": True, "retentionConfiguration": {
+                "icebergConfiguration": {"cleanExpiredFiles": False}}},
+        )  # fmt: skip
+    got = glue.get_table_optimizer(
+        CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction"
+    )
+    assert (got["DatabaseName"], got["TableName"]) == ("opt", "events")
+    assert got["TableOptimizer"]["type"] == "compaction"
+    assert (
+        got["TableOptimizer"]["configuration"]["compactionConfiguration"] == config["compactionConfiguration"]
+    )
+    assert "lastRun" not in got["TableOptimizer"]
+    glue.update_table_optimizer(
+        CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction",
+        TableOptimizerConfiguration={**config, "enabled": False},
+    )  # fmt: skip
+    assert not glue.get_table_optimizer(
+        CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction"
+    )["TableOptimizer"]["configuration"]["enabled"]
+    batch = glue.batch_get_table_optimizer(
+        Entries=[
+            {"databaseName": "opt", "tableName": "events", "type": "compaction"},
+            {"databaseName": "opt", "tableName": "events", "type": "retention"},
+        ]
+    )
+    assert [t["tableName"] for t in batch["TableOptimizers"]] == ["events"]
+    assert [(f["type"], f["error"]["ErrorCode"]) for f in batch["Failures"]] == [
+        ("retention", "EntityNotFoundException")
+    ]
+    runs = glue.list_table_optimizer_runs(
+        CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction"
+    )
+    assert runs["TableOptimizerRuns"] == []
+    glue.delete_table_optimizer(CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_table_optimizer(CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction")
+    # a deleted table's optimizers go with it
+    glue.create_table_optimizer(
+        CatalogId=ACCOUNT,
+        DatabaseName="opt",
+        TableName="events",
+        Type="compaction",
+        TableOptimizerConfiguration=config,
+    )
+    glue.delete_table(DatabaseName="opt", Name="events")
+    glue.create_table(DatabaseName="opt", TableInput=iceberg_table("events", str(tmp_path / "events")))
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_table_optimizer(CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction")
 
 
 def test_user_defined_functions_are_kept_and_listed(glue):
@@ -1996,7 +2105,28 @@ def test_terraform_resources_call_sequences_replayed(glue, endpoint, tmp_path):
     changed = {**definition, "fields": [*definition["fields"], {"name": "b", "type": "int", "default": 0}]}
     glue.register_schema_version(SchemaId={"SchemaArn": arn_of}, SchemaDefinition=json.dumps(changed))
 
+    # aws_glue_catalog_table_optimizer (on an Iceberg table): create, read, update, destroy
+    glue.create_table(
+        CatalogId=account, DatabaseName="lake", TableInput=iceberg_table("clicks", str(tmp_path / "clicks"))
+    )
+    optimizer = {"roleArn": f"arn:aws:iam::{account}:role/optimizer", "enabled": True,
+                 "retentionConfiguration": {"icebergConfiguration": {"snapshotRetentionPeriodInDays": 7}}}  # fmt: skip
+    glue.create_table_optimizer(
+        CatalogId=account, DatabaseName="lake", TableName="clicks", Type="retention",
+        TableOptimizerConfiguration=optimizer,
+    )  # fmt: skip
+    read = glue.get_table_optimizer(
+        CatalogId=account, DatabaseName="lake", TableName="clicks", Type="retention"
+    )
+    assert read["TableOptimizer"]["configuration"]["enabled"] is True
+    glue.update_table_optimizer(
+        CatalogId=account, DatabaseName="lake", TableName="clicks", Type="retention",
+        TableOptimizerConfiguration={**optimizer, "enabled": False},
+    )  # fmt: skip
+
     # terraform destroy, in dependency order; each delete ignores a missing resource
+    glue.delete_table_optimizer(CatalogId=account, DatabaseName="lake", TableName="clicks", Type="retention")
+    glue.delete_table(CatalogId=account, DatabaseName="lake", Name="clicks")
     glue.delete_schema(SchemaId={"SchemaArn": arn_of})
     with pytest.raises(glue.exceptions.EntityNotFoundException):
         glue.get_schema(SchemaId={"SchemaArn": arn_of})

@@ -51,6 +51,7 @@ from . import (  # noqa: E402, F401
     schema_registry,
     security,
     sessions,
+    table_optimizers,
     tags,
     workflows,
 )

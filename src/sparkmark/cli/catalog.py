@@ -130,3 +130,55 @@ def versions(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
         changes = diff(found[i - 1], v) if i else [f"{len(v.columns)} columns"]
         rows.append([v.version, when(v.created_at), v.crawl_id, "\n".join(changes) or "(same columns)"])
     console.print(table(f"Schema versions of {name}", ["version", "created", "crawl", "changes"], rows))
+
+
+@app.command("optimize")
+@one_line_errors
+def optimize(
+    name: str,
+    kind: str = typer.Option(..., "--type", help="compaction, retention or orphan_file_deletion"),
+    started: str = typer.Option(
+        "", "--started", help="The run's start (ISO 8601), when a scheduler recorded it starting"
+    ),
+) -> None:
+    """Run a table optimizer of an Iceberg table now (the scheduler runs enabled ones on
+    their schedule) and keep the run, as ListTableOptimizerRuns shows it."""
+    from datetime import datetime
+
+    from ..catalog.kept_documents import KeptDocuments
+    from ..catalog.optimizer_runs import run_optimizer
+    from ..catalog.table_optimizers import TableOptimizers
+    from ..engine.schema import utcnow
+    from ..host.script import ScriptEnvironment
+    from ..settings import Settings
+    from .run import glue_endpoint
+
+    db, t = _split(name)
+    state = StateStore.from_settings()
+    env = ScriptEnvironment()
+    running = glue_endpoint(env)
+    try:
+        import botocore.session
+
+        # The endpoint the run's GlueCatalog talks to: the one boto3's Glue client now
+        # resolves (set above, or the user's own AWS_ENDPOINT_URL_GLUE).
+        glue_url = (
+            botocore.session.get_session()
+            .create_client("glue", region_name=Settings.from_env().aws_region or "us-east-1")
+            .meta.endpoint_url
+        )
+        run = run_optimizer(
+            Settings.from_env(),
+            TableOptimizers(KeptDocuments(state)),
+            CatalogStore(state),
+            db.lower(),
+            t.lower(),
+            kind,
+            started=datetime.fromisoformat(started) if started else utcnow(),
+            glue_url=glue_url,
+        )
+    finally:
+        if running is not None:
+            running.stop()
+        env.restore()
+    print_json(run)

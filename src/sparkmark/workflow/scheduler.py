@@ -43,6 +43,7 @@ from .records import ActionState, WorkflowRunRecord, WorkflowRunStatus, new_work
 from .registry import ProjectSource
 from .store import WorkflowStore
 from .supervision import ActionSupervisor
+from .table_optimizing import OptimizerRuns
 
 log = logging.getLogger("sparkmark.scheduler")
 
@@ -78,6 +79,7 @@ class Scheduler(ActionSupervisor):
         self.host = socket.gethostname()
         self._told_serial: set[str] = set()  # runs whose wait for the bookmark was logged
         self._synced = False
+        self.optimizer_runs = OptimizerRuns(store, self.settings.home / "logs" / "optimizers")
 
     # ------------------------------------------------------------------ the pass
 
@@ -103,6 +105,7 @@ class Scheduler(ActionSupervisor):
         if self.is_leader:
             self._fire_schedules(now)
             self._fire_standalone(now)
+            self.optimizer_runs.tick(now)
         self._advance_workflow_runs(now)
         self._launch(now)
         return self.is_leader
