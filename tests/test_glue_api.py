@@ -196,40 +196,23 @@ def test_table_optimizer_operations_as_terraform_calls_them(glue, tmp_path):
         "enabled": True,
         "compactionConfiguration": {"icebergConfiguration": {"strategy": "binpack", "minInputFiles": 10}},
     }
-    glue.create_table_optimizer(
-        CatalogId="123456789012", DatabaseName="opt", TableName="events", Type="compaction",
-        TableOptimizerConfiguration=config,
-    )  # fmt: skip
-    with pytest.raises(glue.exceptions.AlreadyExistsException):
+
+    def create(table: str, kind: str = "compaction", configuration: dict = config) -> None:
         glue.create_table_optimizer(
-            CatalogId=ACCOUNT,
-            DatabaseName="opt",
-            TableName="events",
-            Type="compaction",
-            TableOptimizerConfiguration=config,
-        )
-    with pytest.raises(glue.exceptions.ValidationException, match="not an Iceberg table"):
-        glue.create_table_optimizer(
-            CatalogId=ACCOUNT,
-            DatabaseName="opt",
-            TableName="plain",
-            Type="compaction",
-            TableOptimizerConfiguration=config,
-        )
-    with pytest.raises(glue.exceptions.EntityNotFoundException):
-        glue.create_table_optimizer(
-            CatalogId=ACCOUNT,
-            DatabaseName="opt",
-            TableName="nope",
-            Type="compaction",
-            TableOptimizerConfiguration=config,
-        )
-    with pytest.raises(glue.exceptions.InvalidInputException, match="cleanExpiredFiles=false"):
-        glue.create_table_optimizer(
-            CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="retention",
-            TableOptimizerConfiguration={"enabled": True, "retentionConfiguration": {
-                "icebergConfiguration": {"cleanExpiredFiles": False}}},
+            CatalogId=ACCOUNT, DatabaseName="opt", TableName=table, Type=kind,
+            TableOptimizerConfiguration=configuration,
         )  # fmt: skip
+
+    create("events")
+    with pytest.raises(glue.exceptions.AlreadyExistsException):
+        create("events")
+    with pytest.raises(glue.exceptions.ValidationException, match="not an Iceberg table"):
+        create("plain")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        create("nope")
+    with pytest.raises(glue.exceptions.InvalidInputException, match="cleanExpiredFiles=false"):
+        create("events", "retention", {"enabled": True, "retentionConfiguration": {
+            "icebergConfiguration": {"cleanExpiredFiles": False}}})  # fmt: skip
     got = glue.get_table_optimizer(
         CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction"
     )
@@ -264,13 +247,7 @@ def test_table_optimizer_operations_as_terraform_calls_them(glue, tmp_path):
     with pytest.raises(glue.exceptions.EntityNotFoundException):
         glue.get_table_optimizer(CatalogId=ACCOUNT, DatabaseName="opt", TableName="events", Type="compaction")
     # a deleted table's optimizers go with it
-    glue.create_table_optimizer(
-        CatalogId=ACCOUNT,
-        DatabaseName="opt",
-        TableName="events",
-        Type="compaction",
-        TableOptimizerConfiguration=config,
-    )
+    create("events")
     glue.delete_table(DatabaseName="opt", Name="events")
     glue.create_table(DatabaseName="opt", TableInput=iceberg_table("events", str(tmp_path / "events")))
     with pytest.raises(glue.exceptions.EntityNotFoundException):
