@@ -299,6 +299,34 @@ def test_a_compaction_run_rewrites_an_iceberg_tables_small_files_as_glue_reports
         )
         assert last["TableOptimizer"]["lastRun"]["eventType"] == "completed"
         assert runs.optimizers.due(started + timedelta(minutes=30)) == []  # looked at within the hour
+
+        # A table whose Iceberg metadata is gone: the run is kept failed with the JVM's
+        # own reason, and `sparkmark catalog optimize` says it in one line.
+        gone = tmp_path / "gone"
+        glue.create_table(
+            DatabaseName="lake",
+            TableInput={"Name": "gone", "TableType": "EXTERNAL_TABLE",
+                        "Parameters": {"table_type": "ICEBERG",
+                                       "metadata_location": (gone / "metadata" / "v1.metadata.json").as_uri()},
+                        "StorageDescriptor": {"Location": gone.as_uri()}},
+        )  # fmt: skip
+        glue.create_table_optimizer(
+            CatalogId=ACCOUNT, DatabaseName="lake", TableName="gone", Type="retention",
+            TableOptimizerConfiguration={"enabled": False},
+        )  # fmt: skip
+        failed = subprocess.run(
+            [str(SPARKMARK), "catalog", "optimize", "lake.gone", "--type", "retention"],
+            capture_output=True, text=True, env=env, timeout=900,
+        )  # fmt: skip
+        assert failed.returncode == 1
+        said = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
+        assert len(said) == 1 and "retention of lake.gone failed" in said[0], failed.stderr[-3000:]
+        assert "Traceback" not in failed.stderr
+        (kept,) = glue.list_table_optimizer_runs(
+            CatalogId=ACCOUNT, DatabaseName="lake", TableName="gone", Type="retention"
+        )["TableOptimizerRuns"]
+        assert kept["eventType"] == "failed" and "v1.metadata.json" in kept["error"], kept
+        assert "An error occurred while calling" not in kept["error"]
     finally:
         api.stop()
     after = writer("read")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +53,15 @@ def _result(kind: str, rows: list[Any]) -> dict[str, Any]:
     return rows[0].asDict() if rows else {}
 
 
+def _first_line(exc: BaseException) -> str:
+    """What went wrong, in one line: a JVM error's own text (Py4J's starts "An error
+    occurred while calling …"), or the exception's."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:2000] if lines else type(exc).__name__
+
+
 def run_optimizer(
     settings: Settings,
     optimizers: TableOptimizers,
@@ -64,7 +72,6 @@ def run_optimizer(
     *,
     started: datetime,
     glue_url: str,
-    session: Callable[[Settings], Any] | None = None,
 ) -> dict[str, Any]:
     """Run the optimizer and keep its run (the one that starts at ``started``, recorded
     in progress first); the run as kept. A failure is kept as a failed run and raised."""
@@ -81,18 +88,17 @@ def run_optimizer(
     try:
         found = catalog.table(database, table)
         sql = statement(CATALOG, database, table, kind, optimizer.configuration, started)
-        if session is None:
-            from ..spark import create_session
+        from ..spark import create_session
 
-            def session(s: Settings) -> Any:
-                return create_session(f"sparkmark optimizer {database}.{table} {kind}", s.spark_master, s)
-
-        spark = session(spark_settings(settings, found.location, glue_url))
+        run_settings = spark_settings(settings, found.location, glue_url)
+        spark = create_session(
+            f"sparkmark optimizer {database}.{table} {kind}", run_settings.spark_master, run_settings
+        )
         log.info("%s.%s %s: %s", database, table, kind, sql)
         rows = spark.sql(sql).collect()
     except Exception as exc:  # noqa: BLE001 - any failure is the run's, kept and said
         ended = utcnow()
-        message = str(exc).strip().splitlines()[0][:2000] if str(exc).strip() else type(exc).__name__
+        message = _first_line(exc)
         optimizers.record(
             database, table, kind, {**base, "eventType": "failed", "endTimestamp": ended, "error": message}
         )
