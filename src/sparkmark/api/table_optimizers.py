@@ -4,11 +4,10 @@ call them, and their runs listed. The leading scheduler runs the enabled ones.""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from ..catalog.kept_documents import KeptDocuments
-from ..catalog.table_optimizers import TableOptimizers
+from ..catalog.table_optimizers import TableOptimizers, as_time
 from ..errors import AlreadyExists, ArgumentError
 from .catalog import _table
 from .protocol import GlueApiError, exists, invalid, not_found
@@ -29,15 +28,11 @@ def _iceberg_table(svc: Service, database: str, table: str) -> tuple[str, str]:
     return found.database, found.name
 
 
-def _when(value: Any) -> datetime:
-    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-
-
 def _run_doc(run: dict[str, Any]) -> dict[str, Any]:
     doc = dict(run)
     for field in ("startTimestamp", "endTimestamp"):
         if doc.get(field) is not None:
-            doc[field] = _when(doc[field])
+            doc[field] = as_time(doc[field])
     return doc
 
 

@@ -246,11 +246,12 @@ class TableOptimizers:
             runs = self.runs(optimizer.database, optimizer.table, optimizer.kind)
             if runs and runs[0].get("eventType") in ("starting", "in_progress"):
                 continue
-            last = _when(runs[0]["startTimestamp"]) if runs else None
+            last = as_time(runs[0]["startTimestamp"]) if runs else None
             if last is None or now - last >= interval(optimizer.kind, optimizer.configuration):
                 out.append(optimizer)
         return out
 
 
-def _when(value: Any) -> datetime:
+def as_time(value: Any) -> datetime:
+    """A run's time as kept (a kept document holds it as text) or as given."""
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))

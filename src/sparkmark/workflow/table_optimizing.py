@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..catalog.kept_documents import KeptDocuments
-from ..catalog.table_optimizers import Optimizer, TableOptimizers
+from ..catalog.table_optimizers import Optimizer, TableOptimizers, as_time
 from ..engine.store import StateStore
 
 log = logging.getLogger("sparkmark.scheduler.optimizers")
@@ -21,10 +21,6 @@ log = logging.getLogger("sparkmark.scheduler.optimizers")
 EVERY = timedelta(minutes=1)  # how often due optimizers are looked for
 STALE = timedelta(hours=6)  # a run in progress this long, with no process here, has ended
 UNFINISHED = ("starting", "in_progress")
-
-
-def _when(value) -> datetime:
-    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
 class OptimizerRuns:
@@ -87,7 +83,7 @@ class OptimizerRuns:
         self, key: tuple[str, str, str], started: datetime, why: str, log_path: Path | None
     ) -> None:
         for run in self.optimizers.runs(*key):
-            if _when(run["startTimestamp"]) != started:
+            if as_time(run["startTimestamp"]) != started:
                 continue
             if run.get("eventType") in UNFINISHED:
                 tail = ""
@@ -112,8 +108,8 @@ class OptimizerRuns:
             if (
                 runs
                 and runs[0].get("eventType") in UNFINISHED
-                and now - _when(runs[0]["startTimestamp"]) >= STALE
+                and now - as_time(runs[0]["startTimestamp"]) >= STALE
             ):
                 self._fail_if_unfinished(
-                    key, _when(runs[0]["startTimestamp"]), "the scheduler running it stopped", None
+                    key, as_time(runs[0]["startTimestamp"]), "the scheduler running it stopped", None
                 )
