@@ -126,6 +126,21 @@ def test_due_optimizers_by_kind_rate_and_last_run(sqlite_store):
     )
 
 
+def test_runs_are_each_optimizers_own_whatever_the_table_names_hold(sqlite_store):
+    """Runs are found by their optimizer's name: a table named with LIKE's wildcards
+    (``a_b``, ``a%``) never sees the runs of ``axb`` or ``abc``."""
+    optimizers = TableOptimizers(KeptDocuments(sqlite_store))
+    for table in ("a_b", "axb", "a%", "abc"):
+        optimizers.create("lake", table, "compaction", enabled())
+        optimizers.record(
+            "lake", table, "compaction", {"startTimestamp": NOW, "eventType": "completed", "t": table}
+        )
+    for table in ("a_b", "axb", "a%", "abc"):
+        assert [r["t"] for r in optimizers.runs("lake", table, "compaction")] == [table]
+    assert optimizers.run("lake", "a_b", "compaction", NOW)["t"] == "a_b"
+    assert optimizers.run("lake", "a_b", "compaction", NOW + timedelta(seconds=1)) is None
+
+
 def test_a_run_whose_process_ends_without_its_end_is_kept_failed_with_what_it_said(sqlite_store, tmp_path):
     """The scheduler records a run starting, starts its process and, when the process
     ends without recording the run's end, keeps the run failed with the exit code and

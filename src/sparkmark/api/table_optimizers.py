@@ -36,13 +36,13 @@ def _run_doc(run: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _optimizer_doc(svc: Service, optimizer) -> dict[str, Any]:
+def _optimizer_doc(optimizers: TableOptimizers, optimizer) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "type": optimizer.kind,
         "configuration": optimizer.configuration,
         "configurationSource": "table",
     }
-    runs = _optimizers(svc).runs(optimizer.database, optimizer.table, optimizer.kind)
+    runs = optimizers.runs(optimizer.database, optimizer.table, optimizer.kind)
     if runs:
         doc["lastRun"] = _run_doc(runs[0])
     return doc
@@ -60,9 +60,9 @@ def create_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _found(svc: Service, p: dict[str, Any]):
+def _found(svc: Service, optimizers: TableOptimizers, p: dict[str, Any]):
     database, table = _iceberg_table(svc, p["DatabaseName"], p["TableName"])
-    optimizer = _optimizers(svc).get(database, table, p["Type"])
+    optimizer = optimizers.get(database, table, p["Type"])
     if optimizer is None:
         raise not_found(f"Table optimizer of type {p['Type']} not found for {database}.{table}")
     return optimizer
@@ -70,20 +70,22 @@ def _found(svc: Service, p: dict[str, Any]):
 
 @handler("GetTableOptimizer")
 def get_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    optimizer = _found(svc, p)
+    optimizers = _optimizers(svc)
+    optimizer = _found(svc, optimizers, p)
     return {
         "CatalogId": CATALOG_ID,
         "DatabaseName": optimizer.database,
         "TableName": optimizer.table,
-        "TableOptimizer": _optimizer_doc(svc, optimizer),
+        "TableOptimizer": _optimizer_doc(optimizers, optimizer),
     }
 
 
 @handler("UpdateTableOptimizer")
 def update_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    optimizer = _found(svc, p)
+    optimizers = _optimizers(svc)
+    optimizer = _found(svc, optimizers, p)
     try:
-        _optimizers(svc).update(
+        optimizers.update(
             optimizer.database, optimizer.table, optimizer.kind, dict(p["TableOptimizerConfiguration"])
         )
     except ArgumentError as exc:
@@ -93,13 +95,15 @@ def update_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 
 @handler("DeleteTableOptimizer")
 def delete_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    optimizer = _found(svc, p)
-    _optimizers(svc).delete(optimizer.database, optimizer.table, optimizer.kind)
+    optimizers = _optimizers(svc)
+    optimizer = _found(svc, optimizers, p)
+    optimizers.delete(optimizer.database, optimizer.table, optimizer.kind)
     return {}
 
 
 @handler("BatchGetTableOptimizer")
 def batch_get_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    optimizers = _optimizers(svc)
     found, failures = [], []
     for entry in p["Entries"]:
         asked = {
@@ -108,7 +112,7 @@ def batch_get_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]
             "Type": entry.get("type"),
         }
         try:
-            optimizer = _found(svc, asked)
+            optimizer = _found(svc, optimizers, asked)
         except GlueApiError as exc:
             failures.append(
                 {
@@ -125,7 +129,7 @@ def batch_get_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]
                 "catalogId": CATALOG_ID,
                 "databaseName": optimizer.database,
                 "tableName": optimizer.table,
-                "tableOptimizer": _optimizer_doc(svc, optimizer),
+                "tableOptimizer": _optimizer_doc(optimizers, optimizer),
             }
         )
     return {"TableOptimizers": found, "Failures": failures}
@@ -133,8 +137,9 @@ def batch_get_table_optimizer(svc: Service, p: dict[str, Any]) -> dict[str, Any]
 
 @handler("ListTableOptimizerRuns")
 def list_table_optimizer_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    optimizer = _found(svc, p)
-    runs = [_run_doc(r) for r in _optimizers(svc).runs(optimizer.database, optimizer.table, optimizer.kind)]
+    optimizers = _optimizers(svc)
+    optimizer = _found(svc, optimizers, p)
+    runs = [_run_doc(r) for r in optimizers.runs(optimizer.database, optimizer.table, optimizer.kind)]
     chunk, token = page(runs, p)
     return {
         "CatalogId": CATALOG_ID,

@@ -56,11 +56,13 @@ class KeptDocuments:
             else KeptDocument(kind, name, json.loads(row.document), row.created_at, row.updated_at)
         )
 
-    def all(self, kind: str) -> list[KeptDocument]:
+    def all(self, kind: str, prefix: str = "") -> list[KeptDocument]:
+        """The documents of a kind (whose names start with ``prefix``), by name."""
+        query = select(documents).where(documents.c.kind == kind)
+        if prefix:
+            query = query.where(documents.c.name.startswith(prefix, autoescape=True))
         with self.state.connect() as conn:
-            rows = conn.execute(
-                select(documents).where(documents.c.kind == kind).order_by(documents.c.name)
-            ).all()
+            rows = conn.execute(query.order_by(documents.c.name)).all()
         return [KeptDocument(kind, r.name, json.loads(r.document), r.created_at, r.updated_at) for r in rows]
 
     def create(self, kind: str, name: str, document: Any) -> KeptDocument:

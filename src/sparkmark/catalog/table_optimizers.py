@@ -30,6 +30,7 @@ RUN = "table-optimizer-run"
 TYPES = ("compaction", "retention", "orphan_file_deletion")
 STRATEGIES = ("binpack", "sort", "z-order")
 RUNS_KEPT = 100  # per optimizer, newest first
+UNFINISHED = ("starting", "in_progress")  # run states before its end
 
 # Glue's defaults ("Optimizing Iceberg tables" in AWS's guide).
 COMPACTION_CHECK = timedelta(hours=1)
@@ -220,21 +221,24 @@ class TableOptimizers:
             self.kept.delete(RUN, run.name)
 
     def _run_documents(self, database: str, table: str, kind: str):
-        prefix = key(database, table, kind) + "/"
-        return [d for d in self.kept.all(RUN) if d.name.startswith(prefix)]
+        """The optimizer's kept runs, newest first (a run is named by its start)."""
+        return self.kept.all(RUN, prefix=key(database, table, kind) + "/")[::-1]
 
     def runs(self, database: str, table: str, kind: str) -> list[dict[str, Any]]:
         """The optimizer's runs, newest first."""
-        found = self._run_documents(database, table, kind)
-        return [d.document for d in sorted(found, key=lambda d: d.name, reverse=True)]
+        return [d.document for d in self._run_documents(database, table, kind)]
+
+    def run(self, database: str, table: str, kind: str, started: datetime) -> dict[str, Any] | None:
+        """The run that started at ``started``."""
+        found = self.kept.get(RUN, f"{key(database, table, kind)}/{started.isoformat()}")
+        return None if found is None else found.document
 
     def record(self, database: str, table: str, kind: str, run: dict[str, Any]) -> None:
         """Keep a run (its start names it: a later record of the same start replaces it),
         and at most RUNS_KEPT of them."""
         started: datetime = run["startTimestamp"]
         self.kept.put(RUN, f"{key(database, table, kind)}/{started.isoformat()}", run)
-        older = sorted(self._run_documents(database, table, kind), key=lambda d: d.name, reverse=True)
-        for stale in older[RUNS_KEPT:]:
+        for stale in self._run_documents(database, table, kind)[RUNS_KEPT:]:
             self.kept.delete(RUN, stale.name)
 
     def due(self, now: datetime) -> list[Optimizer]:
@@ -244,7 +248,7 @@ class TableOptimizers:
             if not optimizer.enabled:
                 continue
             runs = self.runs(optimizer.database, optimizer.table, optimizer.kind)
-            if runs and runs[0].get("eventType") in ("starting", "in_progress"):
+            if runs and runs[0].get("eventType") in UNFINISHED:
                 continue
             last = as_time(runs[0]["startTimestamp"]) if runs else None
             if last is None or now - last >= interval(optimizer.kind, optimizer.configuration):

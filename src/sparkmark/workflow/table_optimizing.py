@@ -13,14 +13,13 @@ from functools import cached_property
 from pathlib import Path
 
 from ..catalog.kept_documents import KeptDocuments
-from ..catalog.table_optimizers import Optimizer, TableOptimizers, as_time
+from ..catalog.table_optimizers import UNFINISHED, Optimizer, TableOptimizers, as_time
 from ..engine.store import StateStore
 
 log = logging.getLogger("sparkmark.scheduler.optimizers")
 
 EVERY = timedelta(minutes=1)  # how often due optimizers are looked for
 STALE = timedelta(hours=6)  # a run in progress this long, with no process here, has ended
-UNFINISHED = ("starting", "in_progress")
 
 
 class OptimizerRuns:
@@ -82,20 +81,18 @@ class OptimizerRuns:
     def _fail_if_unfinished(
         self, key: tuple[str, str, str], started: datetime, why: str, log_path: Path | None
     ) -> None:
-        for run in self.optimizers.runs(*key):
-            if as_time(run["startTimestamp"]) != started:
-                continue
-            if run.get("eventType") in UNFINISHED:
-                tail = ""
-                if log_path is not None and log_path.exists():
-                    with open(log_path, "rb") as f:
-                        f.seek(max(0, log_path.stat().st_size - 65536))
-                        lines = f.read().decode(errors="replace").strip().splitlines()
-                    tail = ": " + lines[-1][:500] if lines else ""
-                self.optimizers.record(
-                    *key, {**run, "startTimestamp": started, "eventType": "failed", "error": why + tail}
-                )
+        run = self.optimizers.run(*key, started)
+        if run is None or run.get("eventType") not in UNFINISHED:
             return
+        tail = ""
+        if log_path is not None and log_path.exists():
+            with open(log_path, "rb") as f:
+                f.seek(max(0, log_path.stat().st_size - 65536))
+                lines = f.read().decode(errors="replace").strip().splitlines()
+            tail = ": " + lines[-1][:500] if lines else ""
+        self.optimizers.record(
+            *key, {**run, "startTimestamp": started, "eventType": "failed", "error": why + tail}
+        )
 
     def _close_stale(self, now: datetime) -> None:
         """A run still in progress long after it started, with no process of ours running
