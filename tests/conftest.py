@@ -26,7 +26,8 @@ PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:54
 HEAVY_FIXTURES = frozenset(
     {
         "spark", "kafka_broker", "s3_server", "browser", "pg_schemas", "store", "runner", "any_runner",
-        "closable_database", "pg_table", "endpoint", "glue", "console", "project", "s3env",
+        "closable_database", "pg_table", "endpoint", "glue", "console", "project", "s3env", "old_store",
+        "pg_database",
     }
 )  # fmt: skip
 

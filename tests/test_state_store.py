@@ -319,6 +319,7 @@ def test_a_version_3_store_keeps_its_entries_through_every_migration(backend, re
         url = pg_url(request.getfixturevalue("pg_schemas")())
     engine = create_engine(url)
     with engine.begin() as conn:
+        t.schema_info.create(conn)
         t.metadata.create_all(conn, tables=[tb for tb in t._V1_TABLES if tb is not t.file_entries])
         conn.exec_driver_sql(
             "CREATE TABLE sm_file_entries (source_id INTEGER NOT NULL REFERENCES sm_sources (source_id), "

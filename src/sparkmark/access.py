@@ -63,7 +63,7 @@ def token_path(home: Path) -> Path:
 def local_token(home: Path) -> str:
     """The token of this home: read from its file, or made and written there owner-only
     (0600 in a 0700 folder) when there is none yet."""
-    from .engine.store import private_secret
+    from .state.handle import private_secret
 
     return private_secret(token_path(home), lambda: secrets.token_urlsafe(32))  # 43 characters
 

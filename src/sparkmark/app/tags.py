@@ -10,6 +10,7 @@ from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, se
 
 from ..engine.store import StateStore
 from ..errors import ArgumentError
+from ..state import components
 
 metadata = MetaData()
 tags_table = Table(
@@ -19,7 +20,14 @@ tags_table = Table(
     Column("tag_key", String(128), primary_key=True),
     Column("tag_value", Text, nullable=False),
 )
-SCHEMA_KEY = "tags_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="tags",
+        key="tags_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(tags_table)},
+    )
+)
 
 KINDS = ("job", "crawler", "trigger", "workflow", "database", "connection", "table", "session")
 _ARN = re.compile(r"arn:aws[\w-]*:glue:[^:]*:[^:]*:(?P<kind>[A-Za-z]+)/(?P<name>.+)")
@@ -39,7 +47,7 @@ def resource_of(arn: str) -> tuple[str, str]:
 class TagStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def tags(self, kind: str, name: str) -> dict[str, str]:
         with self.state.connect() as conn:

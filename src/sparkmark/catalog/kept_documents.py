@@ -17,6 +17,7 @@ from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, se
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import AlreadyExists, NotFound
+from ..state import components
 
 metadata = MetaData()
 documents = Table(
@@ -28,7 +29,14 @@ documents = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-SCHEMA_KEY = "catalog_documents_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="catalog_documents",
+        key="catalog_documents_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(documents)},
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ class KeptDocument:
 class KeptDocuments:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def get(self, kind: str, name: str) -> KeptDocument | None:
         with self.state.connect() as conn:

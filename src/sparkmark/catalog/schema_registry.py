@@ -17,6 +17,7 @@ from sqlalchemy import BigInteger, Column, MetaData, String, Table, Text, delete
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import AlreadyExists, NotFound, SparkmarkError
+from ..state import components
 from .schema_compatibility import MODES, check_compatible, check_definition
 
 DEFAULT_REGISTRY = "default-registry"  # where CreateSchema puts a schema given no registry
@@ -60,7 +61,14 @@ version_metadata = Table(
     Column("value", String(256), primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
 )
-SCHEMA_KEY = "schema_registry_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="schema_registry",
+        key="schema_registry_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(registries, schemas, versions, version_metadata)},
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,7 @@ class SchemaVersion:
 class SchemaRegistryStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     # -------------------------------------------------------------- registries
 

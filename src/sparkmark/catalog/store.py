@@ -33,6 +33,7 @@ from sqlalchemy import (
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import AlreadyExists, NotFound
+from ..state import components
 from .models import Column, Database, Partition, SchemaVersion, Table
 
 metadata = MetaData()
@@ -113,8 +114,19 @@ index_entries = SATable(
 Index("sm_catalog_index_lookup", index_entries.c.database, index_entries.c.table, index_entries.c.index_name,
       index_entries.c.key_values)  # fmt: skip
 
-SCHEMA_KEY = "catalog_schema_version"
-SCHEMA_VERSION = 4  # 2 added sm_catalog_databases; 3 sm_catalog_deferred; 4 partition indexes
+COMPONENT = components.register(
+    components.Component(
+        name="catalog",
+        key="catalog_schema_version",
+        metadata=metadata,
+        steps={
+            1: components.tables_step(tables, partitions, versions),
+            2: components.tables_step(databases),  # databases with no tables yet
+            3: components.tables_step(deferred),  # statements the Hive metastore has yet to see
+            4: components.tables_step(partition_indexes, index_entries),
+        },
+    )
+)
 
 
 def _cols(doc: str) -> tuple[Column, ...]:
@@ -130,7 +142,7 @@ class CatalogStore:
 
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata, SCHEMA_VERSION)
+        state.open_component(COMPONENT)
 
     def put_database(self, db: Database, *, create: bool = True) -> None:
         """Record a database; with ``create``, refuse one that already exists."""

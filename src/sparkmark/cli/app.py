@@ -40,6 +40,7 @@ SUBCOMMANDS = {
     "monitoring": ("monitoring", "app", "group"),
     "connectors": ("connectors", "app", "group"),
     "doctor": ("doctor", "doctor_command", "command, one-line errors"),
+    "store": ("store", "app", "group"),
 }
 
 _app = typer.Typer(

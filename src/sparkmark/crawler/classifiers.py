@@ -41,6 +41,7 @@ from sqlalchemy import BigInteger, Column, MetaData, String, Table, Text, delete
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import AlreadyExists, ConfigError, NotFound, SparkmarkError
+from ..state import components
 from ..tomlfile import read_toml
 from .csv_dialect import CsvRules
 
@@ -194,7 +195,14 @@ classifiers_table = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-SCHEMA_KEY = "classifier_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="classifiers",
+        key="classifier_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(classifiers_table)},
+    )
+)
 
 
 class ClassifierStore:
@@ -202,7 +210,7 @@ class ClassifierStore:
 
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def create(self, name: str, kind: str, spec: Any) -> None:
         now = utcnow()

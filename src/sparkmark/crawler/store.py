@@ -13,6 +13,7 @@ from ..engine.owner import is_dead, this_process
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import NotFound, SparkmarkError
+from ..state import components
 from .definition import CrawlerDefinition, load_definition
 
 metadata = MetaData()
@@ -37,7 +38,14 @@ crawls = Table(
     Column("summary", Text, nullable=False),
     Column("errors", Text, nullable=False),
 )
-SCHEMA_KEY = "crawler_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="crawlers",
+        key="crawler_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(crawlers, crawls)},
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class CrawlRecord:
 class CrawlerStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def save(self, definition: CrawlerDefinition) -> None:
         doc = definition.model_dump_json()

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, select, update
 
 from ..errors import AlreadyExists, NotFound
+from ..state import components
 from .schema import UTCDateTime, utcnow
 from .store import StateStore
 
@@ -32,7 +33,14 @@ connections_table = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-SCHEMA_KEY = "connections_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="connections",
+        key="connections_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(connections_table)},
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,7 @@ class StoredConnection:
 class ConnectionStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def put(self, connection: StoredConnection, *, create: bool) -> None:
         now = utcnow()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import fsspec
 
+from ..state.handle import private_dir, private_file
 from .listing import ListedFile
 from .masking import mask_document
 from .names import check_name, check_run_id
-from .store import private_dir, private_file
 
 
 def manifest_path(temp_dir: str, job_name: str, run_id: str, ctx: str) -> str:

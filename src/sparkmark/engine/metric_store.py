@@ -35,6 +35,7 @@ from sqlalchemy import (
     select,
 )
 
+from ..state import components
 from .schema import UTCDateTime
 from .store import StateStore
 
@@ -68,7 +69,14 @@ latest_table = Table(
     Column("unit", String(32)),
     Index("sm_metric_latest_group", "namespace", "grp"),
 )
-SCHEMA_KEY = "metrics_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="metrics",
+        key="metrics_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(data_table, latest_table)},
+    )
+)
 
 Dimensions = tuple[tuple[str, str], ...]
 
@@ -124,7 +132,7 @@ class MetricStore:
 
     def __init__(self, store: StateStore):
         self.store = store
-        store.ensure_tables(SCHEMA_KEY, metadata)
+        store.open_component(COMPONENT)
 
     # ------------------------------------------------------------ writing
 

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from ..state.handle import private_dir, private_file
 from .masking import MaskingFilter
-from .store import private_dir, private_file
 
 
 def log_path(home: Path, kind: str, name: str, run_id: str) -> Path:

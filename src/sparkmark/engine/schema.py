@@ -1,8 +1,10 @@
-"""The state store's tables and their migrations.
+"""The bookmark component's tables and their numbered migrations: runs, leases,
+bookmark versions, per-file state, outputs and micro-batches.
 
-The schema is versioned in ``schema_info``. Opening a store applies every
-migration newer than the stored version inside one transaction; a store written
-by a newer sparkmark is refused rather than guessed at.
+Its version is the ``schema_version`` row of ``sm_schema_info`` (``state.components``
+runs the steps). Opening a store applies every step newer than the stored version
+inside one transaction; a store written by a newer sparkmark is refused rather than
+guessed at.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+
+from ..state import components
 
 
 class UTCDateTime(TypeDecorator):
@@ -59,13 +63,7 @@ def utcnow() -> datetime:
 
 
 metadata = MetaData()
-
-schema_info = Table(
-    "sm_schema_info",
-    metadata,
-    Column("name", String(64), primary_key=True),
-    Column("value", String(255), nullable=False),
-)
+schema_info = components.schema_info  # the versions' table, shared by every component
 
 runs = Table(
     "sm_runs",
@@ -254,11 +252,11 @@ stream_batches = Table(
     Column("metrics", Text, nullable=False),  # JSON: records, duration, attempts
 )
 
-_V1_TABLES = (schema_info, runs, leases, bookmark_versions, ctx_states, sources, file_entries, dir_entries)
+_V1_TABLES = (runs, leases, bookmark_versions, ctx_states, sources, file_entries, dir_entries)
 
 
 def _v1(conn: Connection) -> None:
-    metadata.create_all(conn, tables=list(_V1_TABLES))
+    components.create(conn, schema_info, *_V1_TABLES)
 
 
 def _v2(conn: Connection) -> None:
@@ -393,36 +391,22 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     9: _v9,
     10: _v10,
 }
-SCHEMA_VERSION = max(MIGRATIONS)
+BOOKMARKS = components.register(
+    components.Component(name="bookmarks", key="schema_version", metadata=metadata, steps=MIGRATIONS)
+)
+SCHEMA_VERSION = BOOKMARKS.version
 
 
 def stored_version(conn: Connection) -> int:
-    if not conn.dialect.has_table(conn, schema_info.name):
-        return 0
-    value = conn.execute(select(schema_info.c.value).where(schema_info.c.name == "schema_version")).scalar()
-    return int(value) if value is not None else 0
+    return components.stored_version(conn, BOOKMARKS)
 
 
-def migrate(conn: Connection) -> int:
-    """Bring the schema up to SCHEMA_VERSION. Returns the version found before."""
-    found = stored_version(conn)
-    if found > SCHEMA_VERSION:
-        from ..errors import StateStoreError
-
-        raise StateStoreError(
-            f"the state store is at schema version {found}, newer than this sparkmark "
-            f"understands ({SCHEMA_VERSION}); upgrade sparkmark"
-        )
-    for version in range(found + 1, SCHEMA_VERSION + 1):
-        MIGRATIONS[version](conn)
-        if version == 1 and found == 0:
-            conn.execute(schema_info.insert().values(name="schema_version", value="1"))
-        else:
-            conn.execute(
-                schema_info.update().where(schema_info.c.name == "schema_version").values(value=str(version))
-            )
-    if conn.execute(select(schema_info.c.value).where(schema_info.c.name == "store_id")).scalar() is None:
-        # The store's identity, written into every output it publishes: outputs tell
-        # this store from another one, or from a fresh one that replaced it.
-        conn.execute(schema_info.insert().values(name="store_id", value=uuid.uuid4().hex))
-    return found
+def store_identity(conn: Connection) -> str:
+    """The store's identity, made the first time it is asked for and written into every
+    output it publishes: outputs tell this store from another one, or from a fresh one
+    that replaced it."""
+    found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == "store_id")).scalar()
+    if found is None:
+        found = uuid.uuid4().hex
+        conn.execute(schema_info.insert().values(name="store_id", value=found))
+    return str(found)

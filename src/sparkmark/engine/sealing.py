@@ -35,7 +35,7 @@ class Sealer:
     def from_settings(cls, settings: Settings) -> Sealer:
         from cryptography.fernet import Fernet
 
-        from .store import private_secret
+        from ..state.handle import private_secret
 
         if settings.secrets_key is not None:
             return cls(settings.secrets_key.get_secret_value())

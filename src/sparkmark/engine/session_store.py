@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 
 from ..errors import AlreadyExists, NotFound
+from ..state import components
 from .masking import mask_arguments, mask_text
 from .schema import UTCDateTime, utcnow
 from .store import StateStore
@@ -61,7 +62,14 @@ statements_table = Table(
     Column("started_on", UTCDateTime),
     Column("completed_on", UTCDateTime),
 )
-SCHEMA_KEY = "sessions_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="sessions",
+        key="sessions_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(sessions_table, statements_table)},
+    )
+)
 
 # Glue's session and statement states.
 PROVISIONING, READY, FAILED, TIMEOUT, STOPPING, STOPPED = (
@@ -124,7 +132,7 @@ def masked_definition(definition: dict[str, Any]) -> dict[str, Any]:
 class SessionStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     # ------------------------------------------------------------------ sessions
     def create(self, session_id: str, definition: dict[str, Any], owner: str) -> SessionRecord:

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..engine.store import private_dir
 from ..settings import Settings
+from ..state.handle import private_dir
 from .config import PoolConfig, load_pool_config
 from .protocol import FD_ENV, Channel
 

@@ -12,6 +12,7 @@ from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table,
 from ..engine.models import RunState
 from ..engine.schema import UTCDateTime
 from ..engine.store import StateStore
+from ..state import components
 
 metadata = MetaData()
 results = Table(
@@ -27,7 +28,14 @@ results = Table(
     Column("rules", Text, nullable=False),  # JSON: each rule's outcome, reason, metrics, labels
     Column("metrics", Text, nullable=False),  # JSON: every metric by name
 )
-SCHEMA_KEY = "quality_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="quality",
+        key="quality_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(results)},
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class RulesetSummary:
 class QualityStore:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def save(self, job_name: str, run_id: str | None, document: dict[str, Any]) -> None:
         with self.state.begin() as conn:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..engine.owner import is_dead
 from ..engine.run_logs import error_path
-from ..engine.store import private_dir, private_file
+from ..state.handle import private_dir, private_file
 from ..table_formats import JVM_PARAMETERS
 
 EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"

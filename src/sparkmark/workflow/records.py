@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import (
     Boolean,
     Column,
+    Connection,
     Float,
     Index,
     Integer,
@@ -23,9 +24,8 @@ from sqlalchemy import (
 )
 
 from ..engine.schema import UTCDateTime
+from ..state import components
 
-SCHEMA_KEY = "workflow_schema_version"
-SCHEMA_VERSION = 2
 metadata = MetaData()
 
 triggers = Table(
@@ -119,6 +119,27 @@ meta = Table(
     Column("value", Text, nullable=False),
     Column("owner", String(255)),
     Column("expires_at", UTCDateTime),
+)
+
+
+def _supervisors_and_sealed_arguments(conn: Connection) -> None:
+    """Version 2: the sealed arguments of queued runs. Stores written at version 1
+    before supervisors beat (their table, and where an action's process runs) get them
+    here too."""
+    components.create(conn, supervisors, sealed_arguments)
+    components.add_column(conn, actions.name, Column("host", String(255)))
+
+
+COMPONENT = components.register(
+    components.Component(
+        name="workflows",
+        key="workflow_schema_version",
+        metadata=metadata,
+        steps={
+            1: components.tables_step(triggers, firings, workflow_runs, actions, events, meta),
+            2: _supervisors_and_sealed_arguments,
+        },
+    )
 )
 
 

@@ -29,6 +29,7 @@ from ..crawler.store import CrawlerStore
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..errors import AlreadyExists, NotFound
+from ..state import components
 from .definition import (
     JobDefinition,
     Project,
@@ -51,7 +52,14 @@ definitions = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-SCHEMA_KEY = "definitions_schema_version"
+COMPONENT = components.register(
+    components.Component(
+        name="definitions",
+        key="definitions_schema_version",
+        metadata=metadata,
+        steps={1: components.tables_step(definitions)},
+    )
+)
 KINDS: dict[str, tuple[str, type[BaseModel]]] = {
     "job": ("jobs", JobDefinition),
     "trigger": ("triggers", TriggerDefinition),
@@ -72,7 +80,7 @@ class Entry:
 class Registry:
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata)
+        state.open_component(COMPONENT)
 
     def put(
         self, kind: str, name: str, definition: dict[str, Any], glue: dict[str, Any], *, create: bool

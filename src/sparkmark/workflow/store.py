@@ -23,8 +23,7 @@ from ..engine.store import StateStore
 from ..errors import NotFound
 from .records import (
     ACTIVE,
-    SCHEMA_KEY,
-    SCHEMA_VERSION,
+    COMPONENT,
     ActionRecord,
     ActionState,
     EventRecord,
@@ -32,7 +31,6 @@ from .records import (
     events,
     firings,
     meta,
-    metadata,
     moves_bookmark,
     new_action_id,
     sealed_arguments,
@@ -45,7 +43,7 @@ from .run_store import WorkflowRunStore
 class WorkflowStore(WorkflowRunStore):
     def __init__(self, state: StateStore):
         self.state = state
-        state.ensure_tables(SCHEMA_KEY, metadata, SCHEMA_VERSION)
+        state.open_component(COMPONENT)
 
     def begin(self):
         """A transaction on the scheduler's tables (the scheduler's decisions are each one)."""
