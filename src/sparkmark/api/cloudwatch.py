@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..engine.masking import mask_text
-from ..engine.metric_store import Datapoint, Dimensions, MetricStore, dims_of
+from ..runtime.metric_store import Datapoint, Dimensions, MetricStore, dims_of
 from .protocol import GlueApiError
 from .service import Service, handler
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..connections import Connections
-from ..engine.connection_store import StoredConnection
+from ..connections.records import StoredConnection
 from ..engine.masking import mask_text
 from ..engine.sealing import Sealer
 from ..errors import ConfigError

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..engine.session_store import SessionRecord, StatementRecord
 from ..sessions.manager import SessionLimitExceeded, SessionStateError
+from ..sessions.records import SessionRecord, StatementRecord
 from .protocol import GlueApiError
 from .service import Service, handler, page
 

@@ -54,7 +54,7 @@ class App:
     @cached_property
     def connections(self):
         """The connections made through the API (the file's are ``Connections``)."""
-        from ..engine.connection_store import ConnectionStore
+        from ..connections.records import ConnectionStore
 
         return ConnectionStore(self.state)
 
@@ -124,7 +124,7 @@ class App:
     @cached_property
     def session_records(self):
         """The interactive sessions' records, for doors that show them (any process)."""
-        from ..engine.session_store import SessionStore
+        from ..sessions.records import SessionStore
 
         return SessionStore(self.state)
 

@@ -79,7 +79,7 @@ class Collector:
     def _glue_and_custom(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        from ..engine.metric_store import MetricStore
+        from ..runtime.metric_store import MetricStore
 
         glue: dict[str, list[tuple[list[str], float]]] = defaultdict(list)
         custom: dict[str, dict[str, Any]] = {}

@@ -7,13 +7,13 @@ from __future__ import annotations
 from ..catalog.kept_documents import COMPONENT as CATALOG_DOCUMENTS
 from ..catalog.schema_registry import COMPONENT as SCHEMA_REGISTRY
 from ..catalog.store import COMPONENT as CATALOG
+from ..connections.records import COMPONENT as CONNECTIONS
 from ..crawler.classifiers import COMPONENT as CLASSIFIERS
 from ..crawler.store import COMPONENT as CRAWLERS
-from ..engine.connection_store import COMPONENT as CONNECTIONS
-from ..engine.metric_store import COMPONENT as METRICS
 from ..engine.schema import BOOKMARKS
-from ..engine.session_store import COMPONENT as SESSIONS
 from ..quality.store import COMPONENT as QUALITY
+from ..runtime.metric_store import COMPONENT as METRICS
+from ..sessions.records import COMPONENT as SESSIONS
 from ..state.components import Component
 from ..state.handle import StoreHandle
 from ..workflow.records import COMPONENT as WORKFLOWS

@@ -285,8 +285,8 @@ def run_live(request: Request) -> Response:
 def _glue_and_insight(service, run: RunRecord) -> dict[str, Any]:
     """A run's Glue metrics (as it ended; while it runs, its latest report) and the
     insight of its failure."""
-    from ..engine.metric_store import MetricStore
     from ..runtime.glue_metrics import NAMESPACE
+    from ..runtime.metric_store import MetricStore
 
     values = dict(run.metrics.get("glue") or {})
     if run.state is RunState.RUNNING:
@@ -298,8 +298,8 @@ def _glue_and_insight(service, run: RunRecord) -> dict[str, Any]:
 
 def metric_data_page(request: Request) -> Response:
     """What scripts put with CloudWatch's PutMetricData: each series' latest value."""
-    from ..engine.metric_store import MetricStore
     from ..runtime.glue_metrics import NAMESPACE
+    from ..runtime.metric_store import MetricStore
 
     q = (request.query_params.get("q") or "").strip().lower()
     rows = [

@@ -4,7 +4,7 @@ run ends.
 
 Each report goes where a team looks:
 
-- the state store's metric tables (:mod:`sparkmark.engine.metric_store`): CloudWatch's
+- the state store's metric tables (:mod:`sparkmark.runtime.metric_store`): CloudWatch's
   datapoints under namespace ``Glue`` with Glue's dimensions (``JobName``,
   ``JobRunId``, and ``ALL`` for every run of the job; ``Type``: a ``count`` is sent as
   its increase since the last report, as Glue sends it), and each series' latest
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from ..engine.metric_store import Datapoint, MetricStore, dims_of
+from ..runtime.metric_store import Datapoint, MetricStore, dims_of
 from . import glue_metrics as gm
 from .spark_status import SparkStatusReader
 

@@ -21,7 +21,10 @@ from typing import Any
 
 from ..engine.owner import this_process
 from ..engine.schema import utcnow
-from ..engine.session_store import (
+from ..engine.store import StateStore
+from ..errors import ArgumentError, SparkmarkError
+from ..pool.pool import Cancelled, Pool, WarmProcess, wait_ready
+from ..sessions.records import (
     AVAILABLE,
     CANCELLED,
     CANCELLING,
@@ -38,9 +41,6 @@ from ..engine.session_store import (
     SessionStore,
     StatementRecord,
 )
-from ..engine.store import StateStore
-from ..errors import ArgumentError, SparkmarkError
-from ..pool.pool import Cancelled, Pool, WarmProcess, wait_ready
 from ..settings import Settings
 
 log = logging.getLogger("sparkmark.sessions")

@@ -26,9 +26,9 @@ import threading
 from typing import Any
 
 from ..engine.masking import looks_secret, mask_arguments, mask_document, mask_text, register_secret
-from ..engine.session_store import AVAILABLE, CANCELLED, READY, RUNNING
 from ..errors import first_line
 from ..pool.protocol import Channel
+from ..sessions.records import AVAILABLE, CANCELLED, READY, RUNNING
 from ..settings import Settings
 from . import statement
 

@@ -35,9 +35,9 @@ from sqlalchemy import (
     select,
 )
 
+from ..engine.schema import UTCDateTime
+from ..engine.store import StateStore
 from ..state import components
-from .schema import UTCDateTime
-from .store import StateStore
 
 metadata = MetaData()
 data_table = Table(

@@ -1,6 +1,6 @@
 """Named database connections: ``[connections.NAME]`` in sparkmark.toml, the environment,
 or a connection created through the Glue API (kept in the state store, its password
-sealed; ``engine/connection_store.py``).
+sealed; ``connections/records.py``).
 
     [connections.warehouse]
     url = "jdbc:postgresql://db.internal:5432/analytics"
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import ConfigError
-from .settings import Settings
-from .tomlfile import read_toml
+from ..errors import ConfigError
+from ..settings import Settings
+from ..tomlfile import read_toml
 
 
 class ConnectionEntry(BaseModel):
@@ -132,9 +132,9 @@ class Connections:
 def _stored_connection(settings: Settings, name: str) -> ResolvedConnection | None:
     """A connection created through the Glue API, its password unsealed (or read from the
     secret it names), or None when there is none of that name."""
-    from .engine.connection_store import ConnectionStore
-    from .engine.sealing import Sealer
-    from .engine.store import StateStore
+    from ..engine.sealing import Sealer
+    from ..engine.store import StateStore
+    from .records import ConnectionStore
 
     found = ConnectionStore(StateStore.from_settings(settings)).get(name)
     if found is None:

@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy import Column, MetaData, String, Table, Text, delete, insert, select, update
 
+from ..engine.schema import UTCDateTime, utcnow
+from ..engine.store import StateStore
 from ..errors import AlreadyExists, NotFound
 from ..state import components
-from .schema import UTCDateTime, utcnow
-from .store import StateStore
 
 metadata = MetaData()
 connections_table = Table(

@@ -28,11 +28,11 @@ from sqlalchemy import (
     update,
 )
 
+from ..engine.masking import mask_arguments, mask_text
+from ..engine.schema import UTCDateTime, utcnow
+from ..engine.store import StateStore
 from ..errors import AlreadyExists, NotFound
 from ..state import components
-from .masking import mask_arguments, mask_text
-from .schema import UTCDateTime, utcnow
-from .store import StateStore
 
 metadata = MetaData()
 sessions_table = Table(
