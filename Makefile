@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-fast lint soak bench bench-quick clean
+.PHONY: wheel install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-fast lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -15,6 +15,12 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# The wheel a Glue user's repository installs (sparkmark is not on PyPI):
+#   pip install "sparkmark[testing] @ file://$(CURDIR)/dist/sparkmark-VERSION-py3-none-any.whl"
+wheel: install
+	$(PY) -m pip wheel -q --no-deps . -w dist
+	@ls dist/sparkmark-*.whl
 
 # Clients of the Glue endpoint nobody here wrote that cannot share sparkmark's
 # virtualenv, each in a virtualenv of its own, which the tests drive as processes:

@@ -351,7 +351,11 @@ def test_token_is_required_on_every_request(project):
         assert requests.get(url + "/", headers=wrong, timeout=30).status_code == 401
 
         browser = requests.Session()
-        assert browser.get(url + "/login", timeout=30).status_code == 200
+        page = browser.get(url + "/login", timeout=30)
+        assert page.status_code == 200
+        # The page says where the token is, with the options that exist, and never the token.
+        assert "<code>--token</code>" not in page.text and token not in page.text
+        assert "<code>--token-file</code>" in page.text and "<code>$SPARKMARK_HOME/token</code>" in page.text
         csrf = browser.cookies.get("sm_csrf")
         bad = browser.post(
             url + "/login", data={"token": "guess", "csrf": csrf}, timeout=30, allow_redirects=False
@@ -411,7 +415,7 @@ def test_no_page_renders_a_secret(console, project):
 def test_a_connections_password_a_job_printed_is_masked_in_its_log(console, project):
     """A job that prints a connection's password writes it to its log in clear; the
     console's log page masks it, as it masks every other secret."""
-    from sparkmark.engine.connection_store import ConnectionStore, StoredConnection
+    from sparkmark.connections.records import ConnectionStore, StoredConnection
     from sparkmark.engine.run_logs import log_path
     from sparkmark.engine.sealing import Sealer
 

@@ -271,3 +271,32 @@ def test_a_spark_jvm_that_dies_says_why_and_names_the_file(tmp_path, sparkmark_h
     run = StateStore.from_settings().list_runs(f"dies_{how}")[0]
     assert run.state is RunState.FAILED and says in (run.error or "") and "only.json" in (run.error or "")
     assert StateStore.from_settings().latest_version(f"dies_{how}") is None  # nothing committed
+
+
+@pytest.mark.slow
+def test_a_rest_client_that_gives_up_leaves_no_stack_on_the_terminal(tmp_path, sparkmark_home):
+    """Spark's UI logs at ERROR with a long Java stack when a client of its REST API stops
+    waiting (Jersey's responder; Jetty's channel): under `sparkmark run` those records
+    go to the run's log file, while any other ERROR still reaches the terminal."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from sparkmark import Job\n"
+        "job = Job.from_args()\n"
+        "spark = job.spark\n"
+        "manager = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager\n"
+        "for name in ('org.glassfish.jersey.server.ServerRuntime$Responder',\n"
+        "             'org.sparkproject.jetty.server.HttpChannel'):\n"
+        "    manager.getLogger(name).error('client gone: ' + name)\n"
+        "manager.getLogger('org.apache.spark.SomethingElse').error('a real error stays visible')\n"
+        "spark.range(3).count()\n"
+        "job.commit()\n"
+    )
+    done = sparkmark(
+        "run", str(script), "--JOB_NAME", "quiet_ui", env={"SPARKMARK_HOME": str(sparkmark_home)}
+    )
+    assert done.returncode == 0, done.stderr
+    assert "client gone" not in done.stderr
+    assert "a real error stays visible" in done.stderr
+    logs = "".join(p.read_text(errors="replace") for p in (sparkmark_home / "logs").rglob("*") if p.is_file())
+    assert "client gone: org.glassfish.jersey.server.ServerRuntime$Responder" in logs
+    assert "client gone: org.sparkproject.jetty.server.HttpChannel" in logs

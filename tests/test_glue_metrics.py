@@ -16,10 +16,10 @@ import pytest
 from sparkmark.api.cloudwatch import _bucket, _period, _statistic
 from sparkmark.api.protocol import GlueApiError, service_model
 from sparkmark.app.prometheus import custom_name
-from sparkmark.engine.metric_store import Datapoint, MetricStore, dims_of
 from sparkmark.engine.store import StateStore
 from sparkmark.runtime import glue_metrics as gm
 from sparkmark.runtime.insights import RULES, classify, insight_of, script_line
+from sparkmark.runtime.metric_store import Datapoint, MetricStore, dims_of
 
 PROMETHEUS_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 

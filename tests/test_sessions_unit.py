@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkmark.engine.session_store import (
+from sparkmark.engine.store import StateStore
+from sparkmark.errors import AlreadyExists, ArgumentError, ConfigError, NotFound
+from sparkmark.pool.config import PoolConfig, load_pool_config, size_bytes
+from sparkmark.sessions import statement
+from sparkmark.sessions.manager import SessionManager
+from sparkmark.sessions.records import (
     AVAILABLE,
     CANCELLED,
     PROVISIONING,
@@ -18,11 +23,6 @@ from sparkmark.engine.session_store import (
     STOPPED,
     SessionStore,
 )
-from sparkmark.engine.store import StateStore
-from sparkmark.errors import AlreadyExists, ArgumentError, ConfigError, NotFound
-from sparkmark.pool.config import PoolConfig, load_pool_config, size_bytes
-from sparkmark.sessions import statement
-from sparkmark.sessions.manager import SessionManager
 from sparkmark.workflow.launcher import LaunchSpec, poolable
 
 # ------------------------------------------------------------------ statements
@@ -305,7 +305,7 @@ def backdate(sessions: SessionStore, session_id: str, minutes: float, *, created
     from sqlalchemy import update
 
     from sparkmark.engine.schema import utcnow
-    from sparkmark.engine.session_store import sessions_table
+    from sparkmark.sessions.records import sessions_table
 
     values = {"last_activity": utcnow() - timedelta(minutes=minutes)}
     if created:

@@ -34,15 +34,15 @@ from sparkmark.app.tags import TagStore
 from sparkmark.catalog.kept_documents import KeptDocuments
 from sparkmark.catalog.schema_registry import SchemaRegistryStore
 from sparkmark.catalog.store import CatalogStore
+from sparkmark.connections.records import ConnectionStore
 from sparkmark.crawler.classifiers import ClassifierStore
 from sparkmark.crawler.store import CrawlerStore
 from sparkmark.engine import schema as t
-from sparkmark.engine.connection_store import ConnectionStore
-from sparkmark.engine.metric_store import MetricStore
-from sparkmark.engine.session_store import SessionStore
 from sparkmark.engine.store import StateStore
 from sparkmark.errors import StateStoreError
 from sparkmark.quality.store import QualityStore
+from sparkmark.runtime.metric_store import MetricStore
+from sparkmark.sessions.records import SessionStore
 from sparkmark.state import components
 from sparkmark.workflow.registry import Registry
 from sparkmark.workflow.store import WorkflowStore

@@ -101,14 +101,14 @@ def test_a_missing_argument_fails_the_job_with_its_name(run_glue_job, lake):
 
     run = run_glue_job(JOB, JOB_NAME="paid_orders", source_path=str(source))
 
-    assert not run.succeeded
+    assert not run.succeeded and run.state == "FAILED"  # as Glue's run of it ends
     assert "target_path" in run.error
 
 
 def test_a_wrong_bookmark_option_is_refused_before_the_job_starts(run_glue_job, bookmarked):
     run = run_glue_job(JOB, **{**bookmarked, "job_bookmark_option": "job-bookmark-sometimes"})
 
-    assert not run.succeeded and run.run is None
+    assert not run.succeeded and run.run is None and run.state == "FAILED"
     assert "job-bookmark-sometimes" in run.error
 
 

@@ -65,8 +65,13 @@ class GlueJobRun:
     runs: list[RunRecord] = field(default_factory=list)  # every run the script started
 
     @property
-    def state(self) -> str | None:
-        return self.run.state.value if self.run is not None else None
+    def state(self) -> str:
+        """Glue's run state. A script that started no run of its own (it failed before
+        ``Job.init``, or never calls it) ended as Glue's run of it would: ``FAILED`` or
+        ``SUCCEEDED``."""
+        if self.run is not None:
+            return self.run.state.value
+        return "SUCCEEDED" if self.succeeded else "FAILED"
 
     @property
     def succeeded(self) -> bool:
