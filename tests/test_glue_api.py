@@ -709,6 +709,13 @@ def test_start_job_run_runs_the_script_and_reports_it(glue, tmp_path):
     assert [r["Id"] for r in runs] == [run_id]
     assert runs[0]["Arguments"]["--out"] == str(out)
     assert runs[0]["CompletedOn"] >= runs[0]["StartedOn"]
+    # One record per run: the script started no Job, and the run store (what `sparkmark
+    # runs list` and the console read) has the same run in the same state.
+    store = StateStore.from_settings()
+    try:
+        assert [(r.run_id, r.state.value) for r in store.list_runs("plain")] == [(run_id, "SUCCEEDED")]
+    finally:
+        store.close()
     with pytest.raises(glue.exceptions.EntityNotFoundException):
         glue.start_job_run(JobName="missing")
 
@@ -717,6 +724,26 @@ def test_start_job_run_runs_the_script_and_reports_it(glue, tmp_path):
     assert stopped["SuccessfulSubmissions"] == [{"JobName": "plain", "JobRunId": queued}]
     assert [e["JobRunId"] for e in stopped["Errors"]] == ["jr_unknown"]
     assert glue.get_job_run(JobName="plain", RunId=queued)["JobRun"]["JobRunState"] == "STOPPED"
+
+
+def test_a_plain_script_that_fails_has_one_record_everywhere(glue, tmp_path):
+    """A Python script with no Job (as a Python shell job is) that exits with status 3:
+    GetJobRun, GetJobRuns and the run store agree on the one run, FAILED, with why."""
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\nprint('giving up')\nsys.exit(3)\n")
+    glue.create_job(Name="fails", Role="r", Command={"Name": "glueetl", "ScriptLocation": str(script)})
+    run_id = glue.start_job_run(JobName="fails")["JobRunId"]
+    drive(lambda: glue.get_job_run(JobName="fails", RunId=run_id)["JobRun"]["JobRunState"] == "FAILED")
+    run = glue.get_job_run(JobName="fails", RunId=run_id)["JobRun"]
+    assert "status 3" in run["ErrorMessage"]
+    assert [r["Id"] for r in glue.get_job_runs(JobName="fails")["JobRuns"]] == [run_id]
+    store = StateStore.from_settings()
+    try:
+        [record] = store.list_runs("fails")
+    finally:
+        store.close()
+    assert (record.run_id, record.state.value) == (run_id, "FAILED")
+    assert "status 3" in (record.error or "")
 
 
 SECRETS_SCRIPT = """

@@ -102,6 +102,47 @@ class RunStore:
             ) from None
         return self.get_run(run_id)
 
+    def record_ended_run(
+        self,
+        *,
+        job_name: str,
+        run_id: str,
+        attempt: int,
+        option: BookmarkOption,
+        arguments: Mapping[str, str],
+        state: RunState,
+        started_at: datetime,
+        error: str | None,
+    ) -> RunRecord:
+        """Record a run that has already ended without taking a lease or moving the
+        bookmark: a script that started no run of its own (plain Python, as a Python
+        shell job is, or one that failed before ``Job.init``) is still one run of its
+        job, with one record that every door reads."""
+        with self.engine.begin() as conn:
+            previous = conn.execute(
+                select(t.runs.c.run_id)
+                .where(t.runs.c.job_name == job_name)
+                .order_by(t.runs.c.started_at.desc())
+                .limit(1)
+            ).scalar()
+            conn.execute(
+                insert(t.runs).values(
+                    run_id=run_id,
+                    job_name=job_name,
+                    attempt=attempt,
+                    state=state.value,
+                    bookmark_option=option.value,
+                    started_at=started_at,
+                    ended_at=max(utcnow(), started_at),
+                    arguments=rows.to_json(dict(arguments)),
+                    error=error,
+                    metrics=rows.to_json({}),
+                    base_version=rows.latest_version_number(conn, job_name),
+                    previous_run_id=previous,
+                )
+            )
+        return self.get_run(run_id)
+
     def _take_lease(self, conn, job_name, run_id, owner, now, expires) -> None:
         row = conn.execute(select(t.leases).where(t.leases.c.job_name == job_name)).first()
         if row is None:

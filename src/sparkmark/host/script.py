@@ -21,13 +21,15 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .. import args as job_args
 from ..connectors import missing_connector
-from ..engine.masking import mask_text
-from ..engine.models import RunState
+from ..engine.masking import mask_arguments, mask_text
+from ..engine.models import RunState, new_run_id
+from ..engine.schema import utcnow
 from ..errors import ArgumentError, SparkmarkError
 from ..settings import Settings
 from .request import RunRequest
@@ -297,7 +299,9 @@ def run_request(
         if started is not False:
             settings = Settings.from_env()
         _prepare_spark_and_glue(settings)
-        return _run(script, request, settings, env, endpoint, None if started is False else started, modules)
+        return _run(
+            script, request, settings, env, endpoint, None if started is False else started, modules, resolved
+        )
     finally:
         env.restore()
 
@@ -310,8 +314,11 @@ def _run(
     endpoint: Callable[[ScriptEnvironment], Any] | None,
     started: Any = None,
     modules: list[Path] | None = None,
+    resolved: job_args.JobArguments | None = None,
 ) -> HostOutcome:
     from ..runtime import describe_error, running_runs, started_runs, stopping
+
+    began = utcnow()
 
     hook = _EndpointOnImport(lambda: endpoint(env) if endpoint is not None else None)
     if started is not None:  # set up already, for the JVM's Glue clients
@@ -372,7 +379,52 @@ def _run(
         outcome.code = error.code
     else:
         outcome.code = 1 if failed else 0
+    if not mine and resolved is not None:
+        _record_plain_run(resolved, settings, began, error, outcome)
     return outcome
+
+
+def _record_plain_run(
+    resolved: job_args.JobArguments,
+    settings: Settings,
+    began: datetime,
+    error: BaseException | None,
+    outcome: HostOutcome,
+) -> None:
+    """The script started no run of its own (plain Python, or it failed before
+    ``Job.init``): it is still one run of its job, recorded ended as Glue's run of it
+    ends, under the id the scheduler gave it (or a new one)."""
+    from ..engine.store import StateStore
+    from ..runtime import stopping
+
+    if isinstance(error, KeyboardInterrupt):
+        state = RunState.STOPPED
+        why = str(error) if isinstance(error, stopping.RunStopped) else "stopped by SIGINT"
+    elif outcome.code != 0:
+        state = RunState.FAILED
+        why = outcome.error or f"the script exited with status {outcome.code}"
+    else:
+        state, why = RunState.SUCCEEDED, None
+    run_id = settings.run_id or new_run_id()
+    try:
+        store = StateStore.from_settings(settings)
+        try:
+            store.record_ended_run(
+                job_name=resolved.job_name,
+                run_id=run_id,
+                attempt=settings.attempt,
+                option=resolved.bookmark_option,
+                arguments=mask_arguments(resolved.values),
+                state=state,
+                started_at=began,
+                error=why,
+            )
+        finally:
+            store.close()
+    except SparkmarkError as exc:
+        outcome.problems.append(f"run {run_id} could not be recorded: {mask_text(str(exc))}")
+        return
+    outcome.runs.append(RunLine(run_id, resolved.job_name, state))
 
 
 def _end_runs(runs, error: BaseException | None, outcome: HostOutcome) -> None:

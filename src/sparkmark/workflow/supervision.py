@@ -10,14 +10,16 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy.exc import IntegrityError
+
 from ..crawler.store import CrawlerStore
 from ..engine import run_logs
 from ..engine.masking import MASK
-from ..engine.models import RunState
+from ..engine.models import BookmarkOption, RunState
 from ..engine.schema import utcnow
 from ..engine.sealing import Sealer
 from ..engine.store import StateStore
-from ..errors import ConfigError, NotFound, RunFinished
+from ..errors import ConfigError, NotFound, RunFinished, SparkmarkError
 from ..host.request import RunRequest
 from ..settings import Settings
 from .definition import Project, is_url
@@ -173,9 +175,13 @@ class ActionSupervisor:
             if run is not None:  # the process died before the run could end itself
                 self._close_records(action, ActionState.FAILED, why)
                 return ActionState.FAILED, f"{why}: {tail}" if tail else why
-            if code == 0:
-                return ActionState.SUCCEEDED, None
-            return ActionState.FAILED, f"{why}: {tail}" if tail else why
+            ended = (
+                (ActionState.SUCCEEDED, None)
+                if code == 0
+                else (ActionState.FAILED, f"{why}: {tail}" if tail else why)
+            )
+            self._record_run(action, *ended)
+            return ended
         record = self.crawlers.crawl(action.action_id)
         if record and record.state in _CRAWL_STATES:
             errors = record.errors
@@ -189,6 +195,23 @@ class ActionSupervisor:
             if code == 0
             else (ActionState.FAILED, f"the crawl process ended with status {code}: {tail}")
         )
+
+    def _record_run(self, action: ActionRecord, state: ActionState, error: str | None) -> None:
+        """A job's process ended without a run record (it died before its script could
+        record one): the run is recorded here, so the run store holds every run."""
+        option = action.arguments.get("--job-bookmark-option", BookmarkOption.DISABLE.value)
+        # Recorded meanwhile, or the store is out of reach: the action keeps the outcome.
+        with contextlib.suppress(SparkmarkError, IntegrityError):
+            self.state.record_ended_run(
+                job_name=action.name,
+                run_id=action.action_id,
+                attempt=action.attempt,
+                option=BookmarkOption(option) if option in set(BookmarkOption) else BookmarkOption.DISABLE,
+                arguments=action.arguments,
+                state=RunState(state.value),
+                started_at=action.started_at or action.queued_at,
+                error=error,
+            )
 
     def _launch(self, now: datetime) -> None:
         stopping: dict[str, bool] = {}
