@@ -113,8 +113,9 @@ test: install clients services jars browser
 
 # The inner loop: every test that needs no JVM, database server, broker or browser
 # (tests/conftest.py marks them), in well under two minutes.
+# Pure logic only: JAVA_HOME points nowhere, so a test that starts a JVM fails here.
 test-fast: install
-	$(PY) -m pytest -q -m fast -p no:cacheprovider
+	JAVA_HOME=/nonexistent/test-fast-starts-no-jvm $(PY) -m pytest -q -m fast -p no:cacheprovider
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml.
 lint: install

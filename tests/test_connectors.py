@@ -332,6 +332,7 @@ def test_a_job_without_its_connector_fails_with_one_line(tmp_path, read, name):
     assert f"`sparkmark connectors fetch {name}`" in errors[0]
 
 
+@pytest.mark.slow  # two `sparkmark run` processes, each with a JVM: not part of `make test-fast`
 def test_a_job_that_needs_a_connector_fetches_it_once_on_demand(tmp_path):
     """An empty jars folder: the script's format("avro") makes `sparkmark run` fetch
     Spark's Avro connector through Spark's package resolution, say so in one line, and

@@ -130,8 +130,10 @@ def test_every_variable_the_docs_name_is_declared():
                      "METASTORE_USER", "METASTORE_PASSWORD", "CONFIG", "LOG_LEVEL", "AWSGLUE",
                      "API_HOST", "API_PORT", "API_TOKEN", "RUN_ID", "ATTEMPT", "CRASH_AT"):  # fmt: skip
         assert variable.lower() in fields
-    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
-    for mentioned in {w.strip("`|") for w in readme.split() if w.strip("`|").startswith("SPARKMARK_")}:
-        name = mentioned.removeprefix("SPARKMARK_").split("=", 1)[0].rstrip(".,:;)").lower()
-        if name and not name.startswith("connection_"):
-            assert name in fields, f"README names {mentioned}, which Settings does not declare"
+    root = SRC.parents[1]
+    for page in (root / "README.md", root / "docs" / "tour.md", root / "CONTRIBUTING.md"):
+        text = page.read_text(encoding="utf-8")
+        for mentioned in {w.strip("`|") for w in text.split() if w.strip("`|").startswith("SPARKMARK_")}:
+            name = mentioned.removeprefix("SPARKMARK_").split("=", 1)[0].rstrip(".,:;)").lower()
+            if name and not name.startswith("connection_"):
+                assert name in fields, f"{page.name} names {mentioned}, which Settings does not declare"
