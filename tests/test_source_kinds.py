@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from sparkmark.cli.bookmark import _source_rows
-from sparkmark.console.pages import version_changes
+from sparkmark.console.bookmark_pages import version_changes
 from sparkmark.sources.registry import (
     FILES,
     JDBC,

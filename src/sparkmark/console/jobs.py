@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..workflow.definition import TriggerType
 from .figures import run_series
 from .filters import JOB_TYPES, ListFilter
-from .pages import PageError, _checked_form, _filtered, _page_number, _require_job, _run, job_name_of
+from .pages import PageError, checked_form, filtered, job_name_of, page_number, require_job, run_of
 
 RUNS_PAGE = 50
 CHART_RUNS = 100  # the runs a job's charts show, newest
@@ -89,7 +89,7 @@ def job_type(service, name: str, latest: RunRecord | None, entries: dict | None 
 
 
 def jobs_page(request: Request) -> Response:
-    wanted = _filtered(request, RUN_STATES + ["NOT RUN"])
+    wanted = filtered(request, RUN_STATES + ["NOT RUN"])
     if not isinstance(wanted, ListFilter):
         return wanted
     service = request.app.state.service
@@ -192,14 +192,14 @@ def _details(service, job: str, latest: RunRecord | None) -> dict[str, Any] | No
 
 def job_page(request: Request) -> Response:
     job = job_name_of(request)
-    wanted = _filtered(request, RUN_STATES)
+    wanted = filtered(request, RUN_STATES)
     if not isinstance(wanted, ListFilter):
         return wanted
     app = request.app
     service = app.state.service
-    _require_job(app, job)
+    require_job(app, job)
     store = service.state
-    page = _page_number(request)
+    page = page_number(request)
     since, until = wanted.window(datetime.now(UTC))
     runs, total = store.find_runs(
         job, states=[RunState(s) for s in wanted.states], since=since, until=until,
@@ -264,7 +264,7 @@ def script_page(request: Request) -> Response:
     one its last run ran."""
     job = job_name_of(request)
     service = request.app.state.service
-    _require_job(request.app, job)
+    require_job(request.app, job)
     location = _script_location(service, job)
     html = problem = None
     if location is None:
@@ -343,7 +343,7 @@ async def run_job(request: Request) -> Response:
     """Run job: queue a run with the arguments the form gives (over the job's defaults);
     the scheduler starts it, and the browser goes to its page."""
     job = job_name_of(request)
-    form = await _checked_form(request)
+    form = await checked_form(request)
     service = request.app.state.service
     _declared(service, job)
     arguments = parse_arguments(form.get("arguments", ""))
@@ -355,8 +355,8 @@ async def retry_run(request: Request) -> Response:
     """Retry a run that failed: a new run of its job with the arguments it was started
     with. An argument the store keeps masked (a secret) takes the job's default, or the
     retry is refused: the store never had its value."""
-    run = _run(request)
-    await _checked_form(request)
+    run = run_of(request)
+    await checked_form(request)
     if run.state not in (RunState.FAILED, RunState.TIMEOUT, RunState.STOPPED):
         raise PageError(
             409, f"run {run.run_id} is {run.state.value}: only a failed, stopped or timed-out run is retried"
