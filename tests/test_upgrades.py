@@ -139,6 +139,15 @@ def versions(url: str) -> dict[str, str]:
     return {r["name"]: r["value"] for r in raw_rows(url)["sm_schema_info"]}
 
 
+def set_version(url: str, key: str, version: int) -> None:
+    """Make the store say a component is at ``version``, as a newer release would leave it."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        info = components.schema_info
+        conn.execute(info.update().where(info.c.name == key).values(value=str(version)))
+    engine.dispose()
+
+
 def file_entries(rows: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str], dict[str, tuple]]:
     """Each (job, ctx)'s latest entry per path, from a store before schema 10."""
     sources = {r["source_id"]: (r["job_name"], r["ctx"]) for r in rows["sm_sources"]}
@@ -284,14 +293,7 @@ def test_a_store_from_a_newer_sparkmark_is_refused_and_left_as_it_is(old_store):
     url = old_store(NAMES[-1])
     state, _ = open_all(url)
     state.close()
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(
-            components.schema_info.update()
-            .where(components.schema_info.c.name == "catalog_schema_version")
-            .values(value="99")
-        )
-    engine.dispose()
+    set_version(url, "catalog_schema_version", 99)
     before = raw_rows(url)
     state = StateStore(url)
     with pytest.raises(StateStoreError) as refused:
@@ -384,14 +386,7 @@ def test_store_check_and_backup_around_an_upgrade(old_store, tmp_path, pg_databa
     after = json.loads(sparkmark(url, tmp_path, "store", "check", "--json").stdout)
     assert {c["action"] for c in after["components"]} == {"current"}
 
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(
-            components.schema_info.update()
-            .where(components.schema_info.c.name == "sessions_schema_version")
-            .values(value="7")
-        )
-    engine.dispose()
+    set_version(url, "sessions_schema_version", 7)
     newer = sparkmark(url, tmp_path, "store", "check")
     assert newer.returncode == 1
     assert "components newer than this sparkmark: sessions" in newer.stderr

@@ -20,14 +20,7 @@ tags_table = Table(
     Column("tag_key", String(128), primary_key=True),
     Column("tag_value", Text, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="tags",
-        key="tags_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(tags_table)},
-    )
-)
+COMPONENT = components.declare("tags", "tags_schema_version", metadata, [tags_table])
 
 KINDS = ("job", "crawler", "trigger", "workflow", "database", "connection", "table", "session")
 _ARN = re.compile(r"arn:aws[\w-]*:glue:[^:]*:[^:]*:(?P<kind>[A-Za-z]+)/(?P<name>.+)")

@@ -29,14 +29,7 @@ documents = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="catalog_documents",
-        key="catalog_documents_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(documents)},
-    )
-)
+COMPONENT = components.declare("catalog_documents", "catalog_documents_schema_version", metadata, [documents])
 
 
 @dataclass(frozen=True)

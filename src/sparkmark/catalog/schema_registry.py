@@ -61,13 +61,11 @@ version_metadata = Table(
     Column("value", String(256), primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="schema_registry",
-        key="schema_registry_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(registries, schemas, versions, version_metadata)},
-    )
+COMPONENT = components.declare(
+    "schema_registry",
+    "schema_registry_schema_version",
+    metadata,
+    [registries, schemas, versions, version_metadata],
 )
 
 

@@ -114,18 +114,14 @@ index_entries = SATable(
 Index("sm_catalog_index_lookup", index_entries.c.database, index_entries.c.table, index_entries.c.index_name,
       index_entries.c.key_values)  # fmt: skip
 
-COMPONENT = components.register(
-    components.Component(
-        name="catalog",
-        key="catalog_schema_version",
-        metadata=metadata,
-        steps={
-            1: components.tables_step(tables, partitions, versions),
-            2: components.tables_step(databases),  # databases with no tables yet
-            3: components.tables_step(deferred),  # statements the Hive metastore has yet to see
-            4: components.tables_step(partition_indexes, index_entries),
-        },
-    )
+COMPONENT = components.declare(
+    "catalog",
+    "catalog_schema_version",
+    metadata,
+    [tables, partitions, versions],
+    [databases],  # 2: databases with no tables yet
+    [deferred],  # 3: statements the Hive metastore has yet to see
+    [partition_indexes, index_entries],  # 4
 )
 
 

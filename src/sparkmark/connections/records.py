@@ -33,14 +33,7 @@ connections_table = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="connections",
-        key="connections_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(connections_table)},
-    )
-)
+COMPONENT = components.declare("connections", "connections_schema_version", metadata, [connections_table])
 
 
 @dataclass(frozen=True)

@@ -195,14 +195,7 @@ classifiers_table = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="classifiers",
-        key="classifier_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(classifiers_table)},
-    )
-)
+COMPONENT = components.declare("classifiers", "classifier_schema_version", metadata, [classifiers_table])
 
 
 class ClassifierStore:

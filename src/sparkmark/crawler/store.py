@@ -38,14 +38,7 @@ crawls = Table(
     Column("summary", Text, nullable=False),
     Column("errors", Text, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="crawlers",
-        key="crawler_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(crawlers, crawls)},
-    )
-)
+COMPONENT = components.declare("crawlers", "crawler_schema_version", metadata, [crawlers, crawls])
 
 
 @dataclass(frozen=True)

@@ -68,12 +68,7 @@ class RunStore:
                         )
                     )
                 latest = rows.latest_version_number(conn, job_name)
-                previous = conn.execute(
-                    select(t.runs.c.run_id)
-                    .where(t.runs.c.job_name == job_name)
-                    .order_by(t.runs.c.started_at.desc())
-                    .limit(1)
-                ).scalar()
+                previous = _previous_run(conn, job_name)
                 conn.execute(
                     insert(t.runs).values(
                         run_id=run_id,
@@ -119,12 +114,7 @@ class RunStore:
         shell job is, or one that failed before ``Job.init``) is still one run of its
         job, with one record that every door reads."""
         with self.engine.begin() as conn:
-            previous = conn.execute(
-                select(t.runs.c.run_id)
-                .where(t.runs.c.job_name == job_name)
-                .order_by(t.runs.c.started_at.desc())
-                .limit(1)
-            ).scalar()
+            previous = _previous_run(conn, job_name)
             conn.execute(
                 insert(t.runs).values(
                     run_id=run_id,
@@ -444,3 +434,13 @@ def _alive_between(since: datetime | None, until: datetime | None) -> list[Any]:
     if since is not None:
         where.append(or_(r.ended_at.is_(None), r.ended_at >= since))
     return where
+
+
+def _previous_run(conn, job_name: str) -> str | None:
+    """The job's latest run before the one being recorded."""
+    return conn.execute(
+        select(t.runs.c.run_id)
+        .where(t.runs.c.job_name == job_name)
+        .order_by(t.runs.c.started_at.desc())
+        .limit(1)
+    ).scalar()

@@ -28,14 +28,7 @@ results = Table(
     Column("rules", Text, nullable=False),  # JSON: each rule's outcome, reason, metrics, labels
     Column("metrics", Text, nullable=False),  # JSON: every metric by name
 )
-COMPONENT = components.register(
-    components.Component(
-        name="quality",
-        key="quality_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(results)},
-    )
-)
+COMPONENT = components.declare("quality", "quality_schema_version", metadata, [results])
 
 
 @dataclass(frozen=True)

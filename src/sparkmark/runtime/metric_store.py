@@ -69,14 +69,7 @@ latest_table = Table(
     Column("unit", String(32)),
     Index("sm_metric_latest_group", "namespace", "grp"),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="metrics",
-        key="metrics_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(data_table, latest_table)},
-    )
-)
+COMPONENT = components.declare("metrics", "metrics_schema_version", metadata, [data_table, latest_table])
 
 Dimensions = tuple[tuple[str, str], ...]
 

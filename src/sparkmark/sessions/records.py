@@ -62,13 +62,8 @@ statements_table = Table(
     Column("started_on", UTCDateTime),
     Column("completed_on", UTCDateTime),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="sessions",
-        key="sessions_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(sessions_table, statements_table)},
-    )
+COMPONENT = components.declare(
+    "sessions", "sessions_schema_version", metadata, [sessions_table, statements_table]
 )
 
 # Glue's session and statement states.

@@ -18,7 +18,7 @@ database's way of altering a table (SQLite's batch mode among them).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -140,6 +140,13 @@ def add_column(conn: Connection, table: str, column: Column) -> None:
     """Add ``column`` to ``table`` unless it has it already."""
     if column.name not in columns(conn, table):
         operations(conn).add_column(table, column)
+
+
+def declare(name: str, key: str, metadata: MetaData, *steps: Step | Sequence[Table]) -> Component:
+    """Register the component ``name`` (its version in ``sm_schema_info``'s row ``key``)
+    with ``steps`` in order, numbered from 1; a step given as tables creates them."""
+    numbered = {n: s if callable(s) else tables_step(*s) for n, s in enumerate(steps, start=1)}
+    return register(Component(name=name, key=key, metadata=metadata, steps=numbered))
 
 
 def tables_step(*tables: Table) -> Step:

@@ -130,16 +130,12 @@ def _supervisors_and_sealed_arguments(conn: Connection) -> None:
     components.add_column(conn, actions.name, Column("host", String(255)))
 
 
-COMPONENT = components.register(
-    components.Component(
-        name="workflows",
-        key="workflow_schema_version",
-        metadata=metadata,
-        steps={
-            1: components.tables_step(triggers, firings, workflow_runs, actions, events, meta),
-            2: _supervisors_and_sealed_arguments,
-        },
-    )
+COMPONENT = components.declare(
+    "workflows",
+    "workflow_schema_version",
+    metadata,
+    [triggers, firings, workflow_runs, actions, events, meta],
+    _supervisors_and_sealed_arguments,  # 2
 )
 
 

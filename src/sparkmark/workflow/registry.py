@@ -52,14 +52,7 @@ definitions = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-COMPONENT = components.register(
-    components.Component(
-        name="definitions",
-        key="definitions_schema_version",
-        metadata=metadata,
-        steps={1: components.tables_step(definitions)},
-    )
-)
+COMPONENT = components.declare("definitions", "definitions_schema_version", metadata, [definitions])
 KINDS: dict[str, tuple[str, type[BaseModel]]] = {
     "job": ("jobs", JobDefinition),
     "trigger": ("triggers", TriggerDefinition),
