@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from ..args import BOOKMARK_CHOICES, CONTINUATION_CHOICES
+
+# The option names and their choices are the job arguments' own (``sparkmark.args``,
+# which ``sparkmark run`` and StartJobRun check too); the messages here are Glue's.
 BOOKMARK_OPTION = "--job-bookmark-option"
-BOOKMARK_CHOICES = ("job-bookmark-enable", "job-bookmark-pause", "job-bookmark-disable")
 CONTINUATION_OPTION = "--continuation-option"
-CONTINUATION_CHOICES = ("continuation-enabled", "continuation-readonly", "continuation-ignore")
 RANGE_OPTIONS = ("--job-bookmark-from", "--job-bookmark-to")
 ID_OPTIONS = ("--JOB_NAME", "--JOB_ID", "--JOB_RUN_ID", "--SECURITY_CONFIGURATION")
 ENCRYPTION_OPTION = "--encryption-type"
@@ -46,7 +48,7 @@ def getResolvedOptions(args: Sequence[str], options: Sequence[str]) -> dict:
     _reserved(options)
     parser = GlueArgumentParser(add_help=False)
     parser.add_argument(BOOKMARK_OPTION, choices=BOOKMARK_CHOICES, required=False)
-    parser.add_argument(CONTINUATION_OPTION, choices=CONTINUATION_CHOICES, required=False)
+    parser.add_argument(CONTINUATION_OPTION, choices=tuple(CONTINUATION_CHOICES), required=False)
     for name in RANGE_OPTIONS:
         parser.add_argument(name, required=False)
     for name in ID_OPTIONS[1:]:
@@ -77,7 +79,7 @@ def getResolvedOptions(args: Sequence[str], options: Sequence[str]) -> dict:
         if legacy is None:
             values["job_bookmark_option"] = "job-bookmark-disable"
         else:
-            values["job_bookmark_option"] = BOOKMARK_CHOICES[CONTINUATION_CHOICES.index(legacy)]
+            values["job_bookmark_option"] = CONTINUATION_CHOICES[legacy].value
 
     absent = [o for o in RANGE_OPTIONS if values.get(o[2:].replace("-", "_")) is None]
     if values["job_bookmark_option"] == "job-bookmark-pause":
