@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import MetaData, create_engine, select
+from sqlalchemy import MetaData, create_engine, inspect, select
 
 from sparkmark.app.tags import TagStore
 from sparkmark.catalog.kept_documents import KeptDocuments
@@ -184,6 +184,19 @@ def test_an_old_store_opens_with_every_record(name, old_store):
         old_info = {r["name"]: r["value"] for r in before["sm_schema_info"]}
         if "store_id" in old_info:  # from schema 5 on: a store keeps its identity
             assert found["store_id"] == old_info["store_id"]
+
+        # Every table and column this release declares is there: no step was missed.
+        engine = create_engine(url)
+        try:
+            found_tables = inspect(engine)
+            names = set(found_tables.get_table_names())
+            for component in components.registered():
+                for table in component.tables:
+                    assert table.name in names, f"{component.name}: {table.name} is missing"
+                    have = {c["name"] for c in found_tables.get_columns(table.name)}
+                    assert {c.name for c in table.columns} <= have, f"{component.name}: {table.name}"
+        finally:
+            engine.dispose()
 
         # Every row of every table is still there, with the values it had.
         after = raw_rows(url)
@@ -390,3 +403,42 @@ def test_store_check_and_backup_around_an_upgrade(old_store, tmp_path, pg_databa
     newer = sparkmark(url, tmp_path, "store", "check")
     assert newer.returncode == 1
     assert "components newer than this sparkmark: sessions" in newer.stderr
+
+
+def test_a_workflow_store_from_before_supervisors_gains_them(tmp_path):
+    """Workflow tables written in the hours before supervisors beat (recorded at version 1,
+    with no `host` on actions and no supervisors' table; no fixture commit falls there):
+    step 2 adds both, keeping the action's row."""
+    from sparkmark.workflow import records
+
+    url = f"sqlite:///{tmp_path / 'wf.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        components.schema_info.create(conn)
+        conn.execute(components.schema_info.insert().values(name="workflow_schema_version", value="1"))
+        old = [records.triggers, records.firings, records.workflow_runs, records.events, records.meta]
+        records.metadata.create_all(conn, tables=old)
+        conn.exec_driver_sql(
+            "CREATE TABLE sm_wf_actions (action_id VARCHAR(96) PRIMARY KEY, kind VARCHAR(8) NOT NULL, "
+            "name VARCHAR(255) NOT NULL, attempt INTEGER NOT NULL, first_id VARCHAR(96) NOT NULL, "
+            "state VARCHAR(16) NOT NULL, final BOOLEAN NOT NULL, workflow_run_id VARCHAR(80), "
+            "trigger VARCHAR(255), arguments TEXT NOT NULL, timeout_minutes FLOAT, supervisor VARCHAR(255), "
+            "pid INTEGER, queued_at DATETIME NOT NULL, started_at DATETIME, ended_at DATETIME, error TEXT, "
+            "log_path TEXT)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO sm_wf_actions (action_id, kind, name, attempt, first_id, state, final, arguments, "
+            "queued_at) VALUES ('jr_old', 'JOB', 'nightly', 0, 'jr_old', 'SUCCEEDED', 1, '{}', "
+            "'2026-11-23 10:00:00')"
+        )
+    engine.dispose()
+    state = StateStore(url)
+    try:
+        store = WorkflowStore(state)
+        found = inspect(state.engine)
+        assert "host" in {c["name"] for c in found.get_columns("sm_wf_actions")}
+        assert {"sm_wf_supervisors", "sm_wf_sealed_arguments"} <= set(found.get_table_names())
+        assert [a.action_id for a in store.actions_of(kind="JOB", name="nightly")] == ["jr_old"]
+        assert versions(url)["workflow_schema_version"] == "2"
+    finally:
+        state.close()

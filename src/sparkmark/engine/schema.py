@@ -392,7 +392,13 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     10: _v10,
 }
 BOOKMARKS = components.register(
-    components.Component(name="bookmarks", key="schema_version", metadata=metadata, steps=MIGRATIONS)
+    components.Component(
+        name="bookmarks",
+        key="schema_version",
+        metadata=metadata,
+        steps=MIGRATIONS,
+        retired=frozenset({file_entries.name}),  # moved into sm_folders and sm_files by step 10
+    )
 )
 SCHEMA_VERSION = BOOKMARKS.version
 

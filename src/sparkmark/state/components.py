@@ -50,6 +50,12 @@ class Component:
     key: str  # its row in sm_schema_info
     metadata: MetaData  # its tables as this release has them
     steps: Mapping[int, Step]  # 1 makes its first tables; each later one is a change
+    retired: frozenset[str] = frozenset()  # tables declared for a step that moves them away
+
+    @property
+    def tables(self) -> list[Table]:
+        """The tables a store at this release's version holds."""
+        return [t for t in self.metadata.sorted_tables if t.name not in self.retired]
 
     def __post_init__(self) -> None:
         if sorted(self.steps) != list(range(1, len(self.steps) + 1)):
