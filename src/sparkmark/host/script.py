@@ -394,9 +394,14 @@ def _record_plain_run(
     """The script started no run of its own (plain Python, or it failed before
     ``Job.init``): it is still one run of its job, recorded ended as Glue's run of it
     ends, under the id the scheduler gave it (or a new one)."""
+    from ..engine.names import check_name
     from ..engine.store import StateStore
     from ..runtime import stopping
 
+    try:
+        check_name("job name", resolved.job_name)
+    except ArgumentError:
+        return  # refused before any run could begin: no job of that name is recorded
     if isinstance(error, KeyboardInterrupt):
         state = RunState.STOPPED
         why = str(error) if isinstance(error, stopping.RunStopped) else "stopped by SIGINT"
