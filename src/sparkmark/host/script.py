@@ -393,11 +393,15 @@ def _record_plain_run(
 ) -> None:
     """The script started no run of its own (plain Python, or it failed before
     ``Job.init``): it is still one run of its job, recorded ended as Glue's run of it
-    ends, under the id the scheduler gave it (or a new one)."""
+    ends, under a new id; a scheduled run is recorded by its supervisor instead."""
     from ..engine.names import check_name
     from ..engine.store import StateStore
     from ..runtime import stopping
 
+    if settings.run_id is not None:
+        # A scheduler's run: its supervisor records it when the process ends, outside
+        # whatever the script changed in this process (a patched json.dumps, say).
+        return
     try:
         check_name("job name", resolved.job_name)
     except ArgumentError:
@@ -410,7 +414,7 @@ def _record_plain_run(
         why = outcome.error or f"the script exited with status {outcome.code}"
     else:
         state, why = RunState.SUCCEEDED, None
-    run_id = settings.run_id or new_run_id()
+    run_id = new_run_id()
     try:
         store = StateStore.from_settings(settings)
         try:
