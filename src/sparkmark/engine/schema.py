@@ -407,11 +407,17 @@ def stored_version(conn: Connection) -> int:
     return components.stored_version(conn, BOOKMARKS)
 
 
+def read_store_id(conn: Connection) -> str | None:
+    """The store's identity, or None before it has one."""
+    found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == "store_id")).scalar()
+    return None if found is None else str(found)
+
+
 def store_identity(conn: Connection) -> str:
     """The store's identity, made the first time it is asked for and written into every
     output it publishes: outputs tell this store from another one, or from a fresh one
     that replaced it."""
-    found = conn.execute(select(schema_info.c.value).where(schema_info.c.name == "store_id")).scalar()
+    found = read_store_id(conn)
     if found is None:
         found = uuid.uuid4().hex
         conn.execute(schema_info.insert().values(name="store_id", value=found))

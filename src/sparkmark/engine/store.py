@@ -38,8 +38,14 @@ class StateStore(StoreHandle, RunStore, BookmarkStore, OutputStore, BatchStore):
 
     def __init__(self, url: str):
         super().__init__(url, (t.BOOKMARKS,))
-        with self.engine.begin() as conn:
-            self.store_id: str = t.store_identity(conn)
+        # Read first: a store has its id from its first open on, and a read takes no
+        # write lock (every SQLite write transaction is BEGIN IMMEDIATE).
+        with self.engine.connect() as conn:
+            known = t.read_store_id(conn)
+        if known is None:
+            with self.engine.begin() as conn:
+                known = t.store_identity(conn)
+        self.store_id: str = known
         if self.fresh:
             log.info("created a new state store at %s (id %s)", self.display_url, self.store_id)
 
