@@ -441,7 +441,7 @@ def warm_children() -> list[int]:
             ppid = int(re.search(r"\) \S (\d+)", (entry / "stat").read_text()).group(1))
         except (OSError, AttributeError):
             continue
-        if "sparkmark.cli.warm" in cmdline and ppid == os.getpid():
+        if "sparkmark.pool.worker" in cmdline and ppid == os.getpid():
             found.append(int(entry.name))
     return found
 

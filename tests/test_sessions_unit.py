@@ -28,29 +28,34 @@ from sparkmark.workflow.launcher import LaunchSpec, poolable
 # ------------------------------------------------------------------ statements
 
 
+def run(code: str, namespace: dict, number: int) -> dict:
+    """A statement's output as Glue's API shows it."""
+    return statement.run(code, namespace, number).document()
+
+
 def test_a_statement_shows_what_it_prints_and_its_last_expression():
     ns: dict = {}
-    out = statement.run("x = 2\nprint('hello')\nx * 21", ns, 0)
+    out = run("x = 2\nprint('hello')\nx * 21", ns, 0)
     assert out == {"ExecutionCount": 0, "Status": "ok", "Data": {"TextPlain": "hello\n42\n"}}
     assert ns["x"] == 2 and ns["_"] == 42
 
 
 def test_a_last_line_that_is_not_an_expression_shows_nothing_more():
-    assert statement.run("y = 1", {}, 3)["Data"]["TextPlain"] == ""
-    assert statement.run("None", {}, 3)["Data"]["TextPlain"] == ""  # as a notebook shows None
-    assert statement.run("", {}, 3) == {"ExecutionCount": 3, "Status": "ok", "Data": {"TextPlain": ""}}
+    assert run("y = 1", {}, 3)["Data"]["TextPlain"] == ""
+    assert run("None", {}, 3)["Data"]["TextPlain"] == ""  # as a notebook shows None
+    assert run("", {}, 3) == {"ExecutionCount": 3, "Status": "ok", "Data": {"TextPlain": ""}}
 
 
 def test_variables_persist_between_statements_of_one_namespace_only():
     first: dict = {}
-    statement.run("secret = 7", first, 0)
-    assert statement.run("secret + 1", first, 1)["Data"]["TextPlain"] == "8\n"
-    other = statement.run("secret", {}, 0)
+    run("secret = 7", first, 0)
+    assert run("secret + 1", first, 1)["Data"]["TextPlain"] == "8\n"
+    other = run("secret", {}, 0)
     assert other["Status"] == "error" and other["ErrorName"] == "NameError"
 
 
 def test_an_error_answers_with_its_name_value_and_the_statements_own_frames():
-    out = statement.run("def f():\n    raise ValueError('bad value 3')\nprint('before')\nf()", {}, 5)
+    out = run("def f():\n    raise ValueError('bad value 3')\nprint('before')\nf()", {}, 5)
     assert out["Status"] == "error"
     assert out["ErrorName"] == "ValueError"
     assert out["ErrorValue"] == "bad value 3"
@@ -61,24 +66,24 @@ def test_an_error_answers_with_its_name_value_and_the_statements_own_frames():
 
 
 def test_a_syntax_error_names_its_line():
-    out = statement.run("x = (1,\n", {}, 0)
+    out = run("x = (1,\n", {}, 0)
     assert out["Status"] == "error" and out["ErrorName"] == "SyntaxError"
     assert out["Traceback"] and "SyntaxError" in out["Traceback"][-1]
 
 
 def test_an_exception_without_a_message_still_has_a_value():
-    out = statement.run("raise KeyError()", {}, 0)
+    out = run("raise KeyError()", {}, 0)
     assert out["ErrorName"] == "KeyError" and out["ErrorValue"] == "KeyError"
 
 
 def test_a_keyboard_interrupt_is_left_to_the_caller():
     with pytest.raises(KeyboardInterrupt):
-        statement.run("raise KeyboardInterrupt", {}, 0)
+        run("raise KeyboardInterrupt", {}, 0)
 
 
 @given(st.integers(min_value=-(10**12), max_value=10**12))
 def test_an_integer_expression_shows_its_repr(value):
-    assert statement.run(repr(value), {}, 0)["Data"]["TextPlain"] == f"{value!r}\n"
+    assert run(repr(value), {}, 0)["Data"]["TextPlain"] == f"{value!r}\n"
 
 
 # ------------------------------------------------------------------ the session store

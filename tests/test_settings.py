@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparkmark"
 # environment its run request sets and puts its own back after.
 ALLOWED = {
     "pool/pool.py",
-    "cli/warm.py",
+    "pool/worker.py",
     "settings.py",
     "glue/shim.py",
     "workflow/launcher.py",
@@ -47,12 +47,12 @@ def test_defaults_and_values(tmp_path):
         {
             "SPARKMARK_HOME": str(tmp_path),
             "SPARKMARK_LEASE_SECONDS": "12.5",
-            "SPARKMARK_ATTEMPT": "2",
+            "SPARKMARK_STREAM_MAX_BATCHES": "2",
             "SPARKMARK_CATALOG": "none",
             "SPARKMARK_SPARK_CONF": '{"spark.sql.shuffle.partitions": 3}',
         }
     )
-    assert s.lease_seconds == 12.5 and s.attempt == 2 and not s.hive_enabled
+    assert s.lease_seconds == 12.5 and s.stream_max_batches == 2 and not s.hive_enabled
     assert s.spark_conf_map() == {"spark.sql.shuffle.partitions": "3"}
 
 
@@ -60,7 +60,7 @@ def test_defaults_and_values(tmp_path):
     "variable, value, message",
     [
         ("SPARKMARK_LEASE_SECONDS", "-1", "SPARKMARK_LEASE_SECONDS"),
-        ("SPARKMARK_ATTEMPT", "two", "SPARKMARK_ATTEMPT"),
+        ("SPARKMARK_STREAM_MAX_BATCHES", "two", "SPARKMARK_STREAM_MAX_BATCHES"),
         ("SPARKMARK_SPARK_CONF", "[1, 2]", "not a JSON object"),
     ],
 )
@@ -128,7 +128,7 @@ def test_every_variable_the_docs_name_is_declared():
     for variable in ("HOME", "STATE_URL", "TEMP_DIR", "LEASE_SECONDS", "SPARK_MASTER", "JARS_DIR",
                      "CONNECTORS", "JDBC_JARS", "SPARK_CONF", "CATALOG", "METASTORE_URL",
                      "METASTORE_USER", "METASTORE_PASSWORD", "CONFIG", "LOG_LEVEL", "AWSGLUE",
-                     "API_HOST", "API_PORT", "API_TOKEN", "RUN_ID", "ATTEMPT", "CRASH_AT"):  # fmt: skip
+                     "API_HOST", "API_PORT", "API_TOKEN", "CRASH_AT"):  # fmt: skip
         assert variable.lower() in fields
     root = SRC.parents[1]
     for page in (root / "README.md", root / "docs" / "tour.md", root / "CONTRIBUTING.md"):

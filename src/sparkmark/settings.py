@@ -24,7 +24,6 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_LOG_LEVEL`` | log_level | ``INFO`` |
 | ``SPARKMARK_DEBUG`` | debug | off; on (or ``sparkmark --debug``): a failure prints its traceback after its ``error:`` line |
 | ``SPARKMARK_AWSGLUE`` | awsglue | ``on`` (``off`` leaves ``import awsglue`` alone) |
-| ``SPARKMARK_RUN_ID`` / ``SPARKMARK_ATTEMPT`` | run_id / attempt | set by the scheduler for the job it starts |
 | ``SPARKMARK_STREAM_UNTIL_CAUGHT_UP`` | stream_until_caught_up | off; on (or ``sparkmark run --until-caught-up``): a streaming job processes what its sources hold now, then returns |
 | ``SPARKMARK_STREAM_MAX_BATCHES`` | stream_max_batches | unset; N (or ``sparkmark run --max-batches N``): a streaming job returns after N micro-batches |
 | ``SPARKMARK_CRASH_AT`` | crash_at | unset (tests: die at that crash point) |
@@ -124,8 +123,6 @@ class Settings(BaseModel):
     log_level: str = "INFO"
     debug: bool = False
     awsglue: str = "on"
-    run_id: str | None = None
-    attempt: int = Field(0, ge=0)
     stream_until_caught_up: bool = False
     stream_max_batches: int | None = Field(None, gt=0)
     crash_at: str | None = None

@@ -28,12 +28,16 @@ import socket
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import serving
 from ..access import FailureLimiter, RequestGuard, client_address, resolve_token, token_path
 from ..settings import Settings
 from . import auth, protocol, sts
 from .service import Service
+
+if TYPE_CHECKING:
+    from ..app.application import App
 
 log = logging.getLogger("sparkmark.api")
 
@@ -187,10 +191,11 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
     listen = listen_of(settings, host, port)
     service = Service(settings)
     stop = threading.Event()
+    runs_endpoint = RunsEndpoint(service)
     if scheduler:
         from ..workflow.scheduler import lead_in_background
 
-        lead_in_background(service.state, service.settings, service.source, stop)
+        lead_in_background(service.state, service.settings, service.source, stop, runs_endpoint)
     record = endpoint_file(settings)
     from ..pool.config import load_pool_config
     from ..pool.pool import close_shared
@@ -218,6 +223,7 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
         if "sessions" in service.__dict__:  # sessions end with the server that runs them
             service.sessions.close()
         close_shared()
+        runs_endpoint.stop()
         with contextlib.suppress(OSError):
             if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
                 record.unlink()
@@ -247,3 +253,41 @@ def running_endpoint(settings: Settings) -> str | None:
             return url
     except (OSError, ValueError):
         return None
+
+
+class RunsEndpoint:
+    """The Glue endpoint that job runs hosted by this process's warm processes talk to,
+    as the variables of :meth:`App.endpoint_environment`: this server's own when it
+    serves plain HTTP, else one that another process serves for the home, else one
+    started in this process (on loopback, plain HTTP, for this home's token and this
+    process's own AWS credentials) the first time a run needs one."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self._lock = threading.Lock()
+        self._url: str | None = None
+        self._token: str | None = None
+        self.started: serving.Running | None = None
+
+    def __call__(self) -> dict[str, str]:
+        with self._lock:
+            if self._url is None:
+                self._url, self._token = self._find()
+        return self.app.endpoint_environment(self._url, self._token)
+
+    def _find(self) -> tuple[str, str]:
+        own = self.app.glue_url
+        if own and own.startswith("http://"):
+            return own, self.app.glue_token or ""
+        settings = self.app.settings.model_copy(update={"tls_certfile": None, "tls_keyfile": None})
+        token = resolve_token(settings.api_token_value, settings.home)
+        found = running_endpoint(settings)
+        if found is not None and found.startswith("http://"):
+            return found, token
+        self.started = start_in_thread(settings, also_accept=own_secret())
+        log.info("Glue API endpoint for hosted runs on %s", self.started.url)
+        return self.started.url, token
+
+    def stop(self) -> None:
+        if self.started is not None:
+            self.started.stop()

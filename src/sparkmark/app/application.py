@@ -25,24 +25,30 @@ class App:
         self.glue_token: str | None = None
 
     def session_environment(self) -> dict[str, str]:
-        """What a session's process gets, as a script under ``sparkmark run`` does: the
-        endpoint for boto3's Glue and CloudWatch clients, a region, and, when this
-        process has no AWS credentials of its own, the endpoint's token to sign with
-        (with credentials of its own, the session keeps them, for S3, and the server
-        accepts a signature made with them). Nothing points at AWS by default."""
+        """What a session's process gets, as a script under ``sparkmark run`` does: this
+        process's endpoint, as :meth:`endpoint_environment` gives it; nothing when this
+        process serves none."""
         if not self.glue_url:
             return {}
+        return self.endpoint_environment(self.glue_url, self.glue_token)
+
+    def endpoint_environment(self, url: str, token: str | None) -> dict[str, str]:
+        """The variables that point a run's or a session's boto3 at the Glue endpoint
+        ``url``: for its Glue and CloudWatch clients, a region, and, when this process
+        has no AWS credentials of its own, ``token`` to sign with (with credentials of
+        its own, the run keeps them, for S3, and the endpoint accepts a signature made
+        with them). Nothing points at AWS by default."""
         import botocore.session
 
-        env = {"AWS_ENDPOINT_URL_GLUE": self.glue_url}
+        env = {"AWS_ENDPOINT_URL_GLUE": url}
         if not self.settings.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):
-            env["AWS_ENDPOINT_URL_CLOUDWATCH"] = self.glue_url
+            env["AWS_ENDPOINT_URL_CLOUDWATCH"] = url
         session = botocore.session.get_session()
         if session.get_config_variable("region") is None:
             env["AWS_DEFAULT_REGION"] = self.settings.aws_region or "us-east-1"
-        if session.get_credentials() is None and self.glue_token:
+        if session.get_credentials() is None and token:
             env["AWS_ACCESS_KEY_ID"] = "sparkmark"
-            env["AWS_SECRET_ACCESS_KEY"] = self.glue_token
+            env["AWS_SECRET_ACCESS_KEY"] = token
         return env
 
     @cached_property

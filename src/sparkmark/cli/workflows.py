@@ -43,10 +43,13 @@ def _scheduler(config: Path | None, *, pooled: bool = False, warm_now: bool = Fa
     state = StateStore.from_settings(settings)
     source = ProjectSource(_config(config, settings), state)
     if pooled:
+        from ..api.server import RunsEndpoint
+        from ..app import App
         from ..workflow.scheduler import pooled_launcher
 
         own = settings.model_copy(update={"config": _config(config, settings)})
-        kwargs["launcher"] = pooled_launcher(own, start=warm_now)
+        endpoint = RunsEndpoint(App(own, state))
+        kwargs["launcher"] = pooled_launcher(own, start=warm_now, endpoint=endpoint)
     return Scheduler(source.current(), state, settings=settings, source=source, **kwargs)
 
 

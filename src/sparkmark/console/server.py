@@ -66,7 +66,8 @@ def start(
     stop = threading.Event()
     served = serving.start_in_thread(create_app(service, listen), listen, "console")
     if scheduler:
+        from ..api.server import RunsEndpoint
         from ..workflow.scheduler import lead_in_background
 
-        lead_in_background(service.state, service.settings, service.source, stop)
+        lead_in_background(service.state, service.settings, service.source, stop, RunsEndpoint(service))
     return Running(served.url, served, stop, service)

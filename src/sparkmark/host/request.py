@@ -59,10 +59,6 @@ class RunRequest(BaseModel):
         """The settings this request gives the script's entry points (``Job.from_args``,
         ``GlueContext``), as the variables ``settings.Settings`` declares for them."""
         env: dict[str, str] = {}
-        if self.run_id is not None:
-            env["SPARKMARK_RUN_ID"] = self.run_id
-        if self.attempt is not None:
-            env["SPARKMARK_ATTEMPT"] = str(self.attempt)
         if self.config is not None:
             env["SPARKMARK_CONFIG"] = self.config
         if self.spark_master:

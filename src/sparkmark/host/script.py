@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .. import args as job_args
 from ..connectors import missing_connector
@@ -59,6 +59,22 @@ class HostOutcome:
     error: str | None = None  # the run's failure, in one line
     traceback: str | None = None  # the failure's traceback, for --debug
     problems: list[str] = field(default_factory=list)  # runs that could not be closed
+
+    def report(self, out: TextIO, err: TextIO) -> None:
+        """How the run ended, as plain lines (a hosted run's log; the CLI prints its own)."""
+        if self.skipped is not None:
+            print(self.skipped, file=out)
+        for problem in self.problems:
+            print(f"error: {problem}", file=err)
+        for line in self.runs:
+            state = (
+                "state unknown (the state store cannot be reached)"
+                if line.state is None
+                else line.state.value
+            )
+            print(f"run {line.run_id} of job {line.job_name}: {state}", file=out)
+        if self.error is not None:
+            print(f"error: {self.error}", file=err)
 
 
 def _prepare_spark_and_glue(settings: Settings) -> None:
@@ -317,6 +333,7 @@ def _run(
     resolved: job_args.JobArguments | None = None,
 ) -> HostOutcome:
     from ..runtime import describe_error, running_runs, started_runs, stopping
+    from ..runtime.run import expect_run
 
     began = utcnow()
 
@@ -335,6 +352,7 @@ def _run(
     sys.path[:0] = [str(script.resolve().parent), *(str(m) for m in modules or [])]
     error: BaseException | None = None
     stopping.install()
+    expect_run(request.run_id, request.attempt or 0)  # the first run the script starts is this one
     try:
         try:
             with sharing():
@@ -349,6 +367,7 @@ def _run(
         error = exc
         _end_runs(running_runs(), error, outcome)
     finally:
+        expect_run(None)
         stopping.uninstall()
         sys.argv, sys.path[:] = saved_argv, saved_path
         if hook in sys.meta_path:
@@ -379,7 +398,9 @@ def _run(
         outcome.code = error.code
     else:
         outcome.code = 1 if failed else 0
-    if not mine and resolved is not None:
+    if not mine and resolved is not None and request.run_id is None:
+        # A scheduler's run is recorded by its supervisor when the process ends, outside
+        # whatever the script changed in this process (a patched json.dumps, say).
         _record_plain_run(resolved, settings, began, error, outcome)
     return outcome
 
@@ -393,15 +414,11 @@ def _record_plain_run(
 ) -> None:
     """The script started no run of its own (plain Python, or it failed before
     ``Job.init``): it is still one run of its job, recorded ended as Glue's run of it
-    ends, under a new id; a scheduled run is recorded by its supervisor instead."""
+    ends, under a new id."""
     from ..engine.names import check_name
     from ..engine.store import StateStore
     from ..runtime import stopping
 
-    if settings.run_id is not None:
-        # A scheduler's run: its supervisor records it when the process ends, outside
-        # whatever the script changed in this process (a patched json.dumps, say).
-        return
     try:
         check_name("job name", resolved.job_name)
     except ArgumentError:
@@ -421,7 +438,7 @@ def _record_plain_run(
             store.record_ended_run(
                 job_name=resolved.job_name,
                 run_id=run_id,
-                attempt=settings.attempt,
+                attempt=0,
                 option=resolved.bookmark_option,
                 arguments=mask_arguments(resolved.values),
                 state=state,

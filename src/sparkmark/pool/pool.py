@@ -1,9 +1,9 @@
 """Warm Spark processes kept ready, so that an interactive session or a small job
 starts on a running JVM.
 
-A :class:`WarmProcess` is one ``python -m sparkmark.cli.warm`` in its own process
+A :class:`WarmProcess` is one ``python -m sparkmark.pool.worker`` in its own process
 group, its output in ``$SPARKMARK_HOME/logs/pool/``, talking over a socket pair
-(:mod:`.protocol`). The :class:`Pool` keeps ``size`` of them ready; :meth:`Pool.take`
+(the typed messages of :mod:`.protocol`). The :class:`Pool` keeps ``size`` of them ready; :meth:`Pool.take`
 hands one out (starting one when none is ready) and starts its replacement. A process
 given to a session is that session's until it ends. One that hosted a job comes back
 (:meth:`Pool.give_back`) unless it failed, grew past ``max_memory``, hosted
@@ -31,11 +31,11 @@ from typing import Any
 from ..settings import Settings
 from ..state.handle import private_dir
 from .config import PoolConfig, load_pool_config
-from .protocol import FD_ENV, Channel
+from .protocol import EVENTS, FD_ENV, Channel, Failed, HostJob, JobEnded, Message, ProcessEnded, Ready, Stop
 
 log = logging.getLogger("sparkmark.pool")
 
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[[Any], None]  # given each protocol.Event
 
 
 class WarmProcess:
@@ -58,7 +58,7 @@ class WarmProcess:
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with open(fd, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "sparkmark.cli.warm"],
+                [sys.executable, "-m", "sparkmark.pool.worker"],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
@@ -69,7 +69,7 @@ class WarmProcess:
             )
         child_end.close()
         self.pid = self.proc.pid
-        self.channel = Channel(parent_end)
+        self.channel = Channel(parent_end, EVENTS)
         threading.Thread(target=self._read, name=f"warm-{self.pid}", daemon=True).start()
 
     def _read(self) -> None:
@@ -77,18 +77,17 @@ class WarmProcess:
             message = self.channel.receive()
             if message is None:
                 break
-            event = message.get("event")
-            if event == "ready":
-                self.rss = int(message.get("rss") or 0)
+            if isinstance(message, Ready):
+                self.rss = message.rss
                 self.ready.set()
                 continue
-            if event == "failed" and not self.ready.is_set():
-                self.error = str(message.get("error") or "the warm process failed to start Spark")
+            if isinstance(message, Failed) and not self.ready.is_set():
+                self.error = message.error or "the warm process failed to start Spark"
                 break
-            if event == "job":
+            if isinstance(message, JobEnded):
                 self.runs += 1
-                self.rss = int(message.get("rss") or 0)
-                self.dirty = message.get("dirty") or None
+                self.rss = message.rss
+                self.dirty = message.dirty or None
             with self._lock:
                 listener = self._listener
             if listener is not None:
@@ -101,13 +100,13 @@ class WarmProcess:
         with self._lock:
             listener = self._listener
         if listener is not None:
-            listener({"event": "ended", "code": code, "error": self.error})
+            listener(ProcessEnded(code=code, error=self.error))
 
     def listen(self, listener: Listener | None) -> None:
         with self._lock:
             self._listener = listener
 
-    def send(self, message: dict[str, Any]) -> bool:
+    def send(self, message: Message) -> bool:
         return self.channel.send(message)
 
     @property
@@ -120,7 +119,7 @@ class WarmProcess:
 
     def stop(self, grace_seconds: float = 5.0) -> None:
         """Ask it to end, then end its whole process group (its JVM too)."""
-        self.send({"op": "stop"})
+        self.send(Stop())
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=grace_seconds)
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -142,7 +141,7 @@ class PooledRun:
     """A job run hosted by a warm process, seen as the launcher sees a process: ``pid``
     (the warm process's: ending its group ends the run), ``poll`` and ``wait``."""
 
-    def __init__(self, process: WarmProcess, pool: Pool, message: dict[str, Any]):
+    def __init__(self, process: WarmProcess, pool: Pool, message: HostJob):
         self.process = process
         self.pool = pool
         self.pid = process.pid
@@ -151,19 +150,18 @@ class PooledRun:
         process.listen(self._event)
         threading.Thread(target=self._send, args=(message,), daemon=True).start()
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: HostJob) -> None:
         if not self.process.wait_ready(600) or not self.process.send(message):
             log.warning("pool: warm process %d could not take its job: %s", self.pid, self.process.error)
             self.process.stop(grace_seconds=1)
             self._finish(1)
 
-    def _event(self, message: dict[str, Any]) -> None:
-        event = message.get("event")
-        if event == "job":
-            self._finish(int(message.get("code", 1)))
+    def _event(self, message: Any) -> None:
+        if isinstance(message, JobEnded):
+            self._finish(message.code)
             self.pool.give_back(self.process)
-        elif event == "ended":
-            self._finish(-9 if message.get("code") is None else int(message["code"]) or 1)
+        elif isinstance(message, ProcessEnded):
+            self._finish(-9 if message.code is None else message.code or 1)
 
     def _finish(self, code: int) -> None:
         if not self._done.is_set():
@@ -338,7 +336,7 @@ class Pool:
                     self._starting.append(process)
         return True
 
-    def host_job(self, message: dict[str, Any]) -> PooledRun | None:
+    def host_job(self, message: HostJob) -> PooledRun | None:
         """Run a job on a warm process that is ready, or on the one starting (the job
         waits for its Spark); None when the pool has none (the job starts a process of
         its own, and the pool fills for the next)."""

@@ -51,7 +51,7 @@ _RUNNING: dict[str, JobRun] = {}
 _STARTED: list[JobRun] = []
 _LOCK = threading.Lock()
 _hooks_installed = False
-_SCHEDULED_TAKEN = False
+_EXPECTED: tuple[str, int] | None = None  # the run the host is starting: see expect_run
 
 
 def running_runs() -> list[JobRun]:
@@ -100,7 +100,6 @@ class JobRun:
         temp_dir: str,
         lease_seconds: float,
         connections: Connections,
-        scheduled: tuple[str | None, int] = (None, 0),
         bookmark_from: str | None = None,
         bookmark_to: str | None = None,
         attempt: int | None = None,
@@ -139,7 +138,7 @@ class JobRun:
                 store.version_after_run(name, bookmark_to),
             )
 
-        given_id, given_attempt = _scheduled_run(*scheduled)
+        given_id, given_attempt = _take_expected()
         self.record: RunRecord = store.start_run(
             job_name=name,
             run_id=run_id or given_id or new_run_id(),
@@ -587,22 +586,22 @@ class JobRun:
         return self.record
 
 
-def _scheduled_run(run_id: str | None, attempt: int) -> tuple[str | None, int]:
-    """The run id and attempt a scheduler chose for this process (``SPARKMARK_RUN_ID``,
-    ``SPARKMARK_ATTEMPT``, resolved in Settings). The id goes to the first run the
-    process starts only."""
-    global _SCHEDULED_TAKEN  # noqa: PLW0603 - one scheduled run id per process
-    if run_id is None or _SCHEDULED_TAKEN:
-        return None, attempt
-    _SCHEDULED_TAKEN = True
-    return check_run_id(run_id), attempt
+def expect_run(run_id: str | None, attempt: int = 0) -> None:
+    """Said by whoever hosts a script (``host.run_request``) before it runs: the first
+    run the script starts is run ``run_id``, attempt ``attempt``, as its scheduler
+    chose; ``None`` forgets it (the host says so after the script, so a run it did not
+    start never takes the id)."""
+    global _EXPECTED  # noqa: PLW0603 - one expected run per process at a time
+    with _LOCK:
+        _EXPECTED = None if run_id is None else (check_run_id(run_id), attempt)
 
 
-def next_scheduled_run() -> None:
-    """A process that hosts one scheduled run after another (a warm process) gives the
-    next run the id its scheduler chose for it."""
-    global _SCHEDULED_TAKEN  # noqa: PLW0603 - as above
-    _SCHEDULED_TAKEN = False
+def _take_expected() -> tuple[str | None, int]:
+    """The run id and attempt the host expects, given once: to the first run only."""
+    global _EXPECTED
+    with _LOCK:
+        found, _EXPECTED = _EXPECTED, None
+    return found if found is not None else (None, 0)
 
 
 def _install_process_hooks() -> None:

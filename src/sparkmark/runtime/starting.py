@@ -74,7 +74,6 @@ def start_run(
         temp_dir=temp_dir,
         lease_seconds=settings.lease_seconds,
         connections=Connections.from_settings(settings),
-        scheduled=(settings.run_id, settings.attempt),
         bookmark_from=bookmark_from,
         bookmark_to=bookmark_to,
         attempt=attempt,

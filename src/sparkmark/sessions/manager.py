@@ -24,6 +24,17 @@ from ..engine.schema import utcnow
 from ..engine.store import StateStore
 from ..errors import ArgumentError, SparkmarkError
 from ..pool.pool import Cancelled, Pool, WarmProcess, wait_ready
+from ..pool.protocol import (
+    BecomeSession,
+    CancelStatement,
+    Failed,
+    ProcessEnded,
+    RunStatement,
+    SessionState,
+    StatementOutput,
+    StatementProgress,
+    StatementState,
+)
 from ..sessions.records import (
     AVAILABLE,
     CANCELLED,
@@ -199,9 +210,7 @@ class SessionManager:
         if self._stop_wanted(session_id):
             self._end(session_id, STOPPED, born=born)
             return
-        process.send(
-            {"op": "session", "id": session_id, "arguments": arguments, "environment": environment or {}}
-        )
+        process.send(BecomeSession(id=session_id, arguments=arguments, environment=environment or {}))
 
     def _stop_wanted(self, session_id: str) -> bool:
         try:
@@ -210,41 +219,40 @@ class SessionManager:
             return True
         return record.stop_requested or record.status in (STOPPING, *ENDED)
 
-    def _event(self, session_id: str, message: dict[str, Any], born: datetime | None = None) -> None:
+    def _event(self, session_id: str, message: Any, born: datetime | None = None) -> None:
+        """One ``pool.protocol`` event of the session's process."""
         with self._lock:
             if born is not None and self._born.get(session_id) != born:
                 return  # a message of a session since deleted, about a process that is going
-        event = message.get("event")
-        if event == "session":
-            status = str(message.get("status"))
+        if isinstance(message, SessionState):
             with self._lock:
                 process = self._processes.get(session_id)
             self.store.set_status(
-                session_id, status, error=message.get("error"), pid=process.pid if process else None
+                session_id, message.status, error=message.error, pid=process.pid if process else None
             )
-            if status == FAILED:
-                self._end(session_id, FAILED, error=message.get("error"))
-        elif event == "statement":
-            number = int(message["id"])
-            state = str(message["state"])
+            if message.status == FAILED:
+                self._end(session_id, FAILED, error=message.error)
+        elif isinstance(message, StatementState):
             self.store.update_statement(
                 session_id,
-                number,
-                state=state,
-                output=message.get("output"),
-                progress=message.get("progress"),
+                message.id,
+                state=message.state,
+                output=message.output.document() if message.output is not None else None,
+                progress=message.progress,
             )
-            if state in STATEMENT_ENDED:
+            if message.state in STATEMENT_ENDED:
                 with self._lock:
-                    finishing = self._finishing.get((session_id, number))
+                    finishing = self._finishing.get((session_id, message.id))
                 if finishing is not None:
                     finishing.set()
-        elif event == "progress":
-            self.store.update_statement(session_id, int(message["id"]), progress=float(message["value"]))
-        elif event == "ended":
+        elif isinstance(message, StatementProgress):
+            self.store.update_statement(session_id, message.id, progress=message.value)
+        elif isinstance(message, ProcessEnded):
             record = self._record(session_id)
             if record is not None and record.status not in ENDED and record.status != STOPPING:
-                self._finish(session_id, FAILED, error=str(message.get("error") or "its process ended"))
+                self._finish(session_id, FAILED, error=message.error or "its process ended")
+        elif isinstance(message, Failed):
+            log.warning("session %s: %s", session_id, message.error)
 
     def _record(self, session_id: str) -> SessionRecord | None:
         try:
@@ -310,7 +318,7 @@ class SessionManager:
                 session_id,
                 statement.id,
                 state=CANCELLED,
-                output={"Status": CANCELLED, "ExecutionCount": statement.id},
+                output=StatementOutput.cancelled(statement.id).document(),
             )
         self.store.set_status(session_id, status, error=error, born=record.created_on)
 
@@ -332,7 +340,7 @@ class SessionManager:
         with self._lock:
             self._finishing[(session_id, number)] = done
         try:
-            if process.send({"op": "statement", "id": number, "code": code}):
+            if process.send(RunStatement(id=number, code=code)):
                 done.wait(HOLD_SECONDS)
                 return number
         finally:
@@ -342,11 +350,7 @@ class SessionManager:
             session_id,
             number,
             state="ERROR",
-            output={
-                "Status": "ERROR",
-                "ErrorName": "SessionEnded",
-                "ErrorValue": "the session's process ended",
-            },
+            output=StatementOutput.not_run(number, "SessionEnded", "the session's process ended").document(),
         )
         return number
 
@@ -367,7 +371,7 @@ class SessionManager:
         if found.state in (RUNNING, "WAITING"):
             self.store.update_statement(session_id, number, state=CANCELLING)
         if process is not None:
-            process.send({"op": "cancel", "id": number})
+            process.send(CancelStatement(id=number))
 
     # ------------------------------------------------------------------ watching
     def _watch(self) -> None:

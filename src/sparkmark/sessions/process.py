@@ -27,7 +27,17 @@ from typing import Any
 
 from ..engine.masking import looks_secret, mask_arguments, mask_document, mask_text, register_secret
 from ..errors import first_line
-from ..pool.protocol import Channel
+from ..pool.protocol import (
+    BecomeSession,
+    CancelStatement,
+    Channel,
+    Failed,
+    RunStatement,
+    SessionState,
+    StatementOutput,
+    StatementProgress,
+    StatementState,
+)
 from ..sessions.records import AVAILABLE, CANCELLED, READY, RUNNING
 from ..settings import Settings
 from . import statement
@@ -42,20 +52,18 @@ def _true(value: Any) -> bool:
 
 
 class SessionProcess:
-    def __init__(self, channel: Channel, spark: Any, settings: Settings, message: dict[str, Any]):
+    def __init__(self, channel: Channel, spark: Any, settings: Settings, message: BecomeSession):
         self.channel = channel
         self.spark = spark
         self.settings = settings
-        self.id = str(message["id"])
-        self.arguments: dict[str, str] = dict(message.get("arguments") or {})
+        self.id = message.id
+        self.arguments: dict[str, str] = dict(message.arguments)
         # The Glue endpoint the session's boto3 talks to, and how it signs (the server's).
-        self.environment: dict[str, str] = {
-            str(k): str(v) for k, v in (message.get("environment") or {}).items()
-        }
+        self.environment: dict[str, str] = dict(message.environment)
         # The session's secret-named arguments (--my_password …) are registered, so every
         # statement's output masks them wherever they are printed.
         mask_arguments(self.arguments)
-        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.queue: queue.Queue[RunStatement | None] = queue.Queue()
         self.cancelled: set[int] = set()
         self.running: int | None = None
         self.stopping = False
@@ -74,7 +82,7 @@ class SessionProcess:
         from ..glue import shim
         from ..host.shared_context import sharing
 
-        for name, value in self.environment.items():  # set in the process by cli/warm.py
+        for name, value in self.environment.items():  # set in the process by pool/worker.py
             if looks_secret(name):
                 register_secret(value)  # a statement that prints it shows it masked
         shim.install(self.settings)
@@ -119,16 +127,16 @@ class SessionProcess:
         try:
             self._setup()
         except Exception as exc:  # noqa: BLE001 - the session fails, in one line
-            self.channel.send({"event": "session", "status": "FAILED", "error": mask_text(first_line(exc))})
+            self.channel.send(SessionState(status="FAILED", error=mask_text(first_line(exc))))
             return 1
-        self.channel.send({"event": "session", "status": READY})
+        self.channel.send(SessionState(status=READY))
         threading.Thread(target=self._read, name="session-reader", daemon=True).start()
         while True:
             try:
                 item = self.queue.get()
                 if item is None:
                     break
-                self._statement(int(item["id"]), str(item["code"]))
+                self._statement(item.id, item.code)
             except KeyboardInterrupt:  # a cancel that came between statements
                 continue
         return 0
@@ -136,12 +144,13 @@ class SessionProcess:
     def _read(self) -> None:
         while True:
             message = self.channel.receive()
-            op = None if message is None else message.get("op")
-            if op == "statement" and message is not None:
+            if isinstance(message, RunStatement):
                 self.queue.put(message)
-            elif op == "cancel" and message is not None:
-                self._cancel(int(message["id"]))
-            elif op is None or op == "stop":
+            elif isinstance(message, CancelStatement):
+                self._cancel(message.id)
+            elif isinstance(message, Failed):
+                log.warning("session %s: %s", self.id, message.error)
+            else:  # Stop, another order, or the parent gone: the session ends
                 self.stopping = True
                 with self.lock:
                     if self.running is not None:
@@ -160,12 +169,14 @@ class SessionProcess:
                 self.spark.sparkContext.cancelJobGroup(self._group(number))
                 _thread.interrupt_main()
 
-    def _send(self, number: int, state: str, **fields: Any) -> None:
-        self.channel.send({"event": "statement", "id": number, "state": state, **fields})
+    def _send(
+        self, number: int, state: str, output: StatementOutput | None = None, progress: float | None = None
+    ) -> None:
+        self.channel.send(StatementState(id=number, state=state, output=output, progress=progress))
 
     def _statement(self, number: int, code: str) -> None:
         if number in self.cancelled:
-            self._send(number, CANCELLED, output={"Status": CANCELLED, "ExecutionCount": number})
+            self._send(number, CANCELLED, output=StatementOutput.cancelled(number))
             return
         sc = self.spark.sparkContext
         with self.lock:
@@ -174,7 +185,7 @@ class SessionProcess:
         done = threading.Event()
         reporter = threading.Thread(target=self._progress, args=(number, done), daemon=True)
         reporter.start()
-        output: dict[str, Any]
+        output: StatementOutput
         try:
             sc.setJobGroup(self._group(number), f"statement {number} of session {self.id}", True)
             if self.sync is not None:
@@ -183,10 +194,10 @@ class SessionProcess:
             if self.sync is not None:
                 problem = self.sync.after()
                 if problem:
-                    output.setdefault("Data", {}).setdefault("TextPlain", "")
-                    output["Data"]["TextPlain"] += f"\nsparkmark: {problem}\n"
+                    text = (output.Data or {}).get("TextPlain", "") + f"\nsparkmark: {problem}\n"
+                    output = output.model_copy(update={"Data": {"TextPlain": text}})
         except KeyboardInterrupt:
-            output = {"Status": CANCELLED, "ExecutionCount": number}
+            output = StatementOutput.cancelled(number)
         finally:
             with self.lock:
                 self.running = None
@@ -194,14 +205,14 @@ class SessionProcess:
             # the reporter's last sample must not land after the statement's end
             reporter.join()
             statement.flush_streams()
-        if number in self.cancelled or output.get("Status") == CANCELLED:
-            self._send(number, CANCELLED, output={"Status": CANCELLED, "ExecutionCount": number})
+        if number in self.cancelled or output.Status == CANCELLED:
+            self._send(number, CANCELLED, output=StatementOutput.cancelled(number))
             return
         if not self.stopping:
-            output = mask_document(
-                {**output, "Data": {"TextPlain": output.get("Data", {}).get("TextPlain", "")}}
+            shown = {**output.document(), "Data": {"TextPlain": (output.Data or {}).get("TextPlain", "")}}
+            self._send(
+                number, AVAILABLE, output=StatementOutput.model_validate(mask_document(shown)), progress=1.0
             )
-            self._send(number, AVAILABLE, output=output, progress=1.0)
 
     def _progress(self, number: int, done: threading.Event) -> None:
         """The running statement's share of finished tasks, over the Spark jobs of its
@@ -222,4 +233,4 @@ class SessionProcess:
             value = round(finished / total, 3) if total else 0.0
             if value != last:
                 last = value
-                self.channel.send({"event": "progress", "id": number, "value": min(value, 0.99)})
+                self.channel.send(StatementProgress(id=number, value=min(value, 0.99)))

@@ -15,6 +15,8 @@ import sys
 import traceback
 from typing import Any
 
+from ..pool.protocol import StatementOutput
+
 CELL = "<statement>"
 # What one statement's output keeps at most (its printed text, its error's value and its
 # traceback, each): beyond it the text is cut with a line saying how much was left out, so
@@ -78,11 +80,10 @@ def _own_frames(exc: BaseException) -> list[str]:
     return traceback.format_exception(type(exc), exc, tb)
 
 
-def run(code: str, namespace: dict[str, Any], number: int) -> dict[str, Any]:
+def run(code: str, namespace: dict[str, Any], number: int) -> StatementOutput:
     """Run ``code`` in ``namespace``; Glue's StatementOutput for it. A
     ``KeyboardInterrupt`` (a cancel) is not caught: the caller decides what it means."""
     out = CappedText()
-    result: dict[str, Any] = {"ExecutionCount": number}
     try:
         with contextlib.redirect_stdout(out):
             body, last = _compiled(code, number)
@@ -95,16 +96,15 @@ def run(code: str, namespace: dict[str, Any], number: int) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - the statement's failure is its output
         name = type(exc).__name__
         lines = _own_frames(exc)
-        result.update(
+        return StatementOutput(
+            ExecutionCount=number,
             Status="error",
             ErrorName=name,
             ErrorValue=capped(str(exc).strip() or name),
             Traceback=capped("".join(lines)).splitlines(keepends=True),
             Data={"TextPlain": out.getvalue()},
         )
-        return result
-    result.update(Status="ok", Data={"TextPlain": out.getvalue()})
-    return result
+    return StatementOutput(ExecutionCount=number, Status="ok", Data={"TextPlain": out.getvalue()})
 
 
 def flush_streams() -> None:

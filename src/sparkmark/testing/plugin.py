@@ -111,7 +111,7 @@ def sparkmark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A state store of the test's own (bookmarks, runs, the catalog), in a temporary folder."""
     home = tmp_path / "sparkmark-home"
     monkeypatch.setenv("SPARKMARK_HOME", str(home))
-    for name in ("SPARKMARK_STATE_URL", "SPARKMARK_TEMP_DIR", "SPARKMARK_RUN_ID", "SPARKMARK_ATTEMPT"):
+    for name in ("SPARKMARK_STATE_URL", "SPARKMARK_TEMP_DIR"):
         monkeypatch.delenv(name, raising=False)
     return home
 

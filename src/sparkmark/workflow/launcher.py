@@ -19,12 +19,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..engine.owner import is_dead
 from ..engine.run_logs import error_path
+from ..pool.protocol import HostJob
 from ..state.handle import private_dir, private_file
 from ..table_formats import JVM_PARAMETERS
 
@@ -91,12 +93,19 @@ def poolable(spec: LaunchSpec, master: str) -> bool:
 
 class Launcher:
     """Runs processes and remembers the ones it started. With a pool, a job run its Spark
-    allows is hosted by a warm process instead (``pool.Pool.host_job``)."""
+    allows is hosted by a warm process instead (``pool.Pool.host_job``), told the Glue
+    endpoint its boto3 should talk to by ``endpoint`` (the door that serves it knows)."""
 
-    def __init__(self, pool: Any = None, master: str = "local[*]") -> None:
+    def __init__(
+        self,
+        pool: Any = None,
+        master: str = "local[*]",
+        endpoint: Callable[[], dict[str, str]] | None = None,
+    ) -> None:
         self._children: dict[str, Any] = {}  # subprocess.Popen, or pool.PooledRun
         self.pool = pool
         self.master = master
+        self.endpoint = endpoint
 
     def start(self, spec: LaunchSpec) -> int:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,14 +113,14 @@ class Launcher:
             private_dir(spec.log_path.parent)
             exit_path(spec.log_path).unlink(missing_ok=True)
             hosted = self.pool.host_job(
-                {
-                    "op": "job",
-                    "request": spec.document["run"],
-                    "log": str(spec.log_path),
-                    "err": str(error_path(spec.log_path)),
-                    "exit": str(exit_path(spec.log_path)),
-                    "env": spec.env,
-                }
+                HostJob(
+                    request=spec.document["run"],
+                    log=str(spec.log_path),
+                    err=str(error_path(spec.log_path)),
+                    exit=str(exit_path(spec.log_path)),
+                    env=spec.env,
+                    endpoint=self.endpoint() if self.endpoint is not None else {},
+                )
             )
             if hosted is not None:
                 self._children[spec.action_id] = hosted

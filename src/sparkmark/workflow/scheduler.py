@@ -459,28 +459,34 @@ class Scheduler(ActionSupervisor):
         return self.store.workflow_run(run_id)
 
 
-def pooled_launcher(settings: Settings, *, start: bool = False) -> Launcher:
+def pooled_launcher(
+    settings: Settings, *, start: bool = False, endpoint: Callable[[], dict[str, str]] | None = None
+) -> Launcher:
     """A launcher that runs the jobs it can on this process's warm Spark processes
-    (``[pool]``, when ``jobs`` is on and ``size`` is above 0); ``start`` fills the pool now."""
+    (``[pool]``, when ``jobs`` is on and ``size`` is above 0); ``start`` fills the pool now;
+    ``endpoint`` gives the Glue endpoint's variables for the runs it hosts."""
     from ..pool.config import load_pool_config
     from ..pool.pool import shared_pool
 
     config = load_pool_config(settings.config)
     if not config.jobs or config.size == 0:
         return Launcher()
-    return Launcher(shared_pool(settings, start=start), settings.spark_master)
+    return Launcher(shared_pool(settings, start=start), settings.spark_master, endpoint)
 
 
 def lead_in_background(
-    state: StateStore, settings: Settings, source: ProjectSource, stop: threading.Event
+    state: StateStore,
+    settings: Settings,
+    source: ProjectSource,
+    stop: threading.Event,
+    endpoint: Callable[[], dict[str, str]] | None = None,
 ) -> threading.Thread:
     """A daemon thread that starts what a service queues (job runs, crawls, workflow
     runs, scheduled triggers): it leads whenever no other scheduler does, until ``stop``."""
 
     def loop() -> None:
-        scheduler = Scheduler(
-            source.current(), state, settings=settings, source=source, launcher=pooled_launcher(settings)
-        )
+        launcher = pooled_launcher(settings, endpoint=endpoint)
+        scheduler = Scheduler(source.current(), state, settings=settings, source=source, launcher=launcher)
         while not stop.is_set():
             try:
                 scheduler.tick()

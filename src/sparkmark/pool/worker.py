@@ -1,21 +1,22 @@
-"""A warm process: Spark started ahead of need, then given one piece of work at a time
-by the process that started it (``pool.Pool``) over an inherited socket
-(``pool.protocol``).
+"""The warm process: Spark started ahead of need, then given one piece of work at a time
+by the process that started it (``pool.Pool``) over an inherited socket, in the typed
+messages of ``pool.protocol``.
 
 - ``session``: the process becomes that interactive session for the rest of its life.
   Statements run one at a time in the main thread, in one namespace that starts with
   ``spark`` and ``sc``; a reader thread takes the parent's messages, so a statement is
   cancelled (its Spark jobs too) while it runs.
-- ``job``: the process hosts one job run as ``sparkmark run`` would in a process of its
-  own (its output to the run's log files, its exit code to the run's exit file), on a
-  new Spark session of its own, in a working directory of its own. Afterwards what a
+- ``job``: the process hosts one job run through the job host (``host.run_request``),
+  as a process of its own would (its output to the run's log files, its exit code to
+  the run's exit file), on a new Spark session of its own, in a working directory of
+  its own. Afterwards what a
   run may leave behind is cleared: cached data, persisted RDDs, global temporary views,
   local properties, modules the script brought, the environment, ``sys.argv``, the
   masking registry and the working directory. What cannot be reset with certainty (a
   thread still running, a patched function, a SparkContext or Hadoop setting, any
   secret the run was given: ``pool.isolation``) makes the process ask to be replaced.
 
-    python -m sparkmark.cli.warm        (started by the pool, never by hand)
+    python -m sparkmark.pool.worker        (started by the pool, never by hand)
 """
 
 from __future__ import annotations
@@ -34,9 +35,19 @@ from typing import Any
 
 from ..engine.masking import mask_argv, mask_logging, mask_text, restore_known
 from ..errors import first_line
-from ..pool.isolation import ProcessState
-from ..pool.protocol import FD_ENV, Channel
 from ..settings import Settings
+from .isolation import ProcessState
+from .protocol import (
+    FD_ENV,
+    ORDERS,
+    BecomeSession,
+    Channel,
+    Failed,
+    HostJob,
+    JobEnded,
+    Ready,
+    Stop,
+)
 
 log = logging.getLogger("sparkmark.pool")
 
@@ -72,10 +83,10 @@ class Warm:
                 self.spark.sql("SHOW DATABASES").collect()
                 self.spark.newSession().sql("SHOW DATABASES").collect()
         except Exception as exc:  # noqa: BLE001 - told to the parent in one line
-            self.channel.send({"event": "failed", "error": mask_text(first_line(exc))})
+            self.channel.send(Failed(error=mask_text(first_line(exc))))
             return False
         log.info("warm Spark up in %.1f s", time.monotonic() - began)
-        self.channel.send({"event": "ready", "pid": os.getpid(), "rss": self.rss()})
+        self.channel.send(Ready(pid=os.getpid(), rss=self.rss()))
         return True
 
     def rss(self) -> int:
@@ -90,31 +101,31 @@ class Warm:
     def serve(self) -> int:
         while True:
             message = self.channel.receive()
-            if message is None or message.get("op") == "stop":
+            if message is None or isinstance(message, Stop):
                 return 0
-            op = message.get("op")
-            if op == "session":
+            if isinstance(message, BecomeSession):
                 from ..sessions.process import SessionProcess
 
                 # The endpoint a session's boto3 talks to, and how it signs: this process
                 # is the session's alone from here on.
-                os.environ.update({str(k): str(v) for k, v in (message.get("environment") or {}).items()})
+                os.environ.update(message.environment)
 
                 return SessionProcess(self.channel, self.spark, self.settings, message).serve()
-            if op == "job":
+            if isinstance(message, HostJob):
                 code, dirty = self.job(message)
                 self.runs += 1
-                self.channel.send({"event": "job", "code": code, "rss": self.rss(), "dirty": dirty})
+                self.channel.send(JobEnded(code=code, rss=self.rss(), dirty=dirty))
                 continue
-            self.channel.send({"event": "failed", "error": f"unknown message {op!r}"})
+            if isinstance(message, Failed):
+                log.warning("warm process: %s", message.error)
+                continue
+            self.channel.send(Failed(error=f"a warm process that is not a session takes no {message.op!r}"))
 
     # ------------------------------------------------------------------ jobs
-    def job(self, message: dict[str, Any]) -> tuple[int, str | None]:
+    def job(self, message: HostJob) -> tuple[int, str | None]:
         """Host one run; (its exit code, why this process should be replaced or None)."""
-        from ..host import RunRequest
-        from ..runtime.run import next_scheduled_run
+        from ..host import RunRequest, run_request
         from ..workflow.launcher import EXIT_FILE_ENV, write_exit
-        from .run import run
 
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()
@@ -127,31 +138,32 @@ class Warm:
         # A working directory of the run's own (owner-only, removed after it): what a run
         # writes to relative paths never lands in the server's folder or the next run's.
         workdir = tempfile.mkdtemp(prefix="sparkmark-run-")
-        next_scheduled_run()
         fresh = self._fresh_session()
-        for key, value in (message["request"].get("spark_conf") or {}).items():
+        for key, value in (message.request.get("spark_conf") or {}).items():
             fresh.conf.set(key, value)  # the job's SQL settings, on its own session
         sync = self._catalog_sync(fresh)
         out_fd, err_fd = os.dup(1), os.dup(2)
         code = 1
         try:
-            log_file = os.open(message["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            err_file = os.open(message["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            log_file = os.open(message.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            err_file = os.open(message.err, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(log_file, 1)
             os.dup2(err_file, 2)
             os.close(log_file)
             os.close(err_file)
-            os.environ.update(message.get("env") or {})
+            os.environ.update(message.env)
             os.environ.pop(EXIT_FILE_ENV, None)
             os.chdir(workdir)
             try:
-                request = RunRequest.checked(message["request"])
+                request = RunRequest.checked(message.request)
                 # Its secret-named arguments are registered: masked in what this process
                 # logs, and, being new since ``before``, they retire the process after.
                 mask_argv(list(request.arguments))
-                code = run(request)
+                outcome = run_request(request, endpoint=endpoint_hook(message.endpoint))
+                outcome.report(sys.stdout, sys.stderr)
+                code = outcome.code
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             except Exception as exc:  # noqa: BLE001 - ends as the program would: one line, code 1
@@ -168,7 +180,7 @@ class Warm:
             os.dup2(err_fd, 2)
             os.close(out_fd)
             os.close(err_fd)
-            write_exit(Path(message["exit"]), int(code))
+            write_exit(Path(message.exit), int(code))
             os.environ.clear()
             os.environ.update(saved_env)
             with contextlib.suppress(OSError):
@@ -270,12 +282,31 @@ class Warm:
             return f"unknown {time.monotonic()}"
 
 
+def endpoint_hook(endpoint: dict[str, str]):
+    """What points a hosted run's boto3 at the Glue endpoint its parent chose for it, when
+    the script first imports boto3: nothing when the run chose an endpoint itself
+    (``AWS_ENDPOINT_URL_GLUE``) or the parent has none; a CloudWatch endpoint the run
+    chose is kept."""
+
+    def hook(env) -> None:
+        if not endpoint or os.environ.get("AWS_ENDPOINT_URL_GLUE"):
+            return None
+        for name, value in endpoint.items():
+            if name == "AWS_ENDPOINT_URL_CLOUDWATCH" and os.environ.get(name):
+                continue
+            env.set(name, value)
+        log.info("boto3's Glue client talks to sparkmark at %s", endpoint.get("AWS_ENDPOINT_URL_GLUE"))
+        return None
+
+    return hook
+
+
 def main() -> int:
     fd = os.environ.pop(FD_ENV, None)
     if fd is None:
         print("error: a warm process is started by sparkmark's pool, not by hand", file=sys.stderr)
         return 2
-    channel = Channel(socket.socket(fileno=int(fd)))
+    channel = Channel(socket.socket(fileno=int(fd)), ORDERS)
     settings = Settings.from_env()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     mask_logging()
