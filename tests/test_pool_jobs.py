@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sparkmark.api.server import RunsEndpoint
+from sparkmark.app import App
 from sparkmark.engine.store import StateStore
 from sparkmark.pool.pool import close_shared
 from sparkmark.settings import Settings
@@ -38,16 +40,20 @@ def project(tmp_path, spark):  # spark: the suite's JVM is up before the pool's
         '[jobs.sqltuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "7"\n\n'
         '[jobs.tuned.Spark.conf]\n"spark.sql.shuffle.partitions" = "5"\n"spark.driver.maxResultSize" = "512m"\n\n'
         f'[jobs.residue]\nScript = "{jobs / "residue.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
-        f'[jobs.look]\nScript = "{jobs / "look.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n',
+        f'[jobs.look]\nScript = "{jobs / "look.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n\n'
+        f'[jobs.asks_glue]\nScript = "{jobs / "asks_glue.py"}"\nDefaultArguments = {{ "--out" = "{out}" }}\n',
         encoding="utf-8",
     )
     settings = Settings.from_env({**os.environ, "SPARKMARK_CONFIG": str(config)})
     state = StateStore.from_settings(settings)
     source = ProjectSource(config, state)
-    launcher = pooled_launcher(settings, start=True)
+    endpoint = RunsEndpoint(App(settings, state))
+    launcher = pooled_launcher(settings, start=True, endpoint=endpoint)
     scheduler = Scheduler(source.current(), state, settings=settings, source=source, launcher=launcher)
+    scheduler.runs_endpoint = endpoint
     yield scheduler, out
     close_shared()
+    endpoint.stop()
 
 
 def test_a_job_on_a_warm_process_leaves_nothing_for_the_next(project):
@@ -74,6 +80,19 @@ def test_a_job_on_a_warm_process_leaves_nothing_for_the_next(project):
     runs = scheduler.state.list_runs("leaker") + scheduler.state.list_runs("checker")
     assert {r.run_id for r in runs} == {first.action_id, second.action_id}
     assert all(r.state.value == "SUCCEEDED" for r in runs)
+
+
+def test_a_hosted_job_whose_script_calls_glue_with_boto3_reaches_this_projects_endpoint(project):
+    """The parent names the endpoint in the job's order; the script's boto3 (no endpoint
+    of its own) talks to it, and sees the job as the project file declares it."""
+    scheduler, out = project
+    run = run_job(scheduler, "asks_glue", timeout=300)
+    assert run.state.value == "SUCCEEDED", run.error
+    found = json.loads((out / "asks_glue.json").read_text())
+    assert found["pid"] != os.getpid()  # on the warm process
+    assert found["name"] == "asks_glue"
+    assert found["arguments"]["--out"] == str(out)
+    assert found["endpoint"] == scheduler.runs_endpoint.started.url
 
 
 def test_a_job_with_spark_settings_of_its_own_starts_its_own_process(project):

@@ -67,13 +67,6 @@ def _definition(p: dict[str, Any]) -> CrawlerDefinition:
     return load_definition(doc)
 
 
-def _pending(svc: Service, name: str) -> bool:
-    return any(
-        a.state in (ActionState.WAITING, ActionState.RUNNING)
-        for a in svc.workflows.actions_of(kind="CRAWLER", name=name)[-5:]
-    )
-
-
 def _crawler_doc(svc: Service, name: str) -> dict[str, Any]:
     definition, state = svc.crawlers.get(name)
     entry = svc.registry.get("crawler", name)
@@ -88,7 +81,7 @@ def _crawler_doc(svc: Service, name: str) -> dict[str, Any]:
         doc["Configuration"] = json.dumps(doc["Configuration"])
     if not doc.get("TablePrefix"):
         doc.pop("TablePrefix", None)
-    if state == "READY" and _pending(svc, name):
+    if state == "READY" and svc.crawl_pending(name):
         state = "RUNNING"  # queued: Glue shows a started crawler as running at once
     doc["State"] = state
     if glue.get("Schedule"):
@@ -117,8 +110,7 @@ def create_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         raise exists(f"crawler {name!r} already exists")
     definition = _definition(p)
     glue = {k: v for k, v in p.items() if k not in _ACTED_ON and k != "Tags"}
-    svc.crawlers.save(definition)
-    svc.registry.put("crawler", name, {}, glue, create=svc.registry.get("crawler", name) is None)
+    svc.put_crawler(definition, glue)
     return {}
 
 
@@ -132,10 +124,9 @@ def update_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         **{k: v for k, v in p.items() if v is not None},
     }
     definition = _definition(merged)
-    svc.crawlers.save(definition)
     entry = svc.registry.get("crawler", name)
     glue = {**(entry.glue if entry else {}), **{k: v for k, v in p.items() if k not in _ACTED_ON}}
-    svc.registry.put("crawler", name, {}, glue, create=entry is None)
+    svc.put_crawler(definition, glue)
     return {}
 
 
@@ -160,10 +151,9 @@ def start_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         _, state = svc.crawlers.get(name)
     except NotFound:
         raise not_found(f"Crawler with name {name} not found") from None
-    if state != "READY" or _pending(svc, name):
+    if state != "READY" or svc.crawl_pending(name):
         raise GlueApiError("CrawlerRunningException", f"Crawler with name {name} has already started")
-    with svc.workflows.begin() as conn:
-        svc.workflows.add_action(conn, kind="CRAWLER", name=name, now=utcnow(), supervisor=None)
+    svc.start_crawl(name)
     return {}
 
 
@@ -236,13 +226,12 @@ def delete_crawler(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     name = p["Name"]
     svc.refuse_file_owned("crawler", name)
     refuse_named_by_triggers(svc, "crawler", name)
-    if _pending(svc, name):
+    if svc.crawl_pending(name):
         raise GlueApiError("CrawlerRunningException", f"Crawler with name {name} is running")
     try:
-        svc.crawlers.delete(name)
+        svc.delete_crawler(name)
     except NotFound:
         raise not_found(f"Crawler with name {name} not found") from None
-    svc.registry.delete("crawler", name)
     return {}
 
 

@@ -123,7 +123,7 @@ def start_job_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     for key in arguments:
         if not key.startswith("--"):
             raise invalid(f"argument names start with '--': {key!r}")
-    run_id = svc.scheduler().start_job_run(name, arguments, timeout_minutes=p.get("Timeout"))
+    run_id = svc.start_job_run(name, arguments, timeout_minutes=p.get("Timeout"))
     return {"JobRunId": run_id}
 
 

@@ -190,12 +190,7 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
     """Serve in the foreground until interrupted, recording the endpoint for others."""
     listen = listen_of(settings, host, port)
     service = Service(settings)
-    stop = threading.Event()
-    runs_endpoint = RunsEndpoint(service)
-    if scheduler:
-        from ..workflow.scheduler import lead_in_background
-
-        lead_in_background(service.state, service.settings, service.source, stop, runs_endpoint)
+    service.start_services(scheduler=scheduler, endpoint=RunsEndpoint(service))
     record = endpoint_file(settings)
     from ..pool.config import load_pool_config
     from ..pool.pool import close_shared
@@ -219,11 +214,8 @@ def serve(settings: Settings, host: str, port: int, *, scheduler: bool = True) -
     try:
         serving.serve_forever(create_app(service, listen, own_secret()), listen, started)
     finally:
-        stop.set()
-        if "sessions" in service.__dict__:  # sessions end with the server that runs them
-            service.sessions.close()
+        service.close()  # its scheduler, sessions, warm processes and store end with it
         close_shared()
-        runs_endpoint.stop()
         with contextlib.suppress(OSError):
             if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
                 record.unlink()

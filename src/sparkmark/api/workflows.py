@@ -137,7 +137,7 @@ def start_trigger(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     """A scheduled or conditional trigger is activated; an on-demand one fires now."""
     trigger = _trigger(svc, p["Name"])
     if trigger.Type is TriggerType.ON_DEMAND:
-        svc.scheduler().fire_now(trigger)
+        svc.fire_trigger(trigger)
     else:
         svc.workflows.set_trigger_state(trigger.Name, "ACTIVATED", utcnow())
     return {"Name": trigger.Name}
@@ -296,9 +296,7 @@ def list_workflows(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 @handler("StartWorkflowRun")
 def start_workflow_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     workflow = _workflow(svc, p["Name"])
-    run_id = svc.scheduler().start_workflow_run(
-        workflow.Name, supervisor=None, properties=dict(p.get("RunProperties") or {})
-    )
+    run_id = svc.start_workflow_run(workflow.Name, dict(p.get("RunProperties") or {}))
     return {"RunId": run_id}
 
 
@@ -324,7 +322,7 @@ def stop_workflow_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     run = svc.workflows.workflow_run(p["RunId"], p["Name"])
     if run.status is not WorkflowRunStatus.RUNNING:
         raise illegal_workflow_state(f"Workflow run {run.run_id} is {run.status.value}, not RUNNING")
-    svc.scheduler().stop_workflow_run(p["Name"], p["RunId"])
+    svc.stop_workflow_run(p["Name"], p["RunId"])
     return {}
 
 

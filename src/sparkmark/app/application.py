@@ -3,6 +3,8 @@ the services' stores, and a scheduler to queue runs with, for one project."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -23,6 +25,58 @@ class App:
         # talk to it.
         self.glue_url: str | None = None
         self.glue_token: str | None = None
+        self._stop_services: threading.Event | None = None
+        self._scheduler_thread: threading.Thread | None = None
+        self._runs_endpoint: Any = None
+
+    def start_services(
+        self, *, scheduler: bool = True, endpoint: Callable[[], dict[str, str]] | None = None
+    ) -> None:
+        """What a serving process runs beside its door, started once: the scheduler
+        thread that starts what is queued whenever no other scheduler leads, its job
+        runs hosted on the pool's warm processes told ``endpoint``'s Glue endpoint."""
+        if self._stop_services is not None:
+            return
+        self._stop_services = threading.Event()
+        self._runs_endpoint = endpoint
+        if scheduler:
+            from ..workflow.scheduler import lead_in_background
+
+            self._scheduler_thread = lead_in_background(
+                self.state, self.settings, self.source, self._stop_services, endpoint
+            )
+
+    @staticmethod
+    def unmigrated_handle(settings: Settings):
+        """The state store's handle opened without migrating anything (``sparkmark store
+        check`` and ``backup``: what a user runs before an upgrade)."""
+        from pathlib import Path
+
+        from ..errors import StateStoreError
+        from ..state.handle import StoreHandle
+
+        url = settings.state_url
+        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+            raise StateStoreError(f"there is no state store at {url} yet (the first run makes it)")
+        return StoreHandle(url)
+
+    def close(self) -> None:
+        """End what this App holds: its scheduler thread, the sessions it runs, the warm
+        processes of its home, the endpoint its hosted runs talked to, then the store's
+        connections."""
+        if self._stop_services is not None:
+            self._stop_services.set()
+            if self._scheduler_thread is not None:
+                self._scheduler_thread.join(timeout=10)
+            from ..pool.pool import close_home
+
+            close_home(self.settings)
+            stop = getattr(self._runs_endpoint, "stop", None)
+            if stop is not None:
+                stop()
+        if "sessions" in self.__dict__:
+            self.sessions.close()
+        self.state.close()
 
     def session_environment(self) -> dict[str, str]:
         """What a session's process gets, as a script under ``sparkmark run`` does: this
@@ -152,6 +206,44 @@ class App:
 
         return Scheduler(self.project, self.state, settings=self.settings, leading=False)
 
+    # ------------------------------------------------------------------ runs
+    # What every door asks for (the API, the console, the Studio, the CLI): each is
+    # queued here, and started by the scheduler that leads.
+
+    def start_job_run(
+        self, job: str, arguments: dict[str, str] | None = None, *, timeout_minutes: float | None = None
+    ) -> str:
+        """Queue one run of ``job``, outside any workflow; its run id."""
+        return self.scheduler().start_job_run(job, arguments, timeout_minutes=timeout_minutes)
+
+    def start_workflow_run(self, workflow: str, properties: dict[str, str] | None = None) -> str | None:
+        """Start a run of ``workflow`` through its start trigger; its run id."""
+        return self.scheduler().start_workflow_run(workflow, supervisor=None, properties=properties)
+
+    def stop_workflow_run(self, workflow: str, run_id: str):
+        """Ask a running workflow run to stop."""
+        return self.scheduler().stop_workflow_run(workflow, run_id)
+
+    def fire_trigger(self, trigger) -> str:
+        """Fire an on-demand trigger now."""
+        return self.scheduler().fire_now(trigger)
+
+    def crawl_pending(self, name: str) -> bool:
+        """Whether a crawl of ``name`` is queued or running."""
+        from ..workflow.records import ActionState
+
+        return any(
+            a.state in (ActionState.WAITING, ActionState.RUNNING)
+            for a in self.workflows.actions_of(kind="CRAWLER", name=name)[-5:]
+        )
+
+    def start_crawl(self, name: str) -> None:
+        """Queue a crawl of crawler ``name``."""
+        from ..engine.schema import utcnow
+
+        with self.workflows.begin() as conn:
+            self.workflows.add_action(conn, kind="CRAWLER", name=name, now=utcnow(), supervisor=None)
+
     def file_names(self, kind: str) -> set[str]:
         """The jobs, triggers, workflows or crawlers ``sparkmark.toml`` declares (the
         doors that change definitions leave those to the file)."""
@@ -177,6 +269,20 @@ class App:
             raise ArgumentError(
                 f"{kind} {name!r} is declared in {self.settings.config}; change it there, not through the API"
             )
+
+    def put_crawler(self, definition, glue: dict[str, Any]) -> None:
+        """Store a crawler made or changed through a door: its definition, which crawls
+        read, and the fields as given, which the API shows back, in one transaction."""
+        created = self.registry.get("crawler", definition.Name) is None
+        with self.state.begin() as conn:
+            self.crawlers.save(definition, conn)
+            self.registry.put("crawler", definition.Name, {}, glue, create=created, transaction=conn)
+
+    def delete_crawler(self, name: str) -> None:
+        """Forget a crawler and its stored fields, in one transaction (refused while it crawls)."""
+        with self.state.begin() as conn:
+            self.crawlers.delete(name, conn)
+            self.registry.delete("crawler", name, conn)
 
     def put_job(self, name: str, glue: dict[str, Any], *, create: bool) -> None:
         """Store a job given in Glue's fields (CreateJob, UpdateJob, a Studio save): its

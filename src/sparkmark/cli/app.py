@@ -15,6 +15,7 @@ from ..engine.masking import mask_logging, mask_text
 from ..errors import SparkmarkError
 from ..settings import Settings
 from . import output
+from .context import end_call
 from .output import debug_enabled, err_console, one_line_errors
 from .run import run_script
 
@@ -53,12 +54,14 @@ _app = typer.Typer(
 
 @_app.callback()
 def _options(
+    ctx: typer.Context,
     debug: bool = typer.Option(
         False, "--debug", help="On a failure, print the traceback after the error line (or SPARKMARK_DEBUG)"
     ),
 ) -> None:
     if debug:
         output.show_tracebacks()
+    ctx.call_on_close(end_call)  # the call's one App (cli.context) is closed with it
 
 
 def register(names: list[str] | None = None) -> typer.Typer:

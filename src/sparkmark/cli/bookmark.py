@@ -9,11 +9,11 @@ import typer
 
 from ..engine.listing import FileLister
 from ..engine.preview import preview_job, preview_rewind
-from ..engine.store import StateStore
 from ..errors import SparkmarkError
 from ..sources.registry import FILES, kind_of_state
 from ..sources.states import parse_state, when_ms
 from ..workflow.report import bookmark_entry as entry
+from .context import current_app
 from .output import console, err_console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Read and control job bookmarks.", no_args_is_help=True)
@@ -34,7 +34,7 @@ def get(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """Show the job's current bookmark (Glue's JobBookmarkEntry fields)."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     version = store.latest_version(job)
     document = entry(version, job)
@@ -70,7 +70,7 @@ def preview(
 ) -> None:
     """List the job's file sources as its next run will, without Spark: the files
     waiting to be read, deferred, or already processed."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     found = preview_rewind(store, job, run_id) if (after_reset or run_id) else preview_job(store, job)
     if as_json:
@@ -126,7 +126,7 @@ def history(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """List every bookmark version of the job, newest first."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     versions = store.history(job)
     if as_json:
@@ -165,7 +165,7 @@ def reset(
 
     Either way a new version is added; the history is kept.
     """
-    store = StateStore.from_settings()
+    store = current_app().state
     if missing_ok and not store.job_exists(job):
         console.print(f"job {job} has no bookmark; nothing to reset")
         return
@@ -197,7 +197,7 @@ def files(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """List the per-file state of one source: each processed file and when it was committed."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     chosen = store.get_version(job, version) if version else store.latest_version(job)
     if chosen is None:
@@ -251,7 +251,7 @@ def compact(
     versions before the compaction can no longer be restored. With --drop-missing,
     files that were deleted from the source are forgotten too.
     """
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     keep: Callable[[str, str], bool] | None = None
     if drop_missing:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import typer
 
 from ..catalog.store import CatalogStore, diff
-from ..engine.store import StateStore
 from ..errors import SparkmarkError
+from .context import current_app
 from .output import console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Browse the Data Catalog.", no_args_is_help=True)
 
 
 def _store() -> CatalogStore:
-    return CatalogStore(StateStore.from_settings())
+    return current_app().catalog
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -154,7 +154,7 @@ def optimize(
     from .run import glue_endpoint
 
     db, t = _split(name)
-    state = StateStore.from_settings()
+    state = current_app().state
     env = ScriptEnvironment()
     running = glue_endpoint(env)
     try:

@@ -14,12 +14,12 @@ from ..crawler.classifiers import declared_classifiers, resolve
 from ..crawler.crawl import run_crawl
 from ..crawler.definition import load_file
 from ..crawler.store import CrawlerStore
-from ..engine.store import StateStore
 from ..settings import Settings
 from ..spark import create_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+from .context import current_app
 from .output import console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Define and run crawlers.", no_args_is_help=True)
@@ -33,7 +33,7 @@ def create(
     ),
 ) -> None:
     """Create or update crawlers from a definition file."""
-    store = CrawlerStore(StateStore.from_settings())
+    store = current_app().crawlers
     for definition in load_file(file):
         store.save(definition)
         console.print(f"crawler {definition.Name} saved")
@@ -50,7 +50,7 @@ def run(
 ) -> None:
     """Run one crawl now and print what it did; exits non-zero when the crawl fails."""
     settings = Settings.from_env()
-    state = StateStore.from_settings(settings)
+    state = current_app(settings).state
     crawlers = CrawlerStore(state)
     definition, _ = crawlers.get(name)
     classifiers = declared_classifiers(state, settings.config)
@@ -96,7 +96,7 @@ def run(
 @one_line_errors
 def get(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show a crawler: definition, state, and its last crawls."""
-    store = CrawlerStore(StateStore.from_settings())
+    store = current_app().crawlers
     definition, state = store.get(name)
     crawls = store.crawls(name)
     if as_json:
@@ -135,7 +135,7 @@ def get(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
 @one_line_errors
 def list_crawlers(as_json: bool = typer.Option(False, "--json")) -> None:
     """List crawlers."""
-    store = CrawlerStore(StateStore.from_settings())
+    store = current_app().crawlers
     names = store.names()
     if as_json:
         print_json(names)

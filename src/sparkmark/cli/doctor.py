@@ -147,8 +147,8 @@ def _connectors(settings: Settings) -> list[Finding]:
 def _state_store(settings: Settings) -> Finding:
     from sqlalchemy import make_url
 
+    from ..app import App
     from ..engine.schema import SCHEMA_VERSION, stored_version
-    from ..engine.store import StateStore
     from ..errors import SparkmarkError
 
     url = make_url(settings.state_url)
@@ -156,7 +156,7 @@ def _state_store(settings: Settings) -> Finding:
     if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
         return Finding("state store", INFO, f"{shown}: not created yet (made by the first run)")
     try:
-        store = StateStore(settings.state_url)
+        store = App.unmigrated_handle(settings)
         try:
             with store.engine.connect() as conn:
                 version = stored_version(conn)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ..engine.store import StateStore
 from ..outputs import UNFINISHED, recover
+from .context import current_app
 from .output import console, fail, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Inspect and finish the writes of exactly-once sinks.", no_args_is_help=True)
@@ -19,7 +19,7 @@ def list_outputs(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """List the job's writes, oldest first, with their state."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     records = store.outputs(job, states=UNFINISHED if unfinished else None)
     if as_json:
@@ -56,7 +56,7 @@ def list_outputs(
 def recover_outputs(job: str = typer.Argument(..., help="Job name")) -> None:
     """Publish the job's committed writes and discard those of runs that did not commit.
     Refused while a run of the job is running (it does this itself when it starts)."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     lease = store.get_lease(job)
     if lease is not None:
@@ -84,7 +84,7 @@ def adopt_output(
     covers their input writes it once more, and once only."""
     from ..engine import fileplan, ownership, publish
 
-    store = StateStore.from_settings()
+    store = current_app().state
     root = fileplan.root_url(path)
     unknown = ownership.unknown_writes(store, publish.write_keys(root))
     if not unknown:

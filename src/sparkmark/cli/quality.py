@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..engine.store import StateStore
+from .context import current_app
 from .output import console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="Data quality (DQDL) results and rulesets.", no_args_is_help=True)
@@ -23,7 +23,7 @@ def results(
     """List the job's data quality evaluations, newest first, with each rule's outcome."""
     from ..quality.store import QualityStore
 
-    state = StateStore.from_settings()
+    state = current_app().state
     state.require_job(job)
     found = QualityStore(state).results(job, ruleset, limit)
     if as_json:

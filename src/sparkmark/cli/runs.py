@@ -8,8 +8,8 @@ from typing import Any
 import typer
 
 from ..engine.models import RunRecord
-from ..engine.store import StateStore
 from ..sources.registry import kind_of_metrics
+from .context import current_app
 from .output import console, one_line_errors, print_json, table, when
 
 app = typer.Typer(help="List and inspect job runs.", no_args_is_help=True)
@@ -33,7 +33,7 @@ def list_runs(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """List the job's runs, newest first."""
-    store = StateStore.from_settings()
+    store = current_app().state
     store.require_job(job)
     runs = store.list_runs(job, limit=limit)
     if as_json:
@@ -102,7 +102,7 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
 ) -> None:
     """Show one run: state, arguments, metrics per source, manifests and error."""
-    store = StateStore.from_settings()
+    store = current_app().state
     run = store.get_run(run_id)
     if as_json:
         print_json(run)

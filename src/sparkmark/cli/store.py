@@ -14,6 +14,7 @@ from typing import Any
 import typer
 from sqlalchemy import func, inspect, select
 
+from ..app import App
 from ..app.store_components import COMPONENTS
 from ..errors import SparkmarkError, StateStoreError
 from ..settings import Settings
@@ -28,10 +29,7 @@ app = typer.Typer(
 
 def _open(settings: Settings) -> StoreHandle:
     """The store's handle, opened without migrating anything."""
-    url = settings.state_url
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        raise StateStoreError(f"there is no state store at {url} yet (the first run makes it)")
-    return StoreHandle(url)
+    return App.unmigrated_handle(settings)
 
 
 def _report(handle: StoreHandle) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from rich.markup import escape
 from .. import args as job_args
 from ..engine.owner import is_dead
 from ..engine.schema import utcnow
-from ..engine.store import StateStore
 from ..errors import ConfigError
 from ..settings import Settings
 from ..workflow import report
@@ -20,6 +19,7 @@ from ..workflow.definition import Project, TriggerType
 from ..workflow.records import WorkflowRunRecord
 from ..workflow.registry import ProjectSource, load_project
 from ..workflow.scheduler import Scheduler
+from .context import current_app
 from .output import console, one_line_errors, print_json, table, when
 
 workflow_app = typer.Typer(help="Run and inspect workflows declared in sparkmark.toml.", no_args_is_help=True)
@@ -40,7 +40,7 @@ def _scheduler(config: Path | None, *, pooled: bool = False, warm_now: bool = Fa
     processes (``[pool]``), started now with ``warm_now`` (a workflow run: its jobs come
     after its first steps, while the pool warms)."""
     settings = Settings.from_env()
-    state = StateStore.from_settings(settings)
+    state = current_app(settings).state
     source = ProjectSource(_config(config, settings), state)
     if pooled:
         from ..api.server import RunsEndpoint
@@ -205,7 +205,7 @@ def workflow_stop(name: str, run_id: str, config: Path = CONFIG) -> None:
 def workflow_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared workflows with their triggers."""
     settings = Settings.from_env()
-    project = load_project(_config(config, settings), StateStore.from_settings(settings))
+    project = load_project(_config(config, settings), current_app(settings).state)
     rows = [
         {
             "Name": w.Name,
@@ -331,7 +331,7 @@ def job_run(
 def job_list(config: Path = CONFIG, as_json: bool = typer.Option(False, "--json")) -> None:
     """List declared jobs."""
     settings = Settings.from_env()
-    project: Project = load_project(_config(config, settings), StateStore.from_settings(settings))
+    project: Project = load_project(_config(config, settings), current_app(settings).state)
     rows = [j.model_dump(mode="json") for j in project.jobs.values()]
     if as_json:
         print_json(rows)

@@ -347,7 +347,7 @@ async def run_job(request: Request) -> Response:
     service = request.app.state.service
     _declared(service, job)
     arguments = parse_arguments(form.get("arguments", ""))
-    run_id = await run_in_threadpool(lambda: service.scheduler().start_job_run(job, arguments))
+    run_id = await run_in_threadpool(lambda: service.start_job_run(job, arguments))
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
@@ -376,5 +376,5 @@ async def retry_run(request: Request) -> Response:
                 )
             continue
         arguments[key] = value
-    run_id = await run_in_threadpool(lambda: service.scheduler().start_job_run(run.job_name, arguments))
+    run_id = await run_in_threadpool(lambda: service.start_job_run(run.job_name, arguments))
     return RedirectResponse(f"/runs/{run_id}", status_code=303)

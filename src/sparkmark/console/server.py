@@ -24,7 +24,6 @@ def check_binding(host: str, token: str) -> None:
 class Running:
     url: str
     served: serving.Running
-    stop_scheduler: threading.Event
     service: App  # the application the console serves
 
     @property
@@ -47,8 +46,8 @@ class Running:
         return f"{self.url}/login?{urlencode({'token': self.token})}"
 
     def stop(self) -> None:
-        self.stop_scheduler.set()
         self.served.stop()
+        self.service.close()
 
 
 def start(
@@ -63,11 +62,8 @@ def start(
     )
     listen.check("console", HOW_TO_TOKEN)
     service = App(settings)
-    stop = threading.Event()
     served = serving.start_in_thread(create_app(service, listen), listen, "console")
-    if scheduler:
-        from ..api.server import RunsEndpoint
-        from ..workflow.scheduler import lead_in_background
+    from ..api.server import RunsEndpoint
 
-        lead_in_background(service.state, service.settings, service.source, stop, RunsEndpoint(service))
-    return Running(served.url, served, stop, service)
+    service.start_services(scheduler=scheduler, endpoint=RunsEndpoint(service))
+    return Running(served.url, served, service)

@@ -106,9 +106,7 @@ async def workflow_start(request: Request) -> Response:
     from starlette.concurrency import run_in_threadpool
 
     service = request.app.state.service
-    run_id = await run_in_threadpool(
-        lambda: service.scheduler().start_workflow_run(workflow.Name, supervisor=None, properties=properties)
-    )
+    run_id = await run_in_threadpool(lambda: service.start_workflow_run(workflow.Name, properties))
     return redirect_to(f"/workflows/{workflow.Name}/runs/{run_id}")
 
 
@@ -120,7 +118,7 @@ async def workflow_stop(request: Request) -> Response:
     from starlette.concurrency import run_in_threadpool
 
     service = request.app.state.service
-    await run_in_threadpool(lambda: service.scheduler().stop_workflow_run(workflow.Name, run.run_id))
+    await run_in_threadpool(lambda: service.stop_workflow_run(workflow.Name, run.run_id))
     return redirect_to(f"/workflows/{workflow.Name}/runs/{run.run_id}")
 
 

@@ -57,10 +57,11 @@ class CrawlerStore:
         self.state = state
         state.open_component(COMPONENT)
 
-    def save(self, definition: CrawlerDefinition) -> None:
+    def save(self, definition: CrawlerDefinition, transaction=None) -> None:
+        """Store a crawler's definition (in ``transaction``, when given)."""
         doc = definition.model_dump_json()
         now = utcnow()
-        with self.state.begin() as conn:
+        with self.state.within(transaction) as conn:
             key = crawlers.c.name == definition.Name
             if conn.execute(select(crawlers.c.name).where(key)).first():
                 conn.execute(update(crawlers).where(key).values(definition=doc, updated_at=now))
@@ -78,9 +79,9 @@ class CrawlerStore:
             raise NotFound(f"unknown crawler {name!r}: create it with `sparkmark crawler create --file F`")
         return load_definition(json.loads(row.definition)), row.state
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, transaction=None) -> None:
         """Forget a crawler (its past crawls stay on record); refused while it crawls."""
-        with self.state.begin() as conn:
+        with self.state.within(transaction) as conn:
             row = conn.execute(select(crawlers.c.state).where(crawlers.c.name == name)).first()
             if row is None:
                 raise NotFound(f"unknown crawler {name!r}")

@@ -450,6 +450,14 @@ def shared_pool(settings: Settings, *, start: bool = False) -> Pool:
     return pool
 
 
+def close_home(settings: Settings) -> None:
+    """Close the pool of the settings' home, if this process has one."""
+    with _shared_lock:
+        pool = _shared.pop(str(settings.home.resolve()), None)
+    if pool is not None:
+        pool.close()
+
+
 def close_shared() -> None:
     with _shared_lock:
         pools = list(_shared.values())

@@ -211,6 +211,11 @@ class StoreHandle:
         """A transaction on the store's database, for a component's own tables."""
         return self.engine.begin()
 
+    def within(self, conn=None):
+        """``conn``'s transaction when given (one that spans several components' tables),
+        else a transaction of its own."""
+        return contextlib.nullcontext(conn) if conn is not None else self.engine.begin()
+
     def serialize(self, conn, key: str) -> None:
         """Make the rest of ``conn``'s transaction run alone among those that serialize
         on ``key``: an advisory lock on PostgreSQL; on SQLite every write transaction

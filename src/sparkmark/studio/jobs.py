@@ -70,4 +70,4 @@ def save_visual_job(service: App, name: str, nodes: dict[str, Any], *, create: b
 
 def start_visual_job(service: App, name: str) -> str:
     """Queue a run; the scheduler that leads starts it. Returns the run id."""
-    return service.scheduler().start_job_run(name, {}, supervisor=None)
+    return service.start_job_run(name, {})

@@ -76,13 +76,21 @@ class Registry:
         state.open_component(COMPONENT)
 
     def put(
-        self, kind: str, name: str, definition: dict[str, Any], glue: dict[str, Any], *, create: bool
+        self,
+        kind: str,
+        name: str,
+        definition: dict[str, Any],
+        glue: dict[str, Any],
+        *,
+        create: bool,
+        transaction=None,
     ) -> None:
-        """Store an entry: a new one (``create``) or a change to an existing one."""
+        """Store an entry: a new one (``create``) or a change to an existing one (in
+        ``transaction``, when given)."""
         now = utcnow()
         values = {"definition": json.dumps(definition, default=str), "glue": json.dumps(glue, default=str)}
         key = (definitions.c.kind == kind) & (definitions.c.name == name)
-        with self.state.begin() as conn:
+        with self.state.within(transaction) as conn:
             there = conn.execute(select(definitions.c.name).where(key)).first() is not None
             if create and there:
                 raise AlreadyExists(f"{kind} {name!r} already exists")
@@ -102,8 +110,8 @@ class Registry:
             ).first()
         return None if row is None else _entry(row)
 
-    def delete(self, kind: str, name: str) -> bool:
-        with self.state.begin() as conn:
+    def delete(self, kind: str, name: str, transaction=None) -> bool:
+        with self.state.within(transaction) as conn:
             done = conn.execute(
                 delete(definitions).where((definitions.c.kind == kind) & (definitions.c.name == name))
             )
