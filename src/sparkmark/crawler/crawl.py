@@ -20,9 +20,7 @@ from ..catalog.models import Column, Partition, Table
 from ..connections import Connections
 from ..engine.fileplan import root_url
 from ..engine.globs import ExclusionMatcher
-from ..engine.increment import FileSourceOptions, plan_increment
 from ..engine.listing import FileLister, ListedFile, Listing
-from ..engine.models import BookmarkOption, CtxCommit, FileEntry
 from ..engine.store import StateStore
 from ..errors import SourceError
 from . import csv_dialect
@@ -32,6 +30,7 @@ from .definition import CrawlerDefinition
 from .definition import DeleteBehaviorKind as DeleteBehavior
 from .definition import RecrawlBehaviorKind as RecrawlBehavior
 from .definition import UpdateBehaviorKind as UpdateBehavior
+from .folder_bookmark import FolderBookmark
 from .store import CrawlerStore, CrawlRecord
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
@@ -501,7 +500,7 @@ def _crawl(
     new_folders_only = definition.RecrawlPolicy.RecrawlBehavior is RecrawlBehavior.CRAWL_NEW_FOLDERS_ONLY
     catalog.ensure_database(definition.DatabaseName)
     existing = {t.name: t for t in catalog.store.tables(definition.DatabaseName)}
-    bookmark = _FolderBookmark(state, definition) if new_folders_only else None
+    bookmark = FolderBookmark(state, definition) if new_folders_only else None
     try:
         _crawl_targets(
             spark, catalog, definition, policy, crawl, existing, bookmark, new_folders_only, connections
@@ -675,56 +674,3 @@ def _delete(catalog: HiveCatalog, behavior: DeleteBehavior, crawl: Crawl, table:
             crawl.summary["tables_deprecated"].append(table.qualified)
     else:
         crawl.summary["deletions_logged"].append(table.qualified)
-
-
-class _FolderBookmark:
-    """CRAWL_NEW_FOLDERS_ONLY on the bookmark engine: the crawler is a job whose sources
-    are its targets; folders whose every file was crawled are skipped next time."""
-
-    def __init__(self, state: StateStore, definition: CrawlerDefinition):
-        self.state = state
-        self.job = f"crawler:{definition.Name}"
-        latest = state.latest_version(self.job)
-        self.lineage = latest.lineage if latest else ()
-        self.run = state.start_run(
-            job_name=self.job,
-            run_id="jr_" + secrets.token_hex(32),
-            attempt=0,
-            option=BookmarkOption.ENABLE,
-            arguments={"crawler": definition.Name},
-            owner="crawler",
-            lease_seconds=3600,
-        )
-        self.commits: list[CtxCommit] = []
-
-    def known(self, root: str) -> dict[str, int]:
-        return self.state.processed_dirs(self.job, root, self.lineage)
-
-    def record(self, root: str, listing: Listing) -> None:
-        processed = self.state.processed_files(self.job, root, self.lineage)
-        inc = plan_increment(
-            listing,
-            processed,
-            options=FileSourceOptions(recurse=True, max_band_ms=0),
-            now_ms=int(time.time() * 1000),
-        )
-        self.commits.append(
-            CtxCommit(
-                root,
-                {"type": "crawler-target", "paths": [root]},
-                [FileEntry(f.url, f.mtime_ms, f.size, f.etag) for f in inc.selected],
-                dict(inc.dir_marks),
-            )
-        )
-
-    def fail(self, exc: BaseException) -> None:
-        from ..engine.models import RunState
-
-        self.state.finish_run(self.run.run_id, RunState.FAILED, error=f"{type(exc).__name__}: {exc}")
-
-    def commit(self, summary: dict[str, Any]) -> None:
-        self.state.commit(
-            self.run,
-            self.commits,
-            metrics={"crawl": {k: v for k, v in summary.items() if isinstance(v, int)}},
-        )

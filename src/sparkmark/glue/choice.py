@@ -285,3 +285,31 @@ def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = Non
         f"unsupported ResolveChoice action {action!r}: use cast:TYPE, project:TYPE, make_struct "
         "or make_cols (match_catalog needs the Data Catalog)"
     )
+
+
+def catalog_casts(
+    glue_ctx, targets: list[tuple[str, str]], database: str | None, table_name: str | None
+) -> list[tuple[str, str]]:
+    """match_catalog → cast:<the catalog column's type>, field by field."""
+    if not database or not table_name:
+        raise TransformError("ResolveChoice match_catalog needs database= and table_name=")
+    from ..catalog.store import CatalogStore
+    from ..engine.store import StateStore
+    from ..settings import Settings
+
+    if glue_ctx is not None:
+        state = glue_ctx.state_store()
+    else:  # a frame made without a GlueContext
+        state = StateStore.from_settings(Settings.from_env())
+    table = CatalogStore(state).table(database, table_name)
+    types = {c.name.lower(): c.type for c in table.columns + table.partition_keys}
+    resolved = []
+    for path, action in targets:
+        if action != "match_catalog":
+            resolved.append((path, action))
+            continue
+        top = paths.split_path(path)[0].lower()
+        if top not in types:
+            raise TransformError(f"match_catalog: {database}.{table_name} has no column {top!r}")
+        resolved.append((path, f"cast:{types[top]}"))
+    return resolved

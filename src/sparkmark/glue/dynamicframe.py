@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, NullType, StringType, StructType, VariantType
+from pyspark.sql.types import ArrayType, NullType, StructType, VariantType
 
 if TYPE_CHECKING:
     from .context import GlueContext
@@ -25,6 +25,8 @@ from ..errors import SourceError, SparkmarkError, TransformError
 from . import choice as choices
 from . import gluetypes, reading, records, writing
 from . import paths as fieldpaths
+from .combining import Combining
+from .relationalizing import relationalize_into
 from .visual import VisualTransforms
 
 log = logging.getLogger("sparkmark.glue")
@@ -48,7 +50,7 @@ def _error_frame(out: DataFrame, name: str) -> DataFrame:
     )
 
 
-class DynamicFrame(VisualTransforms):
+class DynamicFrame(Combining, VisualTransforms):
     """A frame of records. ``DynamicFrame(df, glue_ctx, name)`` wraps a DataFrame."""
 
     def __init__(self, df: DataFrame, glue_ctx=None, name: str = "", *, errors: tuple[ErrorStage, ...] = ()):
@@ -172,7 +174,7 @@ class DynamicFrame(VisualTransforms):
             parts = fieldpaths.split_path(path)
             if fieldpaths.field_type(self._df.schema, parts) is not None:
                 leaves.append((parts, fieldpaths.column(parts)))
-        return self._with(self._df.select(*_build(leaves)))
+        return self._with(self._df.select(*fieldpaths.build(leaves)))
 
     def drop_fields(
         self,
@@ -242,7 +244,7 @@ class DynamicFrame(VisualTransforms):
             else:
                 value = fieldpaths.column(parts).try_cast(spark_t)  # no conversion: null, as on Glue
             leaves.append((fieldpaths.split_path(target), value))
-        return self._with(self._df.select(*_build(leaves)))
+        return self._with(self._df.select(*fieldpaths.build(leaves)))
 
     def resolveChoice(
         self,
@@ -267,7 +269,7 @@ class DynamicFrame(VisualTransforms):
         else:
             targets = list(specs or [])
         if any(a == "match_catalog" for _, a in targets):
-            targets = _catalog_casts(self.glue_ctx, targets, database, table_name)
+            targets = choices.catalog_casts(self.glue_ctx, targets, database, table_name)
         needs_types = [
             fieldpaths.split_path(p)
             for p, a in targets
@@ -363,66 +365,6 @@ class DynamicFrame(VisualTransforms):
 
     # ------------------------------------------------------------ combining
 
-    def join(
-        self,
-        paths1: list[str] | str,
-        paths2: list[str] | str,
-        frame2: DynamicFrame,
-        transformation_ctx: str = "",
-        info: str = "",
-        stageThreshold: int = 0,
-        totalThreshold: int = 0,
-    ) -> DynamicFrame:
-        """Equality join on paths1 = paths2. Keys of both sides are kept; when both sides
-        use the same key name it appears once; other fields of frame2 whose names clash
-        with this frame's are prefixed with '.'."""
-        keys1 = [paths1] if isinstance(paths1, str) else list(paths1)
-        keys2 = [paths2] if isinstance(paths2, str) else list(paths2)
-        if len(keys1) != len(keys2) or not keys1:
-            raise TransformError("join needs the same number of key paths on both sides")
-        keys1, keys2 = _join_keys(self._df, keys1, self.name), _join_keys(frame2._df, keys2, frame2.name)
-        left, right = (
-            _with_keys(self._df, keys1, frame2._df, keys2),
-            _with_keys(frame2._df, keys2, self._df, keys1),
-        )
-        left = left.alias("__l")
-        shared = [k for k1, k in zip(keys1, keys2, strict=False) if k1 == k]
-        renames = {c: "." + c for c in right.columns if c in left.columns and c not in shared}
-        for old, new in renames.items():
-            right = right.withColumnRenamed(old, new)
-        right = right.alias("__r")
-        condition = reduce(
-            lambda a, b: a & b,
-            [
-                F.col("__l." + fieldpaths.quote(fieldpaths.split_path(k1)))
-                == F.col("__r." + fieldpaths.quote(fieldpaths.split_path(renames.get(k2, k2))))
-                for k1, k2 in zip(keys1, keys2, strict=False)
-            ],
-        )
-        joined = left.join(right, condition, "inner")
-        keep = [F.col("__l." + fieldpaths.quote([c])) for c in left.columns]
-        keep += [F.col("__r." + fieldpaths.quote([c])) for c in right.columns if c not in shared]
-        return self._with(joined.select(*keep), name=f"{self.name}_{frame2.name}".strip("_"))
-
-    def union(
-        self,
-        other_frame: DynamicFrame,
-        transformation_ctx: str = "",
-        info: str = "",
-        stageThreshold: int = 0,
-        totalThreshold: int = 0,
-    ) -> DynamicFrame:
-        """Rows of both frames; a field whose types differ becomes a choice."""
-        left, right = self._df, other_frame._df
-        for f in left.schema.fields:
-            if f.name in right.columns and right.schema[f.name].dataType != f.dataType:
-                left = left.withColumn(f.name, _to_variant(F.col(fieldpaths.quote([f.name])), f.dataType))
-                right = right.withColumn(
-                    f.name, _to_variant(F.col(fieldpaths.quote([f.name])), right.schema[f.name].dataType)
-                )
-        merged = left.unionByName(right, allowMissingColumns=True)
-        return DynamicFrame(merged, self.glue_ctx, self.name, errors=self._errors + other_frame._errors)
-
     def split_fields(
         self,
         paths: list[str],
@@ -471,22 +413,6 @@ class DynamicFrame(VisualTransforms):
         )
         return DynamicFrameCollection({name1: first, name2: second}, self.glue_ctx)
 
-    def spigot(
-        self, path: str, options: Mapping[str, Any] | None = None, transformation_ctx: str = ""
-    ) -> DynamicFrame:
-        """Write a sample (``topk`` records, default 100, or a ``prob`` fraction) as JSON
-        to ``path`` and pass the frame on unchanged."""
-        opts = dict(options or {})
-        sample = (
-            self._df.sample(fraction=float(opts["prob"]))
-            if "prob" in opts
-            else self._df.limit(int(opts.get("topk", 100)))
-        )
-        sample.select(
-            F.to_json(F.struct(*[F.col(fieldpaths.quote([c])) for c in sample.columns]))
-        ).write.mode("overwrite").text(path)
-        return self
-
     def relationalize(
         self,
         root_table_name: str,
@@ -505,139 +431,12 @@ class DynamicFrame(VisualTransforms):
         structs), and is relationalized in turn.
         """
         tables: dict[str, DataFrame] = {}
-        _relationalize(self._df, root_table_name, tables)
+        relationalize_into(self._df, root_table_name, tables)
         frames = {name: DynamicFrame(df, self.glue_ctx, name) for name, df in tables.items()}
         return DynamicFrameCollection(frames, self.glue_ctx)
 
     def __repr__(self) -> str:
         return f"DynamicFrame(name={self.name!r}, fields={self._df.columns})"
-
-
-def _catalog_casts(
-    glue_ctx, targets: list[tuple[str, str]], database: str | None, table_name: str | None
-) -> list[tuple[str, str]]:
-    """match_catalog → cast:<the catalog column's type>, field by field."""
-    if not database or not table_name:
-        raise TransformError("ResolveChoice match_catalog needs database= and table_name=")
-    from ..catalog.store import CatalogStore
-    from ..engine.store import StateStore
-    from ..settings import Settings
-
-    if glue_ctx is not None:
-        state = glue_ctx.state_store()
-    else:  # a frame made without a GlueContext
-        state = StateStore.from_settings(Settings.from_env())
-    table = CatalogStore(state).table(database, table_name)
-    types = {c.name.lower(): c.type for c in table.columns + table.partition_keys}
-    resolved = []
-    for path, action in targets:
-        if action != "match_catalog":
-            resolved.append((path, action))
-            continue
-        top = fieldpaths.split_path(path)[0].lower()
-        if top not in types:
-            raise TransformError(f"match_catalog: {database}.{table_name} has no column {top!r}")
-        resolved.append((path, f"cast:{types[top]}"))
-    return resolved
-
-
-def _join_keys(df: DataFrame, keys: list[str], name: str) -> list[str]:
-    """Each join key as the frame names it: the field itself, or the one field whose name
-    differs from it only in case (Spark resolves names so; several such fields are an
-    error). A key no field has joins no record, as on Glue, whose records need not share
-    fields; on a frame that has fields that is said in a warning naming them."""
-    resolved = []
-    for key in keys:
-        parts = fieldpaths.split_path(key)
-        if not df.columns or len(parts) != 1 or fieldpaths.field_type(df.schema, parts) is not None:
-            resolved.append(key)
-            continue
-        matches = [c for c in df.columns if c.lower() == parts[0].lower()]
-        if len(matches) > 1:
-            raise TransformError(
-                f"join key {key!r} of frame {name or '(unnamed)'} matches fields {', '.join(matches)}, "
-                "which differ only in case: name one exactly"
-            )
-        if not matches:
-            log.warning(
-                "join key %r is not a field of frame %s (fields: %s): no record of it joins",
-                key,
-                name or "(unnamed)",
-                ", ".join(df.columns),
-            )
-            resolved.append(key)
-            continue
-        plain = "." not in matches[0] and "`" not in matches[0]
-        resolved.append(matches[0] if plain else fieldpaths.quote([matches[0]]))
-    return resolved
-
-
-def _with_keys(df: DataFrame, keys: list[str], other: DataFrame, other_keys: list[str]) -> DataFrame:
-    """A join key that no record of ``df`` has (an empty frame of a run with nothing new)
-    becomes a null column of the other side's key type: no record matches, as on Glue,
-    where a record without the key joins nothing."""
-    for key, other_key in zip(keys, other_keys, strict=False):
-        parts = fieldpaths.split_path(key)
-        if fieldpaths.field_type(df.schema, parts) is not None or len(parts) != 1:
-            continue
-        other_type = fieldpaths.field_type(other.schema, fieldpaths.split_path(other_key))
-        df = df.withColumn(parts[0], F.lit(None).cast(other_type or StringType()))
-    return df
-
-
-def _to_variant(col: Column, data_type) -> Column:
-    return col if isinstance(data_type, VariantType) else col.cast("variant")
-
-
-def _build(leaves: list[tuple[list[str], Column]]) -> list[Column]:
-    """Columns for (target path, value) pairs, nesting dotted targets into structs."""
-    grouped: dict[str, list[tuple[list[str], Column]]] = {}
-    order: list[str] = []
-    for parts, value in leaves:
-        if parts[0] not in grouped:
-            order.append(parts[0])
-            grouped[parts[0]] = []
-        grouped[parts[0]].append((parts[1:], value))
-    out = []
-    for head in order:
-        items = grouped[head]
-        if len(items) == 1 and not items[0][0]:
-            out.append(items[0][1].alias(head))
-        else:
-            out.append(F.struct(*_build([i for i in items if i[0]])).alias(head))
-    return out
-
-
-def _relationalize(df: DataFrame, table: str, tables: dict[str, DataFrame]) -> None:
-    flat: list[tuple[list[str], Any]] = []
-
-    def walk(struct: StructType, prefix: list[str]) -> None:
-        for f in struct.fields:
-            here = prefix + [f.name]
-            if isinstance(f.dataType, StructType):
-                walk(f.dataType, here)
-            else:
-                flat.append((here, f.dataType))
-
-    walk(df.schema, [])
-    arrays = [(p, t) for p, t in flat if isinstance(t, ArrayType)]
-    if arrays:
-        df = df.withColumn("__sm_rowid", F.monotonically_increasing_id()).localCheckpoint(eager=True)
-    cols = []
-    for parts, dtype in flat:
-        name = ".".join(parts)
-        if isinstance(dtype, ArrayType):
-            cols.append(F.when(fieldpaths.column(parts).isNotNull(), F.col("__sm_rowid")).alias(name))
-        else:
-            cols.append(fieldpaths.column(parts).alias(name))
-    tables[table] = df.select(*cols)
-    for parts, _dtype in arrays:
-        name = ".".join(parts)
-        child = df.select(
-            F.col("__sm_rowid").alias("id"), F.posexplode(fieldpaths.column(parts)).alias("index", "__sm_val")
-        )
-        child = child.select("id", "index", F.struct(F.col("__sm_val").alias("val")).alias(name))
-        _relationalize(child, f"{table}_{name}", tables)
 
 
 class ResolveOption:

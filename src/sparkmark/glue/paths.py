@@ -78,3 +78,22 @@ def leaf_paths(schema: StructType, prefix: list[str] | None = None) -> list[list
         else:
             out.append(path)
     return out
+
+
+def build(leaves: list[tuple[list[str], Column]]) -> list[Column]:
+    """Columns for (target path, value) pairs, nesting dotted targets into structs."""
+    grouped: dict[str, list[tuple[list[str], Column]]] = {}
+    order: list[str] = []
+    for parts, value in leaves:
+        if parts[0] not in grouped:
+            order.append(parts[0])
+            grouped[parts[0]] = []
+        grouped[parts[0]].append((parts[1:], value))
+    out = []
+    for head in order:
+        items = grouped[head]
+        if len(items) == 1 and not items[0][0]:
+            out.append(items[0][1].alias(head))
+        else:
+            out.append(F.struct(*build([i for i in items if i[0]])).alias(head))
+    return out

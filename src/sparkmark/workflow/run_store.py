@@ -193,3 +193,17 @@ class WorkflowRunStore:
                 .values(properties=json.dumps(merged))
             )
         return merged
+
+    def request_stop(self, workflow: str, run_id: str, now: datetime) -> WorkflowRunRecord:
+        """Ask a running workflow run to stop: no trigger fires in it any more, runs
+        not started are not started, and running ones are stopped by its supervisor."""
+        run = self.workflow_run(run_id, workflow)
+        if run.status is not WorkflowRunStatus.RUNNING:
+            raise SparkmarkError(
+                f"workflow run {run_id} is {run.status.value}, not RUNNING; "
+                "only a running workflow run can be stopped"
+            )
+        self.set_workflow_status(
+            run_id, WorkflowRunStatus.STOPPING, now, only_from=(WorkflowRunStatus.RUNNING.value,)
+        )
+        return self.workflow_run(run_id)

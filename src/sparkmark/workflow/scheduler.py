@@ -35,7 +35,7 @@ from ..engine.owner import this_process
 from ..engine.schema import utcnow
 from ..engine.sealing import Sealer
 from ..engine.store import StateStore
-from ..errors import ConfigError, SparkmarkError
+from ..errors import ConfigError
 from ..settings import Settings
 from .definition import LogicalKind, Project, TriggerDefinition, TriggerType
 from .launcher import Launcher
@@ -445,18 +445,8 @@ class Scheduler(ActionSupervisor):
         return fired_any
 
     def stop_workflow_run(self, workflow: str, run_id: str) -> WorkflowRunRecord:
-        """Ask a running workflow run to stop: no trigger fires in it any more, runs
-        not started are not started, and running ones are stopped by its supervisor."""
-        run = self.store.workflow_run(run_id, workflow)
-        if run.status is not WorkflowRunStatus.RUNNING:
-            raise SparkmarkError(
-                f"workflow run {run_id} is {run.status.value}, not RUNNING; "
-                "only a running workflow run can be stopped"
-            )
-        self.store.set_workflow_status(
-            run_id, WorkflowRunStatus.STOPPING, self.clock(), only_from=(WorkflowRunStatus.RUNNING.value,)
-        )
-        return self.store.workflow_run(run_id)
+        """Ask a running workflow run to stop (``WorkflowRunStore.request_stop``)."""
+        return self.store.request_stop(workflow, run_id, self.clock())
 
 
 def pooled_launcher(

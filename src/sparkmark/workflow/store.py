@@ -11,16 +11,16 @@ same key is refused by the database.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..engine.masking import mask_arguments, mask_text
-from ..engine.owner import is_dead
 from ..engine.store import StateStore
 from ..errors import NotFound
+from .leadership import Leadership
 from .records import (
     ACTIVE,
     COMPONENT,
@@ -34,13 +34,12 @@ from .records import (
     moves_bookmark,
     new_action_id,
     sealed_arguments,
-    supervisors,
     triggers,
 )
 from .run_store import WorkflowRunStore
 
 
-class WorkflowStore(WorkflowRunStore):
+class WorkflowStore(Leadership, WorkflowRunStore):
     def __init__(self, state: StateStore):
         self.state = state
         state.open_component(COMPONENT)
@@ -51,64 +50,6 @@ class WorkflowStore(WorkflowRunStore):
 
     def connect(self):
         return self.state.connect()
-
-    # ----------------------------------------------------------------- leading
-
-    def lead(self, owner: str, now: datetime, lease_seconds: float) -> bool:
-        """Take or keep the scheduler's lead. A lead whose owner died on this host, or
-        whose lease expired, is taken over."""
-        expires = now + timedelta(seconds=lease_seconds)
-        try:
-            with self.begin() as conn:
-                row = conn.execute(select(meta).where(meta.c.key == "leader")).first()
-                if row is None:
-                    conn.execute(insert(meta).values(key="leader", value="", owner=owner, expires_at=expires))
-                    return True
-                if row.owner != owner and row.owner and row.expires_at > now and not is_dead(row.owner):
-                    return False
-                conn.execute(
-                    update(meta)
-                    .where(meta.c.key == "leader", meta.c.owner == row.owner)
-                    .values(owner=owner, expires_at=expires)
-                )
-                return True
-        except IntegrityError:
-            return False
-
-    def leader(self, now: datetime) -> str | None:
-        """The live leader's owner string, or None."""
-        with self.connect() as conn:
-            row = conn.execute(select(meta).where(meta.c.key == "leader")).first()
-        if row is None or not row.owner or row.expires_at <= now or is_dead(row.owner):
-            return None
-        return row.owner
-
-    def resign(self, owner: str) -> None:
-        with self.begin() as conn:
-            conn.execute(update(meta).where(meta.c.key == "leader", meta.c.owner == owner).values(owner=None))
-
-    def beat(self, owner: str, now: datetime, lease_seconds: float) -> None:
-        """Say that ``owner`` still supervises its runs, for the next ``lease_seconds``."""
-        expires = now + timedelta(seconds=lease_seconds)
-        with self.begin() as conn:
-            if (
-                conn.execute(
-                    update(supervisors).where(supervisors.c.owner == owner).values(expires_at=expires)
-                ).rowcount
-                == 0
-            ):
-                conn.execute(insert(supervisors).values(owner=owner, expires_at=expires))
-
-    def supervisor_gone(self, owner: str | None, now: datetime) -> bool:
-        """True when nobody drives what ``owner`` supervised: no owner, a dead process on
-        this host, or (on any host) a supervisor that stopped renewing its beat."""
-        if owner is None or is_dead(owner):
-            return True
-        with self.connect() as conn:
-            expires = conn.execute(
-                select(supervisors.c.expires_at).where(supervisors.c.owner == owner)
-            ).scalar()
-        return expires is None or expires <= now
 
     def cursor(self, conn: Connection) -> int:
         value = conn.execute(select(meta.c.value).where(meta.c.key == "event_cursor")).scalar()
