@@ -135,15 +135,8 @@ class Job:
         return self._spark
 
     def _session_settings(self) -> Settings:
-        """The settings a session started for this job gets: with the connectors its
-        arguments show it needs (an ``s3://`` input), fetched before Spark starts."""
-        from .connectors import needed_by
-
-        needs = needed_by(str(v) for v in self.args.values())
-        if not needs:
-            return self.settings
-        given = [n for n in (self.settings.connector_needs or "").split(",") if n]
-        return self.settings.model_copy(update={"connector_needs": ",".join(dict.fromkeys([*given, *needs]))})
+        """The settings a session started for this job gets (``session_settings``)."""
+        return session_settings(self.settings, self.args)
 
     @property
     def finished(self) -> bool:
@@ -274,13 +267,25 @@ class Job:
         ``startingOffsets``, ``classification``, ``inferSchema``…; ``streamName``,
         ``startingPosition``…). Process it with ``for_each_batch``: the query's checkpoint
         keeps its position, and ``ctx`` names it in the bookmark."""
-        self.job_run.require_running()
         from .sources.registry import stream_source
 
-        source = stream_source(
+        self.job_run.require_running()
+        made = stream_source(
             kind, dict(options), ctx=ctx, connections=self.connections, settings=self.settings
         )
-        return read_source(self.spark, source, self.job_run)
+        return read_source(self.spark, made, self.job_run)
+
+    def read(self, connection_type: str, ctx: str | None = None, **options: Any) -> DataFrame:
+        """A DataFrame of any source kind the registry makes from Glue's connection
+        options (``sources/registry.py``), bookmarked under ``ctx`` as that kind does."""
+        from .sources.registry import made_from_options
+
+        self.job_run.require_running()
+        kind = made_from_options(connection_type)
+        if kind is None:
+            raise ArgumentError(f"connection_type {connection_type!r} is read with read_files or read_jdbc")
+        made = kind.make(options, ctx=ctx, connections=self.connections, settings=self.settings)
+        return read_source(self.spark, made, self.job_run)
 
     def for_each_batch(
         self,
@@ -437,3 +442,15 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job(name={self.name!r}, run_id={self.run_id!r}, option={self.bookmark_option.value})"
+
+
+def session_settings(settings: Settings, args: Mapping[str, Any]) -> Settings:
+    """The settings a session started for a job gets: with the connectors its arguments
+    show it needs (an ``s3://`` input), fetched before Spark starts."""
+    from .connectors import needed_by
+
+    needs = needed_by(str(v) for v in args.values())
+    if not needs:
+        return settings
+    given = [n for n in (settings.connector_needs or "").split(",") if n]
+    return settings.model_copy(update={"connector_needs": ",".join(dict.fromkeys([*given, *needs]))})

@@ -23,7 +23,7 @@ from ..sources.files import FileSource
 from ..sources.grok import GrokPattern
 from ..sources.jdbc import JdbcRequest, JdbcSource, apply_type_mapping, type_mapping
 from ..sources.json_path import parse_path
-from ..sources.registry import STREAM_CONNECTION_TYPES, stream_accepts, stream_source
+from ..sources.registry import STREAM_CONNECTION_TYPES, made_from_options, stream_accepts, stream_source
 from . import choice, formats
 
 if TYPE_CHECKING:
@@ -270,6 +270,12 @@ def from_options(
         )
     if kind in FILE_CONNECTIONS and (format or "").lower() in ("delta", "iceberg", "hudi"):
         return read_table_by_path(gc, options, (format or "").lower(), transformation_ctx), False
+    registered = made_from_options(kind)
+    if registered is not None:  # a kind the registry makes from Glue's options
+        made = registered.make(
+            options, ctx=transformation_ctx or None, connections=gc.connections, settings=gc.settings
+        )
+        return read_source(gc.spark_session, made, gc.run), False
     if kind in FILE_CONNECTIONS:
         paths = options.get("paths") or ([options["path"]] if "path" in options else [])
         if not paths:
@@ -388,6 +394,11 @@ def from_catalog(
         from ..sources.delta import DeltaSource
 
         return read_source(gc.spark_session, DeltaSource(found.location, ctx=ctx or None), gc.run), False
+    registered = made_from_options(classification)
+    if registered is not None:  # a table of a kind the registry makes: its parameters are its options
+        given = {**found.parameters, "location": found.location, **options}
+        made = registered.make(given, ctx=ctx or None, connections=gc.connections, settings=gc.settings)
+        return read_source(gc.spark_session, made, gc.run), False
     if found.parameters.get("connectionName"):  # a crawled JDBC table
         resolved = gc.connections.resolve(found.parameters["connectionName"])
         keys = options.get("jobBookmarkKeys") or [

@@ -69,6 +69,20 @@ def accepts(name: str) -> bool:
     return name in _RENAMED or name in _OWN or name.startswith(("kafka.", *_CONSUMER_PREFIXES))
 
 
+def from_glue_options(
+    options: dict[str, Any], *, ctx: str | None, connections: Any = None, settings: Any = None
+) -> KafkaSource:
+    """The registry's factory: Glue's Kafka connection options; a ``connectionName``
+    without bootstrap servers of its own is resolved through the job's connections."""
+    bootstrap = ""
+    name = options.get("connectionName")
+    if name and not (options.get("bootstrap.servers") or options.get("bootstrapServers")):
+        if connections is None:
+            raise SourceError(f"connection {name!r} cannot be resolved outside a job")
+        bootstrap = bootstrap_from_url(connections.resolve(str(name)).url)
+    return KafkaSource(options=options, ctx=ctx, bootstrap=bootstrap)
+
+
 def bootstrap_from_url(url: str) -> str:
     """A Kafka connection's url: ``kafka://h1:9092,h2:9092`` or ``h1:9092,h2:9092``."""
     return url.removeprefix("kafka://").removeprefix("kafka+ssl://").strip("/")

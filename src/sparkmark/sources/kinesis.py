@@ -519,3 +519,10 @@ def _aws_error(exc: Exception) -> str:
 
 
 __all__ = ["KinesisDataSource", "KinesisSource"]
+
+
+def from_glue_options(
+    options: dict[str, Any], *, ctx: str | None, connections: Any = None, settings: Any = None
+) -> KinesisSource:
+    """The registry's factory: Glue's Kinesis connection options."""
+    return KinesisSource(options=options, ctx=ctx, settings=settings)
