@@ -336,10 +336,11 @@ class Pool:
                     self._starting.append(process)
         return True
 
-    def host_job(self, message: HostJob) -> PooledRun | None:
+    def host_job(self, order: Callable[[], HostJob]) -> PooledRun | None:
         """Run a job on a warm process that is ready, or on the one starting (the job
         waits for its Spark); None when the pool has none (the job starts a process of
-        its own, and the pool fills for the next)."""
+        its own, and the pool fills for the next). ``order`` makes the job's order, only
+        once a process takes it (the endpoint it names may have to be started)."""
         with self._lock:
             ready = [p for p in self._ready if p.alive]
             starting = [p for p in self._starting if p.alive]
@@ -353,6 +354,11 @@ class Pool:
             log.info("pool: no warm process for this job (ready %d, starting %d)", len(ready), len(starting))
             return None
         log.info("pool: job on warm process %d", chosen.pid)
+        try:
+            message = order()
+        except Exception:
+            self.give_back(chosen)
+            raise
         return PooledRun(chosen, self, message)
 
     def ready_count(self) -> int:

@@ -113,7 +113,7 @@ class Launcher:
             private_dir(spec.log_path.parent)
             exit_path(spec.log_path).unlink(missing_ok=True)
             hosted = self.pool.host_job(
-                HostJob(
+                lambda: HostJob(
                     request=spec.document["run"],
                     log=str(spec.log_path),
                     err=str(error_path(spec.log_path)),
