@@ -209,17 +209,6 @@ class Job:
         )
         return df
 
-    def _database(self, url, connection, user, password) -> jdbc_keys.Database:
-        if connection is not None:
-            resolved = self.connections.resolve(connection)
-            url, user = url or resolved.url, user or resolved.user
-            password = password or resolved.password
-        if not url:
-            raise ArgumentError("give a JDBC url or connection=NAME")
-        database = jdbc_keys.parse_database(url, user, password)
-        self.job_run.add_database(database)
-        return database
-
     def read_jdbc(
         self,
         url: str | None = None,
@@ -245,7 +234,7 @@ class Job:
         commit records ``upper``. ``keys`` default to the table's primary key.
         """
         self.job_run.require_running()
-        database = self._database(url, connection, user, password)
+        database = _database(self, url, connection, user, password)
         request = JdbcRequest.build(
             database,
             table=table,
@@ -353,7 +342,7 @@ class Job:
         if not table:
             raise ArgumentError("write_jdbc needs table=")
         sink = JdbcSink(
-            self._database(url, connection, user, password),
+            _database(self, url, connection, user, password),
             table,
             mode=mode,
             keys=tuple(keys) if keys else None,
@@ -454,3 +443,17 @@ def session_settings(settings: Settings, args: Mapping[str, Any]) -> Settings:
         return settings
     given = [n for n in (settings.connector_needs or "").split(",") if n]
     return settings.model_copy(update={"connector_needs": ",".join(dict.fromkeys([*given, *needs]))})
+
+
+def _database(job: Job, url, connection, user, password) -> jdbc_keys.Database:
+    """The database a JDBC read or write of ``job`` reaches: its URL and credentials,
+    from the call or its named connection; kept with the run for publishing."""
+    if connection is not None:
+        resolved = job.connections.resolve(connection)
+        url, user = url or resolved.url, user or resolved.user
+        password = password or resolved.password
+    if not url:
+        raise ArgumentError("give a JDBC url or connection=NAME")
+    database = jdbc_keys.parse_database(url, user, password)
+    job.job_run.add_database(database)
+    return database

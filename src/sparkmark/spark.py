@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from . import connectors
 from .engine import storage
+from .engine.jdbc import CONNECTION_TYPES, DIALECTS
 from .errors import ConfigError, SourceError
 from .settings import Settings
 
@@ -222,10 +223,9 @@ def submit_args(settings: Settings) -> str:
 # SPARKMARK_METASTORE_USER / SPARKMARK_METASTORE_PASSWORD); its tables are created
 # on first use. SPARKMARK_CATALOG=none starts sessions without Hive support.
 
+# The metastore's driver by its URL's kind: a JDBC connection type's preferred driver.
 DRIVERS = {
-    "postgresql": "org.postgresql.Driver",
-    "mysql": "org.mariadb.jdbc.Driver",
-    "mariadb": "org.mariadb.jdbc.Driver",
+    **{kind: DIALECTS[dialect].drivers[0] for kind, dialect in CONNECTION_TYPES.items()},
     "derby": "org.apache.derby.jdbc.EmbeddedDriver",
 }
 

@@ -41,13 +41,11 @@ DIALECTS = {
     ),
     "sqlite": DialectInfo("sqlite", "sqlite", ("org.sqlite.JDBC",), "sqlite"),
 }
-_JDBC_ALIASES = {
-    "postgresql": "postgresql",
-    "postgres": "postgresql",
-    "mysql": "mysql",
-    "mariadb": "mysql",
-    "sqlite": "sqlite",
-}
+# Glue's JDBC connection types sparkmark reads and writes with key ranges, each with
+# its dialect (MariaDB is reached through Spark's MySQL dialect).
+CONNECTION_TYPES = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
+# A URL's scheme, or a SQLAlchemy backend name, as a dialect.
+_JDBC_ALIASES = {**CONNECTION_TYPES, "postgres": "postgresql"}
 
 
 @dataclass(frozen=True)

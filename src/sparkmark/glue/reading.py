@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sparkmark.glue")
 
 FILE_CONNECTIONS = ("s3", "file", "local")
-JDBC_CONNECTIONS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
+JDBC_CONNECTIONS = jdbc_keys.CONNECTION_TYPES
 CUSTOM_JDBC = ("custom.jdbc", "marketplace.jdbc")  # Glue's JDBC connectors: any driver, by URL
 REDSHIFT_NOTE = (
     "redshift: reading and writing over plain JDBC through the named connection; Redshift's "

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.jdbc import CONNECTION_TYPES
 from ..errors import SourceError
 
 
@@ -76,7 +77,7 @@ def _versions_read(m: Mapping[str, Any]) -> str:
 
 
 FILES = SourceKind("files", ("s3", "file", "local"), False, _files_read)
-JDBC = SourceKind("jdbc", (), False, _rows_read)
+JDBC = SourceKind("jdbc", tuple(CONNECTION_TYPES), False, _rows_read)
 KAFKA = SourceKind("kafka", ("kafka",), True, _records_read, "kafka:from_glue_options", "kafka:accepts")
 KINESIS = SourceKind(
     "kinesis", ("kinesis",), True, _records_read, "kinesis:from_glue_options", "kinesis:accepts"
