@@ -194,3 +194,17 @@ def test_no_module_is_over_700_lines():
         if (size := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     ]
     assert large == []
+
+
+def test_the_cli_reaches_the_store_only_through_its_app():
+    """Every ``sparkmark`` command opens the state store through the one App of its call
+    (``cli/context.py``), never by a store class of its own."""
+    opening = re.compile(r"\b(StateStore|StoreHandle)\s*[.(]|\b\w+Store\(\s*StateStore")
+    found = [
+        f"cli/{path.name}:{number}"
+        for path in sorted((SRC / "cli").glob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if opening.search(line)
+    ]
+    assert found == []
+    assert opening.search("state = StateStore.from_settings()")  # the check sees an opening

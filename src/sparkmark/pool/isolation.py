@@ -1,7 +1,7 @@
 """What one job run may leave in a warm process that the next job must never find, and
 the check made after every run.
 
-A warm process hosts one job after another (``cli/warm.py``). Some of what a run
+A warm process hosts one job after another (``pool/worker.py``). Some of what a run
 changes is put back (the environment, ``sys.argv``, ``sys.path``, the modules it
 imported from its own folders, the masking registry, the working directory, Spark's
 per-session state). What cannot be put back with certainty retires the process
