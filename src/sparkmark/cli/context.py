@@ -7,6 +7,7 @@ from ..app import App
 from ..settings import Settings
 
 _current: App | None = None
+_others: list[App] = []  # Apps over another store, made in the same call: closed with it
 
 
 def current_app(settings: Settings | None = None) -> App:
@@ -22,12 +23,16 @@ def current_app(settings: Settings | None = None) -> App:
         return _current
     if _current.settings.state_url == settings.state_url:
         return App(settings, _current.state)
-    return App(settings)
+    other = App(settings)
+    _others.append(other)
+    return other
 
 
 def end_call() -> None:
     """The call ended: its App is closed, and the next call makes its own."""
     global _current
     found, _current = _current, None
-    if found is not None:
-        found.close()
+    ended = [*_others, *([found] if found is not None else [])]
+    _others.clear()
+    for app in ended:
+        app.close()
