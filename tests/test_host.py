@@ -127,3 +127,17 @@ def test_what_a_terminal_run_prints_is_kept_with_each_run_it_started(tmp_path, c
         assert "a line for the errors" in errors and "in a log record" in errors
         assert "hunter2" not in errors  # masked, as every handler of sparkmark's log
         assert oct(out.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_request_with_an_invalid_run_id_is_refused_and_leaves_the_process_as_it_was(tmp_path):
+    import sys
+
+    from sparkmark.host import run_request
+
+    script = tmp_path / "plain.py"
+    script.write_text("print('never')\n")
+    request = RunRequest.checked({"script": str(script), "arguments": ["--JOB_NAME", "j"], "run_id": "wr_1"})
+    argv, path, finders = list(sys.argv), list(sys.path), list(sys.meta_path)
+    with pytest.raises(ArgumentError, match="invalid run id 'wr_1'"):
+        run_request(request)
+    assert (sys.argv, sys.path, sys.meta_path) == (argv, path, finders)

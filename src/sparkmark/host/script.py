@@ -352,8 +352,10 @@ def _run(
     sys.path[:0] = [str(script.resolve().parent), *(str(m) for m in modules or [])]
     error: BaseException | None = None
     stopping.install()
-    expect_run(request.run_id, request.attempt or 0)  # the first run the script starts is this one
     try:
+        # The first run the script starts is this one (an invalid id is refused here, and
+        # what was set up above is put back by the finally below).
+        expect_run(request.run_id, request.attempt or 0)
         try:
             with sharing():
                 runpy.run_path(str(script), run_name="__main__")
