@@ -23,7 +23,13 @@ from ..sources.files import FileSource
 from ..sources.grok import GrokPattern
 from ..sources.jdbc import JdbcRequest, JdbcSource, apply_type_mapping, type_mapping
 from ..sources.json_path import parse_path
-from ..sources.registry import STREAM_CONNECTION_TYPES, made_from_options, stream_accepts, stream_source
+from ..sources.registry import (
+    STREAM_CONNECTION_TYPES,
+    SourceKind,
+    made_from_options,
+    stream_accepts,
+    stream_source,
+)
 from . import choice, formats
 
 if TYPE_CHECKING:
@@ -251,6 +257,12 @@ def read_custom_jdbc(gc: GlueContext, connection_type: str, options: dict, ctx: 
     return apply_type_mapping(df, mapping) if mapping else df
 
 
+def read_registered(gc: GlueContext, kind: SourceKind, options: dict, ctx: str | None) -> DataFrame:
+    """A source of a kind the registry makes from Glue's options, read for the context's run."""
+    made = kind.make(options, ctx=ctx or None, connections=gc.connections, settings=gc.settings)
+    return read_source(gc.spark_session, made, gc.run)
+
+
 def from_options(
     gc: GlueContext,
     connection_type: str,
@@ -272,10 +284,7 @@ def from_options(
         return read_table_by_path(gc, options, (format or "").lower(), transformation_ctx), False
     registered = made_from_options(kind)
     if registered is not None:  # a kind the registry makes from Glue's options
-        made = registered.make(
-            options, ctx=transformation_ctx or None, connections=gc.connections, settings=gc.settings
-        )
-        return read_source(gc.spark_session, made, gc.run), False
+        return read_registered(gc, registered, options, transformation_ctx), False
     if kind in FILE_CONNECTIONS:
         paths = options.get("paths") or ([options["path"]] if "path" in options else [])
         if not paths:
@@ -397,8 +406,7 @@ def from_catalog(
     registered = made_from_options(classification)
     if registered is not None:  # a table of a kind the registry makes: its parameters are its options
         given = {**found.parameters, "location": found.location, **options}
-        made = registered.make(given, ctx=ctx or None, connections=gc.connections, settings=gc.settings)
-        return read_source(gc.spark_session, made, gc.run), False
+        return read_registered(gc, registered, given, ctx), False
     if found.parameters.get("connectionName"):  # a crawled JDBC table
         resolved = gc.connections.resolve(found.parameters["connectionName"])
         keys = options.get("jobBookmarkKeys") or [
