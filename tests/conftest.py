@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from sparkmark import Job
 from sparkmark.engine.store import StateStore
 from sparkmark.settings import Settings
-from sparkmark.spark import hive_confs, session_jars
+from sparkmark.spark import class_archive_options, hive_confs, session_jars
 
 PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -46,7 +46,11 @@ def spark(tmp_path_factory):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nothing of the suite's Spark beyond loopback
     hive_home = tmp_path_factory.mktemp("hive")
     builder = SparkSession.builder.master("local[2]")
-    for key, value in hive_confs(Settings.from_env({"SPARKMARK_HOME": str(hive_home)})).items():
+    confs = hive_confs(Settings.from_env({"SPARKMARK_HOME": str(hive_home)}))
+    class_path = ":".join(session_jars(Settings.from_env()))
+    archive = class_archive_options(Settings.from_env(), class_path)  # as every driver sparkmark starts
+    confs["spark.driver.extraJavaOptions"] = f"{confs['spark.driver.extraJavaOptions']} {archive}".strip()
+    for key, value in confs.items():
         builder = builder.config(key, value)
     session = (
         builder.appName("sparkmark-tests")
@@ -54,7 +58,7 @@ def spark(tmp_path_factory):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraClassPath", ":".join(session_jars(Settings.from_env())))
+        .config("spark.driver.extraClassPath", class_path)
         .config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
         .getOrCreate()
     )

@@ -197,7 +197,7 @@ def test_exactly_once_output_on_s3(runner, s3env, spark):
     assert {KEY_IN_NAME.search(n).group(0) for n in visible(client, bucket, "out/")} == {job.run_id + "-1"}
 
 
-def test_listing_ten_thousand_objects_level_by_level(s3env):
+def test_listing_ten_thousand_objects_flat_or_level_by_level(s3env):
     bucket, client = s3env
 
     def put(p: int) -> None:
@@ -206,13 +206,32 @@ def test_listing_ten_thousand_objects_level_by_level(s3env):
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(put, range(100)))
-    listing = FileLister().list([f"s3://{bucket}/big"])
+    client.put_object(Bucket=bucket, Key="big/_SUCCESS", Body=b"")  # hidden: never listed as data
+    client.put_object(Bucket=bucket, Key="big/notes/readme.json", Body=b"{}\n")  # not a partition
+    # Past its flat limit, a prefix is walked: the root, then each partition with a delimiter.
+    listing = FileLister(flat_limit=5_000).list([f"s3://{bucket}/big"])
     assert len(listing.files) == 10_000
-    assert listing.dirs_listed == 101  # the root, then each partition with a delimiter
+    assert listing.dirs_listed == 101 and listing.flat_pages == 0
     assert len({f.dir for f in listing.files}) == 100
     assert all(f.etag and f.size == 3 and f.url.startswith(f"s3://{bucket}/big/dt=") for f in listing.files)
     one = FileLister().list([f"s3://{bucket}/big/dt=042"])  # a pruned partition alone
-    assert len(one.files) == 100 and one.dirs_listed == 1
+    assert len(one.files) == 100 and one.flat_pages == 1
+    # Within it, one flat listing of 10,002 keys (11 pages of 1,000) finds the same files
+    # with the same sizes, times and tags, and the same folders and hidden entries.
+    flat = FileLister().list([f"s3://{bucket}/big"])
+    assert flat.flat_pages == 11
+    assert sorted(flat.files) == sorted(listing.files)
+    assert (flat.hidden, flat.excluded, flat.leaf_dirs) == (
+        listing.hidden,
+        listing.excluded,
+        listing.leaf_dirs,
+    )
+    assert flat.hidden == 1
+    deep = FileLister(recurse=True).list([f"s3://{bucket}/big"])
+    assert len(deep.files) == 10_001 and deep.flat_pages == 11
+    assert sorted(deep.files) == sorted(
+        FileLister(recurse=True, flat_limit=0).list([f"s3://{bucket}/big"]).files
+    )
 
 
 def test_exclusions_and_bounds_on_s3(runner, s3env):

@@ -548,3 +548,65 @@ def test_the_console_shows_the_insight_the_glue_metrics_and_the_custom_metric(ob
     assert 'data-metric="MyETL/QuarantineRate"' in listed and f"JobName={JOB}" in listed
     page = requests.get(f"{console.url}/metric-data?q=nothing-like-it", headers=headers, timeout=30).text
     assert 'id="no-match"' in page
+
+
+# ------------------------------------------------------------------ the sample after the commit
+
+
+def test_a_commit_does_not_wait_for_the_runs_last_metrics_sample(spark, tmp_path, sqlite_store):
+    """The run's last Glue-metrics sample asks Spark's UI for its status; the commit
+    lands without waiting for that answer, and the sample is kept with the run's record
+    once it arrives."""
+    release = threading.Event()
+
+    class HeldUI(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            release.wait(60)  # Spark's UI, slow to answer: held until the test lets it go
+            body = b"[]"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    ui = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeldUI)
+    threading.Thread(target=ui.serve_forever, daemon=True).start()
+    try:
+        from sparkmark import Job
+        from sparkmark.runtime.run import settle_metrics
+
+        (tmp_path / "in").mkdir()
+        (tmp_path / "in" / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
+        settings = Settings.from_env(
+            {
+                "SPARKMARK_HOME": str(tmp_path / "home"),
+                "SPARKMARK_SPARK_UI_URL": f"http://127.0.0.1:{ui.server_address[1]}",
+                "SPARKMARK_METRICS_INTERVAL": "0",
+            }
+        )
+        job = Job.from_args(
+            ["t", "--JOB_NAME", "held_ui", "--job-bookmark-option", "job-bookmark-enable"],
+            spark=spark,
+            store=sqlite_store,
+            settings=settings,
+        )
+        job.read_files(str(tmp_path / "in"), format="json", ctx="src").write.mode("overwrite").parquet(
+            str(tmp_path / "out")
+        )
+        record = job.commit()
+        assert not release.is_set()
+        committed = sqlite_store.get_run(record.run_id)
+        assert committed.state.value == "SUCCEEDED" and committed.committed_version == 1
+        assert "glue" not in committed.metrics  # the sample is still waiting on the UI
+        release.set()
+        settle_metrics()
+        glue = sqlite_store.get_run(record.run_id).metrics["glue"]
+        assert glue["sparkmark.bookmark.filesRead"] == 1
+        assert glue["glue.driver.aggregate.elapsedTime"] > 0
+        assert sqlite_store.get_run(record.run_id).state.value == "SUCCEEDED"
+    finally:
+        release.set()
+        ui.shutdown()

@@ -11,6 +11,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_LEASE_SECONDS`` | lease_seconds | 300 |
 | ``SPARKMARK_SPARK_MASTER`` | spark_master | ``local[*]`` |
 | ``SPARKMARK_JARS_DIR`` | jars_dir | ``$XDG_CACHE_HOME/sparkmark/jars`` or ``~/.cache/sparkmark/jars`` |
+| ``SPARKMARK_CLASS_ARCHIVE`` | class_archive | on: a driver JVM maps an archive of the classes Spark loads (made by the first driver of its JDK and class path, beside the jars: ``class_archive.py``); ``off``: never |
 | ``SPARKMARK_CONNECTORS`` | connectors | ``auto``: every resolved connector, and those a job needs fetched on demand (or ``none``, or a list of s3, kafka, avro, jdbc: those, fetched when missing) |
 | ``SPARKMARK_CONNECTOR_NEEDS`` | connector_needs | unset; set by ``sparkmark run`` for its script: the connectors its script and arguments show it uses (``connectors.needed_by``) |
 | ``SPARKMARK_CONNECTOR_RESOLUTION`` | connector_resolution | ``on-demand``: a needed connector that is not resolved is fetched through Spark's package resolution; ``off``: never (offline machines) |
@@ -109,6 +110,7 @@ class Settings(BaseModel):
     lease_seconds: float = Field(300, gt=0)
     spark_master: str = "local[*]"
     jars_dir: Path
+    class_archive: bool = True
     connectors: str = "auto"
     connector_needs: str | None = None
     connector_resolution: Literal["on-demand", "off"] = "on-demand"

@@ -161,11 +161,25 @@ def session_confs(settings: Settings, master: str | None = None) -> dict[str, st
     if settings.hive_enabled:
         confs.update(hive_confs(settings))
     quiet = terminal_log_options()
-    if quiet:
-        options = confs.get("spark.driver.extraJavaOptions", "")
-        confs["spark.driver.extraJavaOptions"] = f"{options} {quiet}".strip()
+    archive = class_archive_options(settings, confs.get("spark.driver.extraClassPath", ""))
+    for more in (quiet, archive):
+        if more:
+            options = confs.get("spark.driver.extraJavaOptions", "")
+            confs["spark.driver.extraJavaOptions"] = f"{options} {more}".strip()
     confs.update(settings.spark_conf_map())
     return confs
+
+
+def class_archive_options(settings: Settings, extra_class_path: str) -> str:
+    """The driver's Java options for the shared archive of Spark's classes
+    (``class_archive``); "" when it is off or the JDK cannot map one."""
+    if not settings.class_archive or settings.spark_remote:
+        return ""
+    from . import class_archive
+
+    return class_archive.driver_options(
+        settings.jars_dir.parent / "classes", extra_class_path, settings.environ
+    )
 
 
 LOG4J2_TERMINAL = Path(__file__).with_name("spark_log4j2.properties")

@@ -93,6 +93,7 @@ class Listing:
     skipped_dirs: list[str] = field(default_factory=list)
     leaf_dirs: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    flat_pages: int = 0  # object-store pages of flat listings (their folders were not listed one by one)
 
 
 def etag(info: dict[str, Any]) -> str | None:
@@ -148,6 +149,63 @@ def _local_entries(path: str) -> list[Entry]:
     return entries
 
 
+# An object store's prefix is listed flat (no delimiter, 1,000 keys a page, one page
+# after another) when it holds at most FLAT_LIMIT keys: 11 requests for 10,100 keys where
+# a walk of 100 partitions makes 101. Beyond that, the first pages are dropped and its
+# folders are listed level by level, in parallel.
+FLAT_PAGE = 1000
+FLAT_LIMIT = 20 * FLAT_PAGE
+
+
+@dataclass
+class _FlatTree:
+    """A flat listing of a prefix, seen as folders: each folder's entries, as ``ls``
+    would give them (a folder's own mtime is unknown on an object store)."""
+
+    folders: dict[str, builtins.list[Entry]]
+    keys: int
+
+    def entries(self, path: str) -> builtins.list[Entry]:
+        return self.folders.get(path.rstrip("/"), [])
+
+
+def _flat_tree(fs: Any, root: str, limit: int) -> _FlatTree | None:
+    """The prefix under ``root`` listed flat, or None when the store is not S3 or the
+    prefix holds more than ``limit`` keys."""
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    if limit <= 0 or not {"s3", "s3a"} & set(protocols) or not hasattr(fs, "_lsdir"):
+        return None
+    from fsspec.asyn import sync
+
+    base = root.rstrip("/")
+    found = sync(fs.loop, fs._lsdir, base, delimiter="", max_items=limit + 1)
+    if len(found) > limit:
+        return None
+    files_in: dict[str, builtins.list[Entry]] = {}
+    known: set[str] = set()  # every folder below the root that holds a key
+    for info in found:
+        name = str(info["name"])
+        marker = name.endswith("/") or info.get("type") == "directory"  # a folder's own object
+        name = name.rstrip("/")
+        if not name.startswith(base + "/"):
+            continue
+        folder = name if marker else name.rpartition("/")[0]
+        if not marker:
+            leaf = name.rpartition("/")[2]
+            entry = (leaf, False, mtime_ms(info), int(info.get("size") or 0), etag(info))
+            files_in.setdefault(folder, []).append(entry)
+        while folder != base and folder not in known:
+            known.add(folder)
+            folder = folder.rpartition("/")[0]
+    folders: dict[str, builtins.list[Entry]] = {base: [], **{f: [] for f in known}}
+    for folder, entries in files_in.items():
+        folders[folder].extend(entries)
+    for folder in known:
+        parent, _, leaf = folder.rpartition("/")
+        folders[parent].append((leaf, True, None, 0, None))
+    return _FlatTree(folders, len(found))
+
+
 class FileLister:
     """Lists the files of a source.
 
@@ -164,12 +222,14 @@ class FileLister:
         known_dirs: dict[str, int] | None = None,
         skip_unchanged_dirs: bool = False,
         parallelism: int = 16,
+        flat_limit: int = FLAT_LIMIT,
     ):
         self.recurse = recurse
         self.exclusions = exclusions or ExclusionMatcher(())
         self.known_dirs = known_dirs or {}
         self.skip_unchanged_dirs = skip_unchanged_dirs
         self.parallelism = parallelism
+        self.flat_limit = flat_limit
 
     def list(self, paths: list[str]) -> Listing:
         started = time.perf_counter()
@@ -219,6 +279,11 @@ class FileLister:
         excluding = bool(self.exclusions)
         local = isinstance(fs, LocalFileSystem)
         ls = _local_entries if local else (lambda d: [_entry(i) for i in fs.ls(d, detail=True)])
+        tree = None if local else _flat_tree(fs, root, self.flat_limit)
+        if tree is not None:  # the whole prefix in a few pages: its folders are read from them
+            listing.flat_pages += max(1, -(-tree.keys // FLAT_PAGE))
+            local = True  # nothing left to ask the store: no threads
+            ls = tree.entries
         append = listing.files.append
         while frontier:
             if local:  # one thread: a local stat is too short to gain from threads that share the GIL
@@ -285,6 +350,22 @@ class FileLister:
             return []
 
 
+def _one_listing_of(dir_urls: builtins.list[str]) -> _FlatTree | None:
+    """Folders of one object store under one prefix, listed flat in one go (a few pages)
+    rather than one by one; None when they are few, not on S3, or too many keys."""
+    if len(dir_urls) < 3 or not all(u.startswith(("s3://", "s3a://")) for u in dir_urls):
+        return None
+    common = os.path.commonpath([u.split("://", 1)[1] for u in dir_urls])
+    if "/" not in common:  # a bucket's whole content: walk the folders instead
+        return None
+    fs, path = url_to_fs(dir_urls[0].split("://", 1)[0] + "://" + common)
+    fs.invalidate_cache()
+    try:
+        return _flat_tree(fs, path, FLAT_LIMIT)
+    except FileNotFoundError:
+        return None
+
+
 def changed_since_listed(
     files: builtins.list[tuple[str, int, int, str | None]], *, growth_ok: bool = False
 ) -> builtins.list[str]:
@@ -296,11 +377,14 @@ def changed_since_listed(
     for entry in files:
         by_dir.setdefault(entry[0].rsplit("/", 1)[0], []).append(entry)
     changed = []
+    tree = _one_listing_of(list(by_dir))
     for dir_url, entries in by_dir.items():
         fs, dir_path = url_to_fs(dir_url)
         fs.invalidate_cache(dir_path)
         try:
-            if isinstance(fs, LocalFileSystem):
+            if tree is not None:
+                found = {e[0]: e for e in tree.entries(dir_path) if not e[1]}
+            elif isinstance(fs, LocalFileSystem):
                 found = {e[0]: e for e in _local_entries(dir_path)}
             else:
                 found = {e[0]: e for e in (_entry(i) for i in fs.ls(dir_path, detail=True))}

@@ -100,7 +100,7 @@ def published_name(spark_name: str, key: str) -> str:
     return f"{key}-{spark_name}"
 
 
-def _visible_files(fs, folder: str) -> list[str]:
+def visible_files(fs, folder: str) -> list[str]:
     """Data files under ``folder``, relative to it, leaving out hidden names at any depth."""
     if not fs.exists(folder):
         return []
@@ -118,7 +118,7 @@ def plan_output(root: str, key: str, *, mode: str, fmt: str, store: str | None =
     staging = f"{path}/{CONTROL}/staging/{key}"
     plan = FileOutputPlan(fs.unstrip_protocol(path), key, mode, fmt, store=store)
     seen: set[str] = set()
-    for rel in _visible_files(fs, staging):
+    for rel in visible_files(fs, staging):
         folder, _, name = rel.rpartition("/")
         dst = (folder + "/" if folder else "") + published_name(name, key)
         if dst in seen:
@@ -126,7 +126,7 @@ def plan_output(root: str, key: str, *, mode: str, fmt: str, store: str | None =
         seen.add(dst)
         plan.files.append((rel, dst))
     if mode == "overwrite":
-        plan.remove = _visible_files(fs, path)
+        plan.remove = visible_files(fs, path)
     elif mode == "overwrite_partitions":
         folders = sorted({dst.rpartition("/")[0] for _, dst in plan.files})
         for folder in folders:
@@ -222,7 +222,7 @@ def missing_staged(plan: FileOutputPlan) -> list[str]:
     staging = f"{path}/{CONTROL}/staging/{plan.key}"
     fs.invalidate_cache(path)  # an object store's listing may be cached from the staging
     try:
-        present = set(_visible_files(fs, staging))
+        present = set(visible_files(fs, staging))
     except (FileNotFoundError, PermissionError):
         present = set()
     return [fs.unstrip_protocol(f"{staging}/{src}") for src, _ in plan.files if src not in present]

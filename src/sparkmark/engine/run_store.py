@@ -270,6 +270,13 @@ class RunStore:
             conn.execute(t.shared_leases.delete().where(t.shared_leases.c.run_id == run_id))
         return self.get_run(run_id)
 
+    def add_run_metrics(self, run_id: str, extra: Mapping[str, Any]) -> None:
+        """Keep ``extra`` with an ended run's metrics (its last sample, after its commit)."""
+        with self.engine.begin() as conn:
+            metrics = {**json.loads(rows.run_row(conn, run_id).metrics), **mask_document(dict(extra))}
+            kept = rows.to_json(metrics)
+            conn.execute(update(t.runs).where(t.runs.c.run_id == run_id).values(metrics=kept))
+
     @staticmethod
     def _run_record(row) -> RunRecord:
         return RunRecord(

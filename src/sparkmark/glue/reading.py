@@ -152,15 +152,15 @@ def to_records(df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame 
     if not json_records or "value" not in df.columns:
         return df, None
     keep = [c for c in df.columns if c != "value"]
-    lines = df
-    first = df.select(F.ltrim("value")).where(F.length("value") > 0).first()
-    if first is not None and (first[0] or "").startswith("["):  # files holding arrays of records
-        lines = df.select(
-            F.explode(F.expr("cast(try_parse_json(value) as array<variant>)")).alias("__sm_el"), *keep
-        )
-        lines = lines.select(F.to_json("__sm_el").alias("value"), *keep)
-    else:
-        lines = df.where(F.length(F.trim("value")) > 0)
+    # A document that is an array holds records: each element is one. Decided row by
+    # row (a cheap test of the first character, then a parse of only those rows), so no
+    # Spark job looks at the input first. An array that is not valid JSON stays whole, to
+    # become an error record.
+    elements = F.expr("transform(cast(try_parse_json(value) as array<variant>), e -> to_json(e))")
+    records = F.when(F.ltrim("value").startswith("["), F.coalesce(elements, F.array("value"))).otherwise(
+        F.array("value")
+    )
+    lines = df.where(F.length(F.trim("value")) > 0).select(F.explode(records).alias("value"), *keep)
     return choice.parse_records(lines, "value", keep)
 
 

@@ -65,4 +65,11 @@ def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> Da
             )
 
     as_json = df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("__sm_in"))
-    return as_json.mapInArrow(run, OUT_SCHEMA).localCheckpoint(eager=False)
+    out = as_json.mapInArrow(run, OUT_SCHEMA)
+    if keep_input:
+        # A filter's records keep the input's known schema: they are parsed as the
+        # write reads them, in the same pass, and nothing is kept between passes.
+        return out
+    # A map's records are typed from what the function returned: kept as first
+    # computed, so typing them and writing them run the function once.
+    return out.localCheckpoint(eager=False)

@@ -16,7 +16,7 @@ from ..engine import jdbc as jdbc_keys
 from ..engine.options import parse_bool
 from ..errors import SourceError
 from ..runtime import write_sink
-from ..sinks.files import FileSink
+from ..sinks.files import NO_ROWS_KNOWN, FileSink
 from ..sinks.jdbc import JdbcSink, split_actions
 from ..sinks.tables import TableSink
 from ..table_formats import UNAVAILABLE
@@ -85,7 +85,9 @@ def write(
     df = frame if isinstance(frame, DataFrame) else frame.toDF()
     kind = (connection_type or "").lower()
     jdbc = kind in JDBC_CONNECTIONS or kind in CUSTOM_JDBC or kind == "redshift"
-    if (kind in FILE_CONNECTIONS or jdbc) and (not df.columns or df.isEmpty()):
+    if (kind in FILE_CONNECTIONS or jdbc) and (
+        not df.columns or _asked_if_empty(gc, df, kind, format, ctx, options)
+    ):
         # A run with nothing new: as on Glue, the write produces nothing and the run
         # goes on to commit (a frame with no field cannot even be written by Spark).
         log.info(
@@ -107,6 +109,22 @@ def write(
         append_jdbc(gc, df, database(gc, options, kind), table, ctx, options=options)
         return
     raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
+
+
+def _asked_if_empty(
+    gc: GlueContext, df: DataFrame, kind: str, format: str | None, ctx: str, options: dict
+) -> bool:
+    """Whether the frame has no records, when that must be known before the write. A
+    staged file write finds out from the file Spark writes (``sinks.files``), without
+    a Spark job of its own; JDBC, table formats, direct writes and writes that update
+    the catalog ask first."""
+    fmt = (format or "json").lower()
+    fmt = "parquet" if fmt == "glueparquet" else fmt
+    staged = gc.run is not None and bool(ctx) and kind in FILE_CONNECTIONS
+    updates = parse_bool("enableUpdateCatalog", options.get("enableUpdateCatalog", False))
+    if staged and fmt in NO_ROWS_KNOWN and not updates:
+        return False
+    return df.isEmpty()
 
 
 TABLE_FORMATS = ("delta", "iceberg", "hudi")

@@ -333,7 +333,7 @@ def _run(
     resolved: job_args.JobArguments | None = None,
 ) -> HostOutcome:
     from ..runtime import describe_error, running_runs, started_runs, stopping
-    from ..runtime.run import expect_run
+    from ..runtime.run import expect_run, settle_metrics
 
     began = utcnow()
 
@@ -369,6 +369,7 @@ def _run(
         error = exc
         _end_runs(running_runs(), error, outcome)
     finally:
+        settle_metrics()  # the runs' last metrics samples, taken after their commits
         expect_run(None)
         stopping.uninstall()
         sys.argv, sys.path[:] = saved_argv, saved_path

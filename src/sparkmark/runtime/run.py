@@ -51,6 +51,7 @@ log = logging.getLogger("sparkmark.run")
 _RUNNING: dict[str, JobRun] = {}
 _STARTED: list[JobRun] = []
 _LOCK = threading.Lock()
+_ENDING: list[threading.Thread] = []  # runs' last metrics samples still being taken
 _hooks_installed = False
 _EXPECTED: tuple[str, int] | None = None  # the run the host is starting: see expect_run
 
@@ -65,6 +66,15 @@ def started_runs() -> list[JobRun]:
     """Every run this process started, in order."""
     with _LOCK:
         return list(_STARTED)
+
+
+def settle_metrics(timeout: float | None = 30.0) -> None:
+    """Wait until every ended run of this process has its last metrics sample reported
+    and kept with its record (a host does before it stops Spark or says a job ended)."""
+    with _LOCK:
+        ending = list(_ENDING)
+    for thread in ending:
+        thread.join(timeout)
 
 
 class _Heartbeat(threading.Thread):
@@ -208,12 +218,33 @@ class JobRun(RunLedger):
             self.record.committed_version or self.record.base_version,
         )
 
-    def _final_metrics(self) -> None:
-        """The run's Glue metrics as it ends, kept with its record."""
-        self._glue = self._glue or self._sampler.final()
-
     def _report_end(self, succeeded: bool, category: str | None = None) -> None:
-        self._sampler.ended(succeeded, category, self.record.committed_version if succeeded else None)
+        """The run's last Glue-metrics sample, its report and its place in the run's
+        record, taken after the run has ended (its commit is not kept waiting for Spark's
+        status) in a thread of its own: :func:`settle_metrics` waits for it, and so does
+        the interpreter as it exits."""
+        version = self.record.committed_version if succeeded else None
+        ending = threading.Thread(
+            target=self._keep_final_metrics,
+            args=(succeeded, category, version),
+            name=f"sparkmark-metrics-end-{self.run_id[:10]}",
+        )
+        with _LOCK:
+            _ENDING.append(ending)
+        ending.start()
+
+    def _keep_final_metrics(self, succeeded: bool, category: str | None, version: int | None) -> None:
+        try:
+            self._sampler.ended(succeeded, category, version)
+            self._glue = self._sampler.final()
+            if self._glue:
+                self.store.add_run_metrics(self.run_id, {"glue": dict(self._glue)})
+        except Exception as exc:  # noqa: BLE001 - a metric never fails a run
+            log.warning("run %s: its final Glue metrics could not be kept: %s", self.run_id, exc)
+        finally:
+            with _LOCK:
+                if threading.current_thread() in _ENDING:
+                    _ENDING.remove(threading.current_thread())
 
     def reading(self) -> str | None:
         """What this run has read, for an error that names no file of its own."""
@@ -347,7 +378,6 @@ class JobRun(RunLedger):
         try:
             self._check_inputs()
             self._check_staged()
-            self._final_metrics()
             self._store_commit()
         except Exception as exc:
             self.fail(exc)
@@ -415,7 +445,6 @@ class JobRun(RunLedger):
             "job %s: run %s ended without job.commit(); the bookmark did not advance", self.name, self.run_id
         )
         self._end()
-        self._final_metrics()
         # With bookmarks on, the next run reads this run's input again: publishing its
         # output too would write it twice.
         publish = self.option is not BookmarkOption.ENABLE
@@ -434,7 +463,6 @@ class JobRun(RunLedger):
         if self.finished:
             return self.record
         self._end()
-        self._final_metrics()
         message, found = failure_message(error, self.reading(), self._script_path)
         self._insight = found.as_dict() if found is not None else None
         try:

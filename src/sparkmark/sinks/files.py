@@ -47,6 +47,44 @@ def _nothing_to_write(df: DataFrame, root: str) -> bool:
     return True
 
 
+# Formats whose file of no rows is recognised after the write (so a frame is not asked
+# whether it is empty, a Spark job of its own, before it is written).
+NO_ROWS_KNOWN = ("parquet", "orc", "json", "csv", "text")
+NO_ROWS_MAX_BYTES = 64 * 1024  # a file of no rows is its schema or a header at most
+
+
+def wrote_no_rows(fs: Any, folder: str, fmt: str, options: Mapping[str, Any]) -> bool:
+    """Whether Spark's write into ``folder`` holds no rows: for a frame without records
+    Spark writes one file (a Parquet or ORC file of only the schema, an empty or
+    header-only text file), where Glue writes nothing. Read only when the write is one
+    small file."""
+    files = publish.visible_files(fs, folder)
+    if not files:
+        return True
+    if len(files) != 1 or fmt not in NO_ROWS_KNOWN:
+        return False
+    path = f"{folder}/{files[0]}"
+    size = int(fs.size(path))
+    if size == 0:
+        return True
+    if size > NO_ROWS_MAX_BYTES:
+        return False
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with fs.open(path, "rb") as f:
+            return bool(pq.ParquetFile(f).metadata.num_rows == 0)
+    if fmt == "orc":
+        from pyarrow import orc
+
+        with fs.open(path, "rb") as f:
+            return bool(orc.ORCFile(f).nrows == 0)
+    with fs.open(path, "rb", compression="infer") as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+    header = fmt == "csv" and str(options.get("header", "false")).lower() == "true"
+    return len(lines) <= (1 if header else 0)
+
+
 def _writer(df: DataFrame, fmt: str, partition_by: Sequence[str], options: Mapping[str, Any]):
     missing = [c for c in partition_by if c not in df.columns]
     if missing:
@@ -80,6 +118,12 @@ def stage(
         mode = "append"  # no files to publish, and none of the output's to replace
     else:
         _writer(df, fmt, partition_by, options).mode("overwrite").save(spark_base_path(staging))
+        if wrote_no_rows(fs, staging_path, fmt, options):
+            # A frame of no records (a run with nothing new): as on Glue, nothing is
+            # written, and an overwrite leaves the output as it is.
+            log.info("write to %s: the frame has no records; nothing is written", root)
+            fs.rm(staging_path, recursive=True)
+            mode = "append"
     plan = publish.plan_output(root, key, mode=mode, fmt=fmt, store=store)
     publish.mark_pending(plan)
     return plan
