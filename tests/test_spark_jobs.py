@@ -130,3 +130,49 @@ def test_arrays_of_records_and_lines_of_records_in_one_read(spark, tmp_path):
     assert sorted(r["id"] for r in frame.toDF().collect()) == [1, 2, 3, 4]
     assert frame.errorsCount() == 1
     assert frame.errorsAsDynamicFrame().toDF().first()["record"] == '[{"id": 5},'
+
+
+LEAVES_STATE = textwrap.dedent(
+    """
+    import sys
+    from awsglue.context import GlueContext
+    from awsglue.job import Job
+    from awsglue.utils import getResolvedOptions
+    from pyspark.context import SparkContext
+
+    args = getResolvedOptions(sys.argv, ["JOB_NAME"])
+    glueContext = GlueContext(SparkContext.getOrCreate())
+    spark = glueContext.spark_session
+    job = Job(glueContext)
+    job.init(args["JOB_NAME"], args)
+    seen = spark.catalog.tableExists("left_by_the_last_run")
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    frame = spark.range(5)
+    frame.createOrReplaceTempView("left_by_the_last_run")
+    frame.createOrReplaceGlobalTempView("left_globally")
+    frame.cache().count()
+    spark.sparkContext.setLocalProperty("left.property", "yes")
+    print("SEEN", seen)
+    job.commit()
+    """
+)
+
+
+def test_each_run_glue_job_starts_from_a_session_of_its_own_and_leaves_nothing(spark, tmp_path, capsys):
+    """As a warm process runs each job: the script's session is new, and its views,
+    cached data, settings and local properties are gone after it; the test's own session
+    is the one ``getOrCreate()`` gives again."""
+    from pyspark.sql import SparkSession
+
+    script = tmp_path / "leaves_state.py"
+    script.write_text(LEAVES_STATE)
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    for _ in range(2):
+        run_glue_script(script, "leaves_state").assert_succeeded()
+        assert "SEEN False" in capsys.readouterr().out  # the earlier run's view was not there
+    assert not spark.catalog.tableExists("left_by_the_last_run")
+    assert not spark.catalog.tableExists("global_temp.left_globally")
+    assert spark.sparkContext._jsc.getPersistentRDDs().isEmpty()
+    assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
+    assert spark.sparkContext.getLocalProperty("left.property") is None
+    assert SparkSession.builder.getOrCreate() is spark

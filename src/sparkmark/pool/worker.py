@@ -36,6 +36,7 @@ from typing import Any
 from ..engine.masking import mask_argv, mask_logging, mask_text, restore_known
 from ..errors import first_line
 from ..settings import Settings
+from . import reset
 from .isolation import ProcessState
 from .protocol import (
     FD_ENV,
@@ -138,7 +139,7 @@ class Warm:
         # A working directory of the run's own (owner-only, removed after it): what a run
         # writes to relative paths never lands in the server's folder or the next run's.
         workdir = tempfile.mkdtemp(prefix="sparkmark-run-")
-        fresh = self._fresh_session()
+        fresh = reset.fresh_session(self.spark)
         for key, value in (message.request.get("spark_conf") or {}).items():
             fresh.conf.set(key, value)  # the job's SQL settings, on its own session
         sync = self._catalog_sync(fresh)
@@ -187,12 +188,13 @@ class Warm:
                 os.chdir(saved_cwd)
             sys.path[:] = saved_path
             sys.argv[:] = saved_argv
-            self._forget_modules(saved_modules)
+            reset.forget_modules(saved_modules)
             if sync is not None:
                 problem = sync.after()
                 if problem:
                     log.warning("job run: %s", problem)
-            self._clear(fresh)
+            reset.clear(fresh)
+            reset.fresh_session(self.spark)  # what the next run starts from, even if it makes none
         residue = [before.residue(self._context_settings)]
         restore_known(before.secrets)  # whatever happens next, the run's secrets are unlisted
         shutil.rmtree(workdir, ignore_errors=True)
@@ -221,55 +223,6 @@ class Warm:
         except Exception as exc:  # noqa: BLE001 - the run goes on; its catalog tables may lag
             log.warning("the warm process's metastore could not be brought up to the catalog: %s", exc)
             return None
-
-    def _fresh_session(self):
-        """A new session on the running context: its own temporary views, SQL settings,
-        functions and current database; made the one scripts get."""
-        from pyspark.sql import SparkSession
-
-        fresh = self.spark.newSession()
-        jvm = self.spark.sparkContext._jvm
-        jvm.org.apache.spark.sql.SparkSession.setDefaultSession(fresh._jsparkSession)
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(fresh._jsparkSession)
-        SparkSession._instantiatedSession = fresh
-        SparkSession._activeSession = fresh
-        return fresh
-
-    def _clear(self, fresh) -> None:
-        """What a run leaves on the shared context: cached tables and frames, persisted
-        RDDs, global temporary views, the thread's local properties."""
-        sc = self.spark.sparkContext
-        with contextlib.suppress(Exception):
-            fresh.catalog.clearCache()
-        with contextlib.suppress(Exception):
-            for rdd in list(sc._jsc.getPersistentRDDs().values()):
-                rdd.unpersist(True)
-        with contextlib.suppress(Exception):
-            fresh._jsparkSession.sharedState().globalTempViewManager().clear()
-        with contextlib.suppress(Exception):
-            sc.setJobGroup("", "")
-            sc._jsc.sc().clearJobGroup()
-            for key in list(sc._jsc.sc().getLocalProperties().stringPropertyNames()):
-                sc.setLocalProperty(key, None)
-        self._fresh_session()  # what the next run starts from, even if it makes none
-
-    @staticmethod
-    def _forget_modules(before: set[str]) -> None:
-        """Modules the run imported from its own folders (a helper beside the script, an
-        extra Python file) are forgotten, so the next run imports its own; libraries
-        installed in the environment stay loaded."""
-        installed = tuple(str(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
-        for name in set(sys.modules) - before:
-            module = sys.modules.get(name)
-            where = getattr(module, "__file__", None)
-            if where is None:
-                continue
-            try:
-                path = str(Path(where).resolve())
-            except OSError:
-                continue
-            if not path.startswith(installed) and "/sparkmark/" not in path:
-                sys.modules.pop(name, None)
 
     def _hadoop_settings(self) -> str:
         """The context's Hadoop settings, as one document (compared before and after)."""

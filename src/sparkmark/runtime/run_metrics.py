@@ -11,7 +11,8 @@ Each report goes where a team looks:
   value, which the ``/metrics`` endpoints expose;
 - an OpenTelemetry collector, when one is configured (:mod:`sparkmark.runtime.otlp`);
 - the run's own record: its final values are kept with its metrics (``glue``), for
-  ``sparkmark runs show`` and the console's charts.
+  ``sparkmark runs show`` and the console's charts. They are added just after the run's
+  commit (``JobRun._report_end``), so the commit never waits for Spark's status.
 """
 
 from __future__ import annotations

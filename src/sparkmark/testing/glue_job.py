@@ -11,8 +11,10 @@ script's name). As on Glue, bookmarks are off unless ``job_bookmark_option`` tur
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,30 @@ def _manifest_files(path: str | None) -> tuple[str, ...]:
     return tuple(sorted(name for entry in document for name in entry.get("files", [])))
 
 
+@contextlib.contextmanager
+def _reset_around_the_run() -> Iterator[None]:
+    """As a warm process runs each job (``pool.reset``): the script gets a Spark session
+    of its own on the test's running context, and what it leaves (cached data, global
+    temporary views, local properties, modules from its folder) is cleared after it;
+    then the test's own session is the one ``getOrCreate()`` gives again."""
+    from pyspark.sql import SparkSession
+
+    from ..pool import reset
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:  # the script starts Spark itself, as under `sparkmark run`
+        yield
+        return
+    before = set(sys.modules)
+    fresh = reset.fresh_session(spark)
+    try:
+        yield
+    finally:
+        reset.forget_modules(before)
+        reset.clear(fresh)
+        reset.make_default(spark)
+
+
 def run_glue_script(script: str | Path, job_name: str | None = None, **args: Any) -> GlueJobRun:
     """Run ``script`` in this process as ``sparkmark run`` would, and read back what it did."""
     from ..cli.run import glue_endpoint
@@ -114,7 +140,8 @@ def run_glue_script(script: str | Path, job_name: str | None = None, **args: Any
     argv = glue_arguments(job_name, path, args)
     name = job_name or path.stem
     try:
-        outcome = run_request(RunRequest(script=str(path), arguments=argv), endpoint=glue_endpoint)
+        with _reset_around_the_run():
+            outcome = run_request(RunRequest(script=str(path), arguments=argv), endpoint=glue_endpoint)
     except (
         SparkmarkError
     ) as exc:  # the run could not begin (no such script, a bad option): as `sparkmark run` says it
