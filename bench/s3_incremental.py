@@ -39,6 +39,7 @@ from sparkmark.engine.increment import FileSourceOptions, plan_increment
 from sparkmark.engine.listing import FileLister
 from sparkmark.engine.models import BookmarkOption, CtxCommit, FileEntry
 from sparkmark.engine.store import StateStore
+from sparkmark.runtime.run import settle_metrics
 from sparkmark.settings import Settings
 from sparkmark.spark import create_session
 
@@ -171,6 +172,7 @@ def main() -> None:
             order = [(a, sparkmark_run(False)), (b, floor), (c, sparkmark_run(True))]
             for bucket, action in order if i % 2 == 0 else order[::-1]:
                 bucket.append(timed(action))
+                settle_metrics()  # a run's last metrics sample, after its commit: not overlapping the next
         med = {k: statistics.median(v) for k, v in (("sparkmark", a), ("floor", b), ("sink", c))}
         listing = statistics.median(listing_seconds)
         publish = statistics.median(publish_seconds)

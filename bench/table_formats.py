@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import arguments, record, timed
+from sparkmark.runtime.run import settle_metrics
 
 
 def _session(work: Path):
@@ -61,6 +62,7 @@ def _medians(actions: dict, repeats: int) -> dict[str, float]:
     for i in range(repeats):
         for name in names if i % 2 == 0 else names[::-1]:
             times[name].append(timed(actions[name]))
+            settle_metrics()  # a run's last metrics sample, after its commit: not overlapping the next
     return {name: statistics.median(t) for name, t in times.items()}
 
 

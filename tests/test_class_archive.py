@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -49,33 +50,36 @@ def test_a_jdk_too_old_or_unknown_gets_no_option(tmp_path):
     assert not (tmp_path / "classes").exists()
 
 
-def test_the_first_driver_writes_the_archive_and_later_ones_map_it(tmp_path, monkeypatch):
-    registered = []
-    monkeypatch.setattr(class_archive.atexit, "register", lambda *a: registered.append(a))
+def test_the_first_driver_starts_one_builder_and_later_drivers_map_the_archive(tmp_path, monkeypatch):
+    builders = []
+    monkeypatch.setattr(class_archive, "_start_builder", lambda *a: builders.append(a))
     jdk = fake_jdk(tmp_path, "17.0.15")
     folder = tmp_path / "classes"
     env = {"JAVA_HOME": str(jdk)}
-    first = driver_options(folder, "/x/extra.jar", env)
-    (part,) = [o.split("=", 1)[1] for o in first.split() if o.startswith("-XX:ArchiveClassesAtExit=")]
-    assert Path(part).parent == folder and part.endswith(f".{os.getpid()}.part")
-    assert "-Xlog:cds=off" in first  # the JVM's own notes about the archive stay off the terminal
-    assert len(registered) == 1  # the archive is put in place at this process's exit
-    # While this process holds the lock, another driver of the same class path starts without.
-    lock = next(folder.glob("*.lock"))
-    assert lock.read_text() == str(os.getpid())
+    # No archive yet: this driver starts as it would without, and one builder is started.
     assert driver_options(folder, "/x/extra.jar", env) == ""
-    # Once the archive is in place, every driver maps it.
-    ready = Path(part.rsplit(".", 2)[0] + ".jsa")
+    ((where, key, extra, given),) = builders
+    assert (where, extra, given) == (folder, "/x/extra.jar", env)
+    lock = folder / f"{key}.lock"
+    assert lock.read_text() == str(os.getpid())
+    # While the builder holds the lock, another driver of the class path starts no other.
+    assert driver_options(folder, "/x/extra.jar", env) == ""
+    assert len(builders) == 1
+    # Once the archive is in place, every driver maps it, quietly.
+    ready = folder / f"{key}.jsa"
     ready.write_bytes(b"archive")
     lock.unlink()
     mapped = driver_options(folder, "/x/extra.jar", env)
     assert f"-XX:SharedArchiveFile={ready}" in mapped and "-Xshare:auto" in mapped
+    assert "-Xlog:cds=off" in mapped
     # Another class path has an archive of its own.
-    assert "ArchiveClassesAtExit" in driver_options(folder, "/y/other.jar", env)
+    assert driver_options(folder, "/y/other.jar", env) == "" and len(builders) == 2
+    assert builders[1][1] != key
 
 
 def test_a_lock_or_a_half_written_archive_of_a_process_that_is_gone_is_taken_over(tmp_path, monkeypatch):
-    monkeypatch.setattr(class_archive.atexit, "register", lambda *a: None)
+    builders = []
+    monkeypatch.setattr(class_archive, "_start_builder", lambda *a: builders.append(a))
     jdk = fake_jdk(tmp_path, "17.0.15")
     folder = tmp_path / "classes"
     env = {"JAVA_HOME": str(jdk)}
@@ -84,51 +88,54 @@ def test_a_lock_or_a_half_written_archive_of_a_process_that_is_gone_is_taken_ove
     )
     dead = int(gone.stdout)
     driver_options(folder, "", env)
-    lock = next(folder.glob("*.lock"))
-    key = lock.name.removesuffix(".lock")
-    lock.write_text(str(dead))
+    key = builders[0][1]
+    lock = folder / f"{key}.lock"
+    lock.write_text(str(dead))  # its builder died
     left = folder / f"{key}.{dead}.part"
     left.write_bytes(b"half")
-    assert "ArchiveClassesAtExit" in driver_options(folder, "", env)
-    assert lock.read_text() == str(os.getpid()) and not left.exists()
+    driver_options(folder, "", env)
+    assert len(builders) == 2 and lock.read_text() == str(os.getpid()) and not left.exists()
 
 
-@pytest.mark.slow  # two Spark drivers
-def test_a_driver_loads_sparks_classes_from_the_archive_its_first_run_wrote(tmp_path):
-    """Two real drivers: the first writes the archive as its process exits; the second
-    maps it, and the JVM's class-loading log shows Spark's classes coming from it."""
+@pytest.mark.slow  # a builder's Spark driver, then another
+def test_the_builder_writes_an_archive_a_later_driver_loads_sparks_classes_from(tmp_path):
+    """The first driver options start a real builder; once it has finished, a driver
+    given the options maps the archive, and the JVM's class-loading log shows Spark's
+    classes coming from it."""
     folder = tmp_path / "classes"
+    env = dict(os.environ)
+    assert driver_options(folder, "", env) == ""
+    (lock,) = folder.glob("*.lock")
+    builder = int(lock.read_text())
+    deadline = time.monotonic() + 600
+    while lock.exists() and time.monotonic() < deadline:  # the builder removes it as it ends
+        time.sleep(0.5)
+    assert not lock.exists(), f"the builder (pid {builder}) did not finish"
+    (archive,) = folder.glob("*.jsa")
+    assert archive.stat().st_size > 10_000_000
+    assert not list(folder.glob("*.part"))
+    options = driver_options(folder, "", env)
+    assert f"SharedArchiveFile={archive}" in options
     loaded = tmp_path / "loaded.txt"
     script = textwrap.dedent(
         f"""
-        import os, sys
-        from pathlib import Path
         from pyspark.sql import SparkSession
-        from sparkmark.class_archive import driver_options
-        options = driver_options(Path({str(folder)!r}), "", dict(os.environ))
-        print("OPTIONS " + options)
-        if "SharedArchiveFile" in options:
-            options += " -Xlog:class+load=info:file={loaded}"
+        options = {options!r} + " -Xlog:class+load=info:file={loaded}"
         spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
                  .config("spark.driver.extraJavaOptions", options).getOrCreate())
         assert spark.range(3).count() == 3
         """
     )
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    first = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**env, "SPARK_LOCAL_IP": "127.0.0.1"},
+        timeout=600,
     )
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "ArchiveClassesAtExit" in first.stdout
-    assert "cds" not in first.stderr.lower()  # nothing of the archive on the terminal
-    (archive,) = folder.glob("*.jsa")
-    assert archive.stat().st_size > 10_000_000
-    assert not list(folder.glob("*.part")) and not list(folder.glob("*.lock"))
-    second = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert f"SharedArchiveFile={archive}" in second.stdout
-    lines = loaded.read_text().splitlines()
-    spark_context = [line for line in lines if " org.apache.spark.SparkContext " in line]
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "cds" not in run.stderr.lower()  # nothing of the archive on the terminal
+    spark_context = [
+        line for line in loaded.read_text().splitlines() if " org.apache.spark.SparkContext " in line
+    ]
     assert spark_context and "shared objects file (top)" in spark_context[0], spark_context

@@ -94,7 +94,7 @@ def test_a_glue_script_runs_only_the_spark_jobs_its_work_needs(spark, tmp_path):
     assert rows_in(target) == [(1, "PAID"), (3, "PAID")]
     # The records' schema (one aggregate, which adaptive execution may run as two jobs,
     # one per stage) and the write; no isEmpty, first or count of the façade's own.
-    assert sites[-1] == "save at NativeMethodAccessorImpl.java", sites
+    assert sites[-1].startswith("save at "), sites  # the call site Spark names: its own, or <unknown>
     inference = sites[:-1]
     assert inference and all(site == "head at choice.py" for site in inference), sites
     assert len(inference) <= 2, sites

@@ -4,19 +4,20 @@ first jobs (the JVM's dynamic class data sharing, JDK 13 and later).
 A JVM that starts Spark reads, verifies and links about ten thousand classes, every time.
 With an archive of them mapped from disk, a driver on this project's two cores starts in
 3.4 s rather than 5.5 s and runs its first small job in 1.5 s rather than 3.2 s
-(docs/benchmarks.md). The archive is made once per JVM build and class path: the first
-driver started without one writes it as it exits (``-XX:ArchiveClassesAtExit``), and
-every later driver with the same class path maps it (``-XX:SharedArchiveFile``).
+(docs/design/jvm-start.md). The archive is made once per JVM build and class path: the
+first driver that finds none starts a builder process in the background
+(``python -m sparkmark.class_archive``), which runs a small warm-up on a driver started
+with ``-XX:ArchiveClassesAtExit`` and puts the archive in place once that JVM has ended
+well; every later driver with the same class path maps it (``-XX:SharedArchiveFile``).
 
 Files, in ``$XDG_CACHE_HOME/sparkmark/classes`` beside the connector jars:
 
 - ``KEY.jsa``: a finished archive. ``KEY`` digests the JVM (its release file and its
-  ``libjvm.so``) and the driver's class path (PySpark's jars and the extra class path).
-- ``KEY.PID.part``: the archive the JVM of process ``PID`` writes as it exits. That
-  process waits for its JVM at its own exit and renames the file into place only when
-  the JVM ended well, so a half-written archive is never used.
-- ``KEY.lock``: one process writes an archive at a time; a lock whose process is gone is
-  taken over.
+  ``libjvm.so``) and the driver's class path (the extra class path, then PySpark's jars).
+- ``KEY.PID.part``: the archive the builder ``PID``'s JVM is writing; renamed into place
+  only when that JVM ended well, so a half-written archive is never used.
+- ``KEY.lock``: one builder per archive; a lock or a part whose process is gone is taken
+  over.
 
 The JVM checks an archive against its own build and class path before it maps it, and
 runs without it (as it would without this module) when they do not match. Its messages
@@ -25,7 +26,6 @@ about the archive are silenced. ``SPARKMARK_CLASS_ARCHIVE=off`` turns all of it 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import logging
@@ -144,8 +144,8 @@ def _sweep(folder: Path, key: str) -> None:
 
 def driver_options(folder: Path, extra_class_path: str, environ: Mapping[str, str]) -> str:
     """The Java options for a driver JVM this process is about to start: map the class
-    path's archive, or (the first time) write it as the JVM exits; "" when the JDK
-    cannot."""
+    path's archive when there is one; "" otherwise (and, the first time, a builder
+    process is started in the background to write it)."""
     home = java_home(environ)
     if home is None:
         return ""
@@ -159,42 +159,109 @@ def driver_options(folder: Path, extra_class_path: str, environ: Mapping[str, st
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _sweep(folder, key)
-        lock = folder / f"{key}.lock"
-        if not _take_lock(lock):
-            return ""  # another process is writing it: this driver starts as it would without
+        if _take_lock(folder / f"{key}.lock"):
+            _start_builder(folder, key, extra_class_path, environ)
     except OSError as exc:
         log.debug("no class archive: %s", exc)
-        return ""
+    return ""
+
+
+def _start_builder(folder: Path, key: str, extra_class_path: str, environ: Mapping[str, str]) -> None:
+    """A process of its own, in the background, writes the archive (a run that is killed
+    or fails never leaves a JVM writing one); it holds the lock this process took."""
+    import subprocess
+    import sys
+
+    # The environment the settings were read from, without the submit arguments a host
+    # may have set for its own script's driver.
+    env = {k: v for k, v in environ.items() if k != "PYSPARK_SUBMIT_ARGS"} or None
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sparkmark.class_archive", str(folder), key, extra_class_path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # not stopped with this process's group
+        env=env,
+    )
+    (folder / f"{key}.lock").write_text(str(child.pid), encoding="ascii")
+
+
+# What the builder's driver runs before it exits: the classes a run's driver loads for
+# a catalog, a file read, a transformation, a write and SQL.
+def _warm_up(spark: object, where: Path) -> None:
+    data = where / "in.json"
+    data.write_text(
+        '{"id": 1, "name": "a", "day": "2026-01-01"}\n{"id": 2, "name": "b", "day": "2026-01-02"}\n'
+    )
+    frame = spark.read.json(str(data))  # type: ignore[attr-defined]
+    frame.where("id > 0").groupBy("day").count().write.mode("overwrite").parquet(str(where / "out"))
+    spark.read.parquet(str(where / "out")).createOrReplaceTempView("t")  # type: ignore[attr-defined]
+    spark.sql("SELECT day, sum(count) FROM t GROUP BY day").collect()  # type: ignore[attr-defined]
+    spark.sql("SHOW DATABASES").collect()  # type: ignore[attr-defined]
+
+
+def build(folder: Path, key: str, extra_class_path: str) -> int:
+    """Write the archive of ``key``: start a driver with the class path, run a small
+    warm-up, stop, wait for the JVM, and put the archive in place only when the JVM ended
+    well. Returns the exit code."""
+    import tempfile
+
+    from pyspark.sql import SparkSession
+
     part = folder / f"{key}.{os.getpid()}.part"
-    atexit.register(_publish_at_exit, part, ready, lock)
-    return f"-XX:ArchiveClassesAtExit={part} {QUIET}"
-
-
-def _publish_at_exit(part: Path, ready: Path, lock: Path) -> None:
-    """At this process's exit: end its JVM, wait for it to write the archive, and put
-    the archive in place only when the JVM ended well."""
+    ready = folder / f"{key}.jsa"
+    lock = folder / f"{key}.lock"
     try:
-        from pyspark import SparkContext
-
-        gateway = SparkContext._gateway
-        proc = getattr(gateway, "proc", None)
-        active = SparkContext._active_spark_context
-        if active is not None:
-            with contextlib.suppress(Exception):
-                active.stop()
-        if gateway is not None and proc is not None:
-            with contextlib.suppress(Exception):
-                gateway.shutdown()
-            with contextlib.suppress(OSError, ValueError):
-                if proc.stdin is not None:
-                    proc.stdin.close()  # the JVM exits when its driver's pipe closes
-            code = proc.wait(timeout=120)
-            if code == 0 and part.is_file() and part.stat().st_size > 0:
-                os.replace(part, ready)
-    except Exception as exc:  # noqa: BLE001 - an archive is only ever an optimisation
-        log.debug("the class archive was not kept: %s", exc)
+        with tempfile.TemporaryDirectory(prefix="sparkmark-classes-") as where:
+            spark = (
+                SparkSession.builder.master("local[1]")
+                .appName("sparkmark-class-archive")
+                .config("spark.ui.enabled", "false")
+                .config("spark.driver.extraClassPath", extra_class_path)
+                .config("spark.sql.warehouse.dir", f"{where}/warehouse")
+                .config(
+                    "spark.driver.extraJavaOptions",
+                    f"-XX:ArchiveClassesAtExit={part} {QUIET} -Dderby.system.home={where}",
+                )
+                .config(
+                    "spark.hadoop.javax.jdo.option.ConnectionURL",
+                    f"jdbc:derby:;databaseName={where}/ms;create=true",
+                )
+                .enableHiveSupport()
+                .getOrCreate()
+            )
+            _warm_up(spark, Path(where))
+            return _end_and_keep(part, ready)
     finally:
         with contextlib.suppress(OSError):
             part.unlink()
         with contextlib.suppress(OSError):
             lock.unlink()
+
+
+def _end_and_keep(part: Path, ready: Path) -> int:
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    active = SparkContext._active_spark_context
+    if active is not None:
+        active.stop()
+    if gateway is None or proc is None:
+        return 1
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin is not None:
+            proc.stdin.close()  # the JVM exits when its driver's pipe closes, writing the archive
+    code = proc.wait(timeout=600)
+    if code == 0 and part.is_file() and part.stat().st_size > 0:
+        os.replace(part, ready)
+        return 0
+    return 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(build(Path(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else ""))
