@@ -48,7 +48,9 @@ def spark(tmp_path_factory):
     builder = SparkSession.builder.master("local[2]")
     confs = hive_confs(Settings.from_env({"SPARKMARK_HOME": str(hive_home)}))
     class_path = ":".join(session_jars(Settings.from_env()))
-    archive = class_archive_options(Settings.from_env(), class_path)  # as every driver sparkmark starts
+    archive = class_archive_options(
+        Settings.from_env(), class_path, build=True
+    )  # as every driver sparkmark starts
     confs["spark.driver.extraJavaOptions"] = f"{confs['spark.driver.extraJavaOptions']} {archive}".strip()
     for key, value in confs.items():
         builder = builder.config(key, value)

@@ -139,3 +139,18 @@ def test_the_builder_writes_an_archive_a_later_driver_loads_sparks_classes_from(
         line for line in loaded.read_text().splitlines() if " org.apache.spark.SparkContext " in line
     ]
     assert spark_context and "shared objects file (top)" in spark_context[0], spark_context
+
+
+def test_working_out_a_sessions_settings_starts_no_builder(tmp_path, monkeypatch):
+    """Only a driver about to start (``create_session``, ``submit_args``) has a missing
+    archive built; settings worked out for a look or a test start nothing."""
+    from sparkmark.settings import Settings
+    from sparkmark.spark import session_confs
+
+    builders = []
+    monkeypatch.setattr(class_archive, "_start_builder", lambda *a: builders.append(a))
+    jdk = fake_jdk(tmp_path, "17.0.15")
+    settings = Settings.from_env({"SPARKMARK_HOME": str(tmp_path / "h"), "JAVA_HOME": str(jdk)})
+    confs = session_confs(settings, "local[2]")
+    assert "SharedArchiveFile" not in confs.get("spark.driver.extraJavaOptions", "")
+    assert builders == []

@@ -142,10 +142,12 @@ def _sweep(folder: Path, key: str) -> None:
                 part.unlink()
 
 
-def driver_options(folder: Path, extra_class_path: str, environ: Mapping[str, str]) -> str:
+def driver_options(
+    folder: Path, extra_class_path: str, environ: Mapping[str, str], build: bool = True
+) -> str:
     """The Java options for a driver JVM this process is about to start: map the class
-    path's archive when there is one; "" otherwise (and, the first time, a builder
-    process is started in the background to write it)."""
+    path's archive when there is one; "" otherwise (and, with ``build``, the first time,
+    a builder process is started in the background to write it)."""
     home = java_home(environ)
     if home is None:
         return ""
@@ -156,6 +158,8 @@ def driver_options(folder: Path, extra_class_path: str, environ: Mapping[str, st
     ready = folder / f"{key}.jsa"
     if ready.is_file():
         return f"-XX:SharedArchiveFile={ready} -Xshare:auto {QUIET}"
+    if not build:
+        return ""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _sweep(folder, key)

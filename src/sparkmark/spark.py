@@ -170,16 +170,24 @@ def session_confs(settings: Settings, master: str | None = None) -> dict[str, st
     return confs
 
 
-def class_archive_options(settings: Settings, extra_class_path: str) -> str:
+def class_archive_options(settings: Settings, extra_class_path: str, build: bool = False) -> str:
     """The driver's Java options for the shared archive of Spark's classes
-    (``class_archive``); "" when it is off or the JDK cannot map one."""
+    (``class_archive``); "" when it is off, the JDK cannot map one, or there is none yet.
+    With ``build`` (a driver is about to start), a missing archive is built in the
+    background for the drivers after this one."""
     if not settings.class_archive or settings.spark_remote:
         return ""
     from . import class_archive
 
-    return class_archive.driver_options(
-        settings.jars_dir.parent / "classes", extra_class_path, settings.environ
-    )
+    folder = settings.jars_dir.parent / "classes"
+    return class_archive.driver_options(folder, extra_class_path, settings.environ, build=build)
+
+
+def _starting_a_driver(settings: Settings, confs: dict[str, str]) -> None:
+    """A driver is about to start with ``confs``: have its class path's archive built
+    when there is none (this driver starts without it)."""
+    if "SharedArchiveFile" not in confs.get("spark.driver.extraJavaOptions", ""):
+        class_archive_options(settings, confs.get("spark.driver.extraClassPath", ""), build=True)
 
 
 LOG4J2_TERMINAL = Path(__file__).with_name("spark_log4j2.properties")
@@ -224,7 +232,9 @@ def submit_args(settings: Settings) -> str:
     check_master(settings.spark_master)
     bind_to_loopback(settings.spark_master)
     args = ["--master", settings.spark_master]
-    for key, value in session_confs(settings).items():
+    confs = session_confs(settings)
+    _starting_a_driver(settings, confs)
+    for key, value in confs.items():
         args += ["--conf", f"{key}={value}"]
     return " ".join(shlex.quote(a) for a in args) + " pyspark-shell"
 
@@ -290,7 +300,9 @@ def create_session(app_name: str, master: str, settings: Settings) -> SparkSessi
     check_master(master)
     bind_to_loopback(master)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in session_confs(settings, master).items():
+    confs = session_confs(settings, master)
+    _starting_a_driver(settings, confs)
+    for key, value in confs.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     from .runtime import stopping
