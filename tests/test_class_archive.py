@@ -24,6 +24,15 @@ def fake_jdk(root: Path, version: str) -> Path:
     return home
 
 
+@pytest.fixture
+def stubbed(tmp_path, monkeypatch):
+    """A JDK 17 of its own, an archive folder, and the builders started (recorded, not run)."""
+    builders: list[tuple] = []
+    monkeypatch.setattr(class_archive, "_start_builder", lambda *a: builders.append(a))
+    jdk = fake_jdk(tmp_path, "17.0.15")
+    return builders, tmp_path / "classes", {"JAVA_HOME": str(jdk)}
+
+
 def test_java_versions_are_read_as_the_jdk_writes_them():
     assert major_version("17.0.15") == 17
     assert major_version("25") == 25
@@ -50,12 +59,8 @@ def test_a_jdk_too_old_or_unknown_gets_no_option(tmp_path):
     assert not (tmp_path / "classes").exists()
 
 
-def test_the_first_driver_starts_one_builder_and_later_drivers_map_the_archive(tmp_path, monkeypatch):
-    builders = []
-    monkeypatch.setattr(class_archive, "_start_builder", lambda *a: builders.append(a))
-    jdk = fake_jdk(tmp_path, "17.0.15")
-    folder = tmp_path / "classes"
-    env = {"JAVA_HOME": str(jdk)}
+def test_the_first_driver_starts_one_builder_and_later_drivers_map_the_archive(stubbed):
+    builders, folder, env = stubbed
     # No archive yet: this driver starts as it would without, and one builder is started.
     assert driver_options(folder, "/x/extra.jar", env) == ""
     ((where, key, extra, given),) = builders
@@ -77,12 +82,8 @@ def test_the_first_driver_starts_one_builder_and_later_drivers_map_the_archive(t
     assert builders[1][1] != key
 
 
-def test_a_lock_or_a_half_written_archive_of_a_process_that_is_gone_is_taken_over(tmp_path, monkeypatch):
-    builders = []
-    monkeypatch.setattr(class_archive, "_start_builder", lambda *a: builders.append(a))
-    jdk = fake_jdk(tmp_path, "17.0.15")
-    folder = tmp_path / "classes"
-    env = {"JAVA_HOME": str(jdk)}
+def test_a_lock_or_a_half_written_archive_of_a_process_that_is_gone_is_taken_over(stubbed):
+    builders, folder, env = stubbed
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
