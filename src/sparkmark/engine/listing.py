@@ -359,8 +359,7 @@ def _one_listing_of(dir_urls: builtins.list[str]) -> _FlatTree | None:
     if "/" not in common:  # a bucket's whole content: walk the folders instead
         return None
     fs, path = url_to_fs(dir_urls[0].split("://", 1)[0] + "://" + common)
-    fs.invalidate_cache()
-    try:
+    try:  # a listing without a delimiter is never served from s3fs's folder cache
         return _flat_tree(fs, path, FLAT_LIMIT)
     except FileNotFoundError:
         return None
