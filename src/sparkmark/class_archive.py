@@ -221,6 +221,8 @@ def build(folder: Path, key: str, extra_class_path: str) -> int:
                 SparkSession.builder.master("local[1]")
                 .appName("sparkmark-class-archive")
                 .config("spark.ui.enabled", "false")
+                .config("spark.driver.bindAddress", "127.0.0.1")  # nothing of the builder beyond loopback
+                .config("spark.driver.host", "127.0.0.1")
                 .config("spark.driver.extraClassPath", extra_class_path)
                 .config("spark.sql.warehouse.dir", f"{where}/warehouse")
                 .config(
