@@ -98,6 +98,22 @@ def test_a_lock_or_a_half_written_archive_of_a_process_that_is_gone_is_taken_ove
     assert len(builders) == 2 and lock.read_text() == str(os.getpid()) and not left.exists()
 
 
+def test_a_builder_started_inside_a_running_driver_starts_a_jvm_of_its_own():
+    """Under spark-submit (or a host's own script) PySpark finds its driver through the
+    gateway variables; a builder that inherited them would start a second context in that
+    driver, and the driver's job would fail."""
+    under_submit = {
+        "PATH": "/usr/bin",
+        "JAVA_HOME": "/opt/jdk",
+        "PYSPARK_GATEWAY_PORT": "41234",
+        "PYSPARK_GATEWAY_SECRET": "s3cr3t",
+        "_PYSPARK_DRIVER_CONN_INFO_PATH": "/tmp/conn",
+        "PYSPARK_SUBMIT_ARGS": "--master local[2] pyspark-shell",
+    }
+    assert class_archive.builder_environment(under_submit) == {"PATH": "/usr/bin", "JAVA_HOME": "/opt/jdk"}
+    assert class_archive.builder_environment({}) == {}
+
+
 @pytest.mark.slow  # a builder's Spark driver, then another
 def test_the_builder_writes_an_archive_a_later_driver_loads_sparks_classes_from(tmp_path):
     """The first driver options start a real builder; once it has finished, a driver

@@ -170,22 +170,38 @@ def driver_options(
     return ""
 
 
+# What tells PySpark to use a driver that is already running (spark-submit's, or a host's
+# own script's), rather than start the builder's own JVM.
+DRIVER_VARIABLES = frozenset(
+    {
+        "PYSPARK_SUBMIT_ARGS",
+        "PYSPARK_GATEWAY_PORT",
+        "PYSPARK_GATEWAY_SECRET",
+        "_PYSPARK_DRIVER_CONN_INFO_PATH",
+    }
+)
+
+
+def builder_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The builder's environment: the one the settings were read from, without what
+    would join it to this process's driver (a builder that joined spark-submit's JVM
+    would start a second context in it, and that driver's job would fail)."""
+    return {k: v for k, v in environ.items() if k not in DRIVER_VARIABLES}
+
+
 def _start_builder(folder: Path, key: str, extra_class_path: str, environ: Mapping[str, str]) -> None:
     """A process of its own, in the background, writes the archive (a run that is killed
     or fails never leaves a JVM writing one); it holds the lock this process took."""
     import subprocess
     import sys
 
-    # The environment the settings were read from, without the submit arguments a host
-    # may have set for its own script's driver.
-    env = {k: v for k, v in environ.items() if k != "PYSPARK_SUBMIT_ARGS"} or None
     child = subprocess.Popen(
         [sys.executable, "-m", "sparkmark.class_archive", str(folder), key, extra_class_path],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # not stopped with this process's group
-        env=env,
+        env=builder_environment(environ) or None,
     )
     (folder / f"{key}.lock").write_text(str(child.pid), encoding="ascii")
 
