@@ -27,7 +27,7 @@ HEAVY_FIXTURES = frozenset(
     {
         "spark", "kafka_broker", "s3_server", "browser", "pg_schemas", "store", "runner", "any_runner",
         "closable_database", "pg_table", "endpoint", "glue", "console", "project", "s3env", "old_store",
-        "pg_database",
+        "pg_database", "delta_runs",
     }
 )  # fmt: skip
 

@@ -8,7 +8,8 @@ chain: before each run two new files arrive, and each run is killed at the next 
 left (and may itself be killed while doing so). A last run without a crash prints the
 table's ids. The points:
 
-- ``reading``: while the write is staged (before the run commits anything);
+- ``reading``: while the write is staged (before the run commits anything; a Delta
+  append's files may be left in the table's folder, which no commit names);
 - ``staged``, ``commit``: at and inside the bookmark commit;
 - ``committed``: the bookmark committed, the table not yet written;
 - ``applied``: the table committed, the write not yet marked published.
@@ -90,9 +91,25 @@ class Place:
         if self.s3 is not None:
             found = self.client.list_objects_v2(Bucket=self.bucket).get("Contents", [])
             return [
-                o["Key"] for o in found if "_sparkmark/staging/" in o["Key"] and o["Key"].endswith(".parquet")
+                o["Key"]
+                for o in found
+                if "_sparkmark/staging/" in o["Key"] and o["Key"].endswith((".parquet", "actions.json"))
             ]
-        return [str(p) for p in self.root.rglob("_sparkmark/staging/*/*.parquet")]
+        staged = self.root.rglob("_sparkmark/staging/*/*")
+        return [str(p) for p in staged if p.name.endswith(".parquet") or p.name == "actions.json"]
+
+    def delta_files_not_in_the_log(self) -> list[str]:
+        """Data files in the local Delta table's folder that no commit adds (a run killed
+        while it wrote leaves such files; one killed later leaves none)."""
+        table = self.root / "tables" / "events"
+        added = {
+            json.loads(line)["add"]["path"]
+            for commit in (table / "_delta_log").glob("*.json")
+            for line in commit.read_text().splitlines()
+            if '"add"' in line
+        }
+        files = {str(p.relative_to(table)) for p in table.glob("*.parquet")}
+        return sorted(files - added)
 
 
 def run_job(place: Place, home: Path, fmt: str, crash: str | None, show: bool) -> subprocess.CompletedProcess:
@@ -159,6 +176,8 @@ def crash_chain(place: Place, home: Path, fmt: str) -> None:
     finally:
         store.close()
     assert not place.staged_left(), place.staged_left()[:5]
+    if fmt == "delta" and place.s3 is None and "reading" not in POINTS:
+        assert not place.delta_files_not_in_the_log(), place.delta_files_not_in_the_log()[:5]
 
 
 @pytest.mark.parametrize("fmt", ["iceberg", "delta"])

@@ -38,6 +38,7 @@ from ..engine.models import OutputKind, OutputRecord, OutputState
 from ..engine.publish import CONTROL
 from ..engine.storage import require_s3a, spark_base_path
 from ..errors import OutputLost, SinkError, first_line
+from . import delta_files
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame, SparkSession
@@ -244,6 +245,8 @@ def missing(plan: Mapping[str, Any]) -> str | None:
         if staged is None or spark is None or _iceberg(spark, plan["table"]).snapshot(staged) is not None:
             return None
         return f"its staged snapshot {staged} no longer exists"
+    if plan.get("delta_actions"):
+        return delta_files.missing(plan["staging"])
     if staged_files(plan["staging"]):
         return None
     return f"its staged rows at {plan['staging']} no longer exist"
@@ -282,6 +285,8 @@ def apply(spark: SparkSession | None, plan: Mapping[str, Any], key: str) -> dict
         log.info("write %s to %s was already applied (%s); not applying it again", key, target, done)
         return {"table": target, "mode": plan["mode"], "already_applied": True}
     staging = plan["staging"]
+    if plan.get("delta_actions"):
+        return _apply_delta_files(spark, plan, key)
     if not staged_files(staging):
         raise OutputLost(
             f"the staged rows of the write to {target} ({staging}) are gone, and the write was not applied; "
@@ -293,6 +298,29 @@ def apply(spark: SparkSession | None, plan: Mapping[str, Any], key: str) -> dict
     rows = int(plan.get("rows_staged", 0))
     log.info("wrote %d rows to %s (%s)", rows, target, plan["mode"])
     return {**result, "rows_written": rows}
+
+
+def _apply_delta_files(spark: SparkSession, plan: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """Commit a Delta append whose files the run wrote into the table (``delta_files``)."""
+    target, staging = plan["path"], plan["staging"]
+    gone = delta_files.missing(staging)
+    if gone is not None:
+        raise OutputLost(
+            f"the write to {target} cannot be applied: {gone}. Its rows cannot be recovered; rewind the "
+            "job's bookmark to before that run (`sparkmark bookmark reset JOB --run-id <the run before it>`) "
+            "and re-run it"
+        )
+    rows = int(plan.get("rows_staged", 0))
+    version = delta_files.commit(spark, plan, key)
+    if version is None:  # the table's schema changed since: Delta's writer takes the rows
+        _write(delta_files.staged_frame(spark, staging), plan, key)
+        crash_point("applied")
+        delta_files.remove_files(staging)
+        log.info("wrote %d rows to %s (append, by Delta's writer)", rows, target)
+        return {"path": target, "mode": plan["mode"], "rows_written": rows}
+    crash_point("applied")
+    log.info("wrote %d rows to %s (append; the staged files committed as version %d)", rows, target, version)
+    return {"path": target, "mode": plan["mode"], "rows_written": rows}
 
 
 def staging_of(plan: Mapping[str, Any], key: str) -> str | None:
@@ -324,6 +352,8 @@ def discard(store: StateStore, record: OutputRecord) -> bool:
         return False
     staging = staging_of(record.plan, record.key)
     if staging:
+        if record.plan.get("format") == "delta":
+            delta_files.remove_files(staging)  # files a Delta transaction wrote into the table
         remove_staging(staging)
     return True
 
@@ -415,6 +445,10 @@ class TableSink:
         where = self.path or location(spark, self.table or "")
         staging = staging_url(where, record.key)
         require_s3a(spark, staging)
+        txn = self._delta_transaction(df, where)
+        if txn is not None:
+            files = delta_files.stage(df, txn, staging)
+            return {**self.plan(), "staging": staging, "path": where, **files}, int(files["rows_staged"])
         df.write.mode("overwrite").parquet(spark_base_path(staging))
         rows = staged_rows(staging)
         plan = {**self.plan(), "staging": staging, "rows_staged": rows}
@@ -423,6 +457,13 @@ class TableSink:
         ):  # written by its folder; its key is looked for in the commits after this one
             plan.update(path=where, version_before=delta_version(where))
         return plan, rows
+
+    def _delta_transaction(self, df: DataFrame, where: str) -> Any | None:
+        """The Delta transaction an append writes its files in (``delta_files``); None
+        for any other write, which is staged as Parquet."""
+        if self.format != "delta" or self.mode != "append" or self.options:
+            return None
+        return delta_files.writable(df, where, self.partition_by)
 
     def discard(self, store: StateStore, record: OutputRecord) -> None:
         discard(store, record)
