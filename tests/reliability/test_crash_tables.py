@@ -173,6 +173,8 @@ def crash_chain(place: Place, home: Path, fmt: str) -> None:
     try:
         outputs = store.outputs(f"table_crash_{fmt}")
         assert outputs and all(o.state in (OutputState.PUBLISHED, OutputState.DISCARDED) for o in outputs)
+        if fmt == "delta":  # the appends once the table existed were a Delta transaction's files
+            assert any(o.plan.get("delta_actions") for o in outputs), [o.plan for o in outputs]
     finally:
         store.close()
     assert not place.staged_left(), place.staged_left()[:5]
