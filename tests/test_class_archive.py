@@ -3,6 +3,8 @@ when an archive is written and by whom, and that a driver really maps its classe
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import subprocess
 import sys
@@ -114,6 +116,51 @@ def test_a_builder_started_inside_a_running_driver_starts_a_jvm_of_its_own():
     assert class_archive.builder_environment({}) == {}
 
 
+def with_descendants(pid: int) -> set[int]:
+    """``pid`` and every process started under it (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    return found
+
+
+def listening_addresses(pids: set[int]) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The addresses the processes' TCP sockets listen on (/proc/net/tcp and tcp6)."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+        except OSError:
+            continue
+    found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(fields[1].split(":")[0])
+            # The kernel prints the address as 32-bit words in host (little-endian) order.
+            ordered = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            address = ipaddress.ip_address(ordered)
+            if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+                address = address.ipv4_mapped
+            found.add(address)
+    return found
+
+
 @pytest.mark.slow  # a builder's Spark driver, then another
 def test_the_builder_writes_an_archive_a_later_driver_loads_sparks_classes_from(tmp_path):
     """The first driver options start a real builder; once it has finished, a driver
@@ -125,9 +172,13 @@ def test_the_builder_writes_an_archive_a_later_driver_loads_sparks_classes_from(
     (lock,) = folder.glob("*.lock")
     builder = int(lock.read_text())
     deadline = time.monotonic() + 600
+    heard: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
     while lock.exists() and time.monotonic() < deadline:  # the builder removes it as it ends
+        heard |= listening_addresses(with_descendants(builder))
         time.sleep(0.5)
     assert not lock.exists(), f"the builder (pid {builder}) did not finish"
+    # Its driver (py4j's gateway, Spark's RPC and block manager) listened, on loopback only.
+    assert heard and all(address.is_loopback for address in heard), heard
     (archive,) = folder.glob("*.jsa")
     assert archive.stat().st_size > 10_000_000
     assert not list(folder.glob("*.part"))

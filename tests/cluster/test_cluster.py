@@ -208,7 +208,9 @@ def test_spark_submit_in_client_mode(cluster, team, tmp_path):
         "job.write_files(rows, job.args['output'], format='parquet', ctx='out')\n"
         "job.commit()\n"
     )
-    submit_env = dict(env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    submit_env = dict(
+        env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"
+    )
     done = subprocess.run(
         [
             str(spark_home() / "bin" / "spark-submit"),
