@@ -485,3 +485,38 @@ def test_the_files_of_given_folders_are_read_without_their_siblings(store, job_n
     }
     assert len(store.processed_files(job_name, "src", lineage, ["s3://b/t/dt=2"])) == 0
     assert len(store.processed_files(job_name, "src", lineage, [])) == 0
+
+
+def test_closing_a_store_waits_for_the_late_writes_it_was_told_of(tmp_path):
+    """A run's last metrics sample is kept after its commit, from a thread; whoever closes
+    the store next (and may then move its file or drop its database) waits for it."""
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    run = start(store, "late", "r-late")
+    store.commit(run, [], metrics={})
+    go = threading.Event()
+    kept: list[str] = []
+
+    def late() -> None:
+        go.wait(10)
+        store.add_run_metrics("r-late", {"glue": {"numRecords": 3}})
+        kept.append("metrics")
+        store.late_write_done()
+
+    store.expect_late_write()
+    writer = threading.Thread(target=late)
+    writer.start()
+    closing = threading.Thread(target=lambda: (store.close(), kept.append("closed")))
+    closing.start()
+    closing.join(0.3)
+    assert closing.is_alive() and kept == []  # close() is waiting for the write
+    go.set()
+    closing.join(10)
+    writer.join(10)
+    assert kept == ["metrics", "closed"]
+    reopened = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    assert reopened.get_run("r-late").metrics["glue"] == {"numRecords": 3}
+    reopened.close()
+    # Told of none, it closes at once; a write that never ends is waited for only so long.
+    quick = StateStore(f"sqlite:///{tmp_path / 'other.db'}")
+    quick.expect_late_write()
+    quick.close(wait=0.05)

@@ -231,6 +231,7 @@ class JobRun(RunLedger):
         )
         with _LOCK:
             _ENDING.append(ending)
+        self.store.expect_late_write()  # the store is not closed under it
         ending.start()
 
     def _keep_final_metrics(self, succeeded: bool, category: str | None, version: int | None) -> None:
@@ -242,6 +243,7 @@ class JobRun(RunLedger):
         except Exception as exc:  # noqa: BLE001 - a metric never fails a run
             log.warning("run %s: its final Glue metrics could not be kept: %s", self.run_id, exc)
         finally:
+            self.store.late_write_done()
             with _LOCK:
                 if threading.current_thread() in _ENDING:
                     _ENDING.remove(threading.current_thread())

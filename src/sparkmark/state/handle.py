@@ -31,6 +31,7 @@ __all__ = ["StoreHandle", "private_dir", "private_file", "private_secret"]
 
 # Every process that opens or migrates a store on PostgreSQL queues on this lock.
 MIGRATION_LOCK = 7357111
+LATE_WRITE_WAIT = 60.0  # seconds close() waits for the late writes said (expect_late_write)
 
 
 def private_dir(path: Path) -> None:
@@ -125,6 +126,8 @@ class StoreHandle:
         self.engine = self._make_engine(parsed)
         self._opened: set[str] = set()
         self._opening = threading.Lock()
+        self._late = threading.Condition()
+        self._late_writes = 0
         display = self.display_url
 
         @event.listens_for(self.engine, "handle_error")
@@ -204,7 +207,27 @@ class StoreHandle:
 
         return engine
 
-    def close(self) -> None:
+    def expect_late_write(self) -> None:
+        """Say that a write will come after its caller has moved on (a run's last metrics
+        sample, kept after its commit); :meth:`close` waits for it. Each is ended by
+        :meth:`late_write_done`."""
+        with self._late:
+            self._late_writes += 1
+
+    def late_write_done(self) -> None:
+        with self._late:
+            self._late_writes = max(0, self._late_writes - 1)
+            self._late.notify_all()
+
+    def close(self, wait: float = LATE_WRITE_WAIT) -> None:
+        """Close the store's connections, once the late writes said are done (at most
+        ``wait`` seconds): a closed store's file may be moved or its database dropped
+        next, under a write still on its way."""
+        with self._late:
+            if not self._late.wait_for(lambda: self._late_writes == 0, timeout=wait):
+                log.warning(
+                    "closing the state store at %s with a late write still on its way", self.display_url
+                )
         self.engine.dispose()
 
     def begin(self):
