@@ -174,18 +174,24 @@ def staged_actions(staging: str) -> list[dict[str, Any]] | None:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def added_files(staging: str, actions: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    """The URLs of the data files a staged write's ``add`` actions name (``actions``, or
+    the ones kept in ``staging``)."""
+    root = table_root(staging)
+    found = staged_actions(staging) if actions is None else actions
+    return [data_file(root, action) for action in found or [] if "add" in action]
+
+
 def missing(staging: str) -> str | None:
     """What of a staged write is no longer there; None when its actions and every file
     they add are."""
     added = staged_actions(staging)
     if added is None:
         return f"its staged actions at {staging} no longer exist"
-    root = table_root(staging)
-    for action in added:
-        if "add" in action:
-            fs, where = url_to_fs(data_file(root, action))
-            if not fs.exists(where):
-                return f"its data file {data_file(root, action)} no longer exists"
+    for url in added_files(staging, added):
+        fs, where = url_to_fs(url)
+        if not fs.exists(where):
+            return f"its data file {url} no longer exists"
     return None
 
 
@@ -217,20 +223,15 @@ def commit(spark: SparkSession, plan: Mapping[str, Any], key: str) -> int | None
 
 def staged_frame(spark: SparkSession, staging: str) -> DataFrame:
     """The staged files' rows, their partition columns read from their folders."""
-    root = table_root(staging)
-    files = [spark_base_path(data_file(root, a)) for a in staged_actions(staging) or [] if "add" in a]
-    return spark.read.option("basePath", spark_base_path(root)).parquet(*files)
+    files = [spark_base_path(url) for url in added_files(staging)]
+    return spark.read.option("basePath", spark_base_path(table_root(staging))).parquet(*files)
 
 
 def remove_files(staging: str) -> None:
     """Remove the data files a staged write that will never commit wrote into the table's
     folder (nothing names them; this only frees their space before a VACUUM would)."""
-    added = staged_actions(staging) or []
-    root = table_root(staging)
-    for action in added:
-        if "add" not in action:
-            continue
-        fs, where = url_to_fs(data_file(root, action))
+    for url in added_files(staging):
+        fs, where = url_to_fs(url)
         try:
             fs.rm(where)
         except FileNotFoundError:
