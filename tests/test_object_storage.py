@@ -197,29 +197,31 @@ def test_exactly_once_output_on_s3(runner, s3env, spark):
     assert {KEY_IN_NAME.search(n).group(0) for n in visible(client, bucket, "out/")} == {job.run_id + "-1"}
 
 
-def test_listing_ten_thousand_objects_flat_or_level_by_level(s3env):
+def test_listing_thousands_of_objects_flat_or_level_by_level(s3env):
+    """2,402 keys: more than two pages of S3's 1,000, in 40 partitions (moto answers
+    about 200 PUTs a second, so the pages, not the size, are what is tested)."""
     bucket, client = s3env
 
     def put(p: int) -> None:
-        for n in range(100):
+        for n in range(60):
             client.put_object(Bucket=bucket, Key=f"big/dt={p:03d}/f{n:03d}.json", Body=b"{}\n")
 
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(put, range(100)))
+        list(pool.map(put, range(40)))
     client.put_object(Bucket=bucket, Key="big/_SUCCESS", Body=b"")  # hidden: never listed as data
     client.put_object(Bucket=bucket, Key="big/notes/readme.json", Body=b"{}\n")  # not a partition
     # Past its flat limit, a prefix is walked: the root, then each partition with a delimiter.
-    listing = FileLister(flat_limit=5_000).list([f"s3://{bucket}/big"])
-    assert len(listing.files) == 10_000
-    assert listing.dirs_listed == 101 and listing.flat_pages == 0
-    assert len({f.dir for f in listing.files}) == 100
+    listing = FileLister(flat_limit=1_000).list([f"s3://{bucket}/big"])
+    assert len(listing.files) == 2_400
+    assert listing.dirs_listed == 41 and listing.flat_pages == 0
+    assert len({f.dir for f in listing.files}) == 40
     assert all(f.etag and f.size == 3 and f.url.startswith(f"s3://{bucket}/big/dt=") for f in listing.files)
-    one = FileLister().list([f"s3://{bucket}/big/dt=042"])  # a pruned partition alone
-    assert len(one.files) == 100 and one.flat_pages == 1
-    # Within it, one flat listing of 10,002 keys (11 pages of 1,000) finds the same files
-    # with the same sizes, times and tags, and the same folders and hidden entries.
+    one = FileLister().list([f"s3://{bucket}/big/dt=017"])  # a pruned partition alone
+    assert len(one.files) == 60 and one.flat_pages == 1
+    # Within it, one flat listing of 2,402 keys (3 pages of at most 1,000) finds the same
+    # files with the same sizes, times and tags, and the same folders and hidden entries.
     flat = FileLister().list([f"s3://{bucket}/big"])
-    assert flat.flat_pages == 11
+    assert flat.flat_pages == 3
     assert sorted(flat.files) == sorted(listing.files)
     assert (flat.hidden, flat.excluded, flat.leaf_dirs) == (
         listing.hidden,
@@ -228,7 +230,7 @@ def test_listing_ten_thousand_objects_flat_or_level_by_level(s3env):
     )
     assert flat.hidden == 1
     deep = FileLister(recurse=True).list([f"s3://{bucket}/big"])
-    assert len(deep.files) == 10_001 and deep.flat_pages == 11
+    assert len(deep.files) == 2_401 and deep.flat_pages == 3
     assert sorted(deep.files) == sorted(
         FileLister(recurse=True, flat_limit=0).list([f"s3://{bucket}/big"]).files
     )

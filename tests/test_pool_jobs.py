@@ -24,8 +24,13 @@ from sparkmark.workflow.scheduler import Scheduler, pooled_launcher
 FIXTURES = Path(__file__).parent / "fixtures" / "pool_jobs"
 
 
-@pytest.fixture
-def project(tmp_path, spark):  # spark: the suite's JVM is up before the pool's
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, spark):  # spark: the suite's JVM is up before the pool's
+    """One scheduler and its pool of one warm process for the module's tests: each test
+    runs its jobs one after the other on whichever process the pool holds (the one the
+    test before it left warm, or a new one when that run retired it), as a scheduler's
+    runs do."""
+    tmp_path = tmp_path_factory.mktemp("pool_jobs")
     jobs = tmp_path / "jobs"
     shutil.copytree(FIXTURES, jobs)
     out = tmp_path / "out"

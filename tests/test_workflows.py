@@ -801,11 +801,15 @@ def test_scheduler_restart_mid_workflow(tmp_path):
             (
                 a
                 for a in store.workflow_run(run_id).actions
-                if a.name == "first" and a.state.value == "RUNNING"
+                if a.name == "first" and a.state.value == "RUNNING" and a.pid
             ),
             None,
         )
     )
+    # Killed once the job's own run has begun: a scheduler killed between marking the
+    # action RUNNING and starting its process leaves a run that never started (FAILED).
+    state = StateStore.from_settings()
+    eventually(lambda: state.list_runs("first"))
     os.kill(one.pid, signal.SIGKILL)  # the scheduler dies; the job it started lives on
     one.wait()
     gate.touch()
@@ -821,7 +825,6 @@ def test_scheduler_restart_mid_workflow(tmp_path):
     assert [(a.name, a.state.value) for a in run.actions] == [("first", "SUCCEEDED"), ("second", "SUCCEEDED")]
     assert [f["trigger"] for f in store.run_firings(run_id)] == ["go", "then"]
     assert "adopting it" in log
-    state = StateStore.from_settings()
     assert len(state.list_runs("first")) == 1 and len(state.list_runs("second")) == 1
 
 
