@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -28,30 +27,8 @@ from harness import arguments, record, timed
 
 TESTS = 50
 
-JOB = """
-import sys
-from awsglue.context import GlueContext
-from awsglue.job import Job
-from awsglue.transforms import ApplyMapping, Filter
-from awsglue.utils import getResolvedOptions
-from pyspark.context import SparkContext
-
-args = getResolvedOptions(sys.argv, ["JOB_NAME", "source_path", "target_path"])
-glueContext = GlueContext(SparkContext())
-job = Job(glueContext)
-job.init(args["JOB_NAME"], args)
-orders = glueContext.create_dynamic_frame.from_options(
-    connection_type="s3", connection_options={"paths": [args["source_path"]], "recurse": True},
-    format="json", transformation_ctx="orders",
-)
-mapped = ApplyMapping.apply(frame=orders, mappings=[("id", "long", "id", "long"), ("status", "string", "status", "string")])
-paid = Filter.apply(frame=mapped, f=lambda r: r["status"] == "PAID")
-glueContext.write_dynamic_frame.from_options(
-    frame=paid, connection_type="s3", connection_options={"path": args["target_path"]}, format="parquet",
-    transformation_ctx="sink",
-)
-job.commit()
-"""
+# The same job tests/test_spark_jobs.py counts the Spark jobs of.
+JOB = (Path(__file__).parents[1] / "tests" / "fixtures" / "paid_orders_job.py").read_text()
 
 PLUGIN_TEST = """
 def test_job_{n}(run_glue_job, spark, tmp_path):
@@ -112,7 +89,7 @@ def spark():
 
 def project(folder: Path, test: str, conftest: str | None, count: int) -> Path:
     folder.mkdir(parents=True)
-    (folder / "job.py").write_text(textwrap.dedent(JOB))
+    (folder / "job.py").write_text(JOB)
     body = HEADER + "".join(test.format(n=n) for n in range(count))
     (folder / "test_jobs.py").write_text(body)
     if conftest is not None:

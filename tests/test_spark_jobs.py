@@ -16,34 +16,8 @@ import pyarrow.parquet as pq
 
 from sparkmark.testing.glue_job import run_glue_script
 
-SCRIPT = textwrap.dedent(
-    """
-    import sys
-    from awsglue.context import GlueContext
-    from awsglue.job import Job
-    from awsglue.transforms import ApplyMapping, Filter
-    from awsglue.utils import getResolvedOptions
-    from pyspark.context import SparkContext
-
-    args = getResolvedOptions(sys.argv, ["JOB_NAME", "source_path", "target_path"])
-    glueContext = GlueContext(SparkContext())
-    job = Job(glueContext)
-    job.init(args["JOB_NAME"], args)
-    orders = glueContext.create_dynamic_frame.from_options(
-        connection_type="s3", connection_options={"paths": [args["source_path"]], "recurse": True},
-        format="json", transformation_ctx="orders",
-    )
-    mapped = ApplyMapping.apply(
-        frame=orders, mappings=[("id", "long", "id", "long"), ("status", "string", "status", "string")]
-    )
-    paid = Filter.apply(frame=mapped, f=lambda r: r["status"] == "PAID")
-    glueContext.write_dynamic_frame.from_options(
-        frame=paid, connection_type="s3", connection_options={"path": args["target_path"]},
-        format="parquet", transformation_ctx="sink",
-    )
-    job.commit()
-    """
-)
+# The Glue job U1 (bench/u1_plugin.py) times, fifty times over.
+SCRIPT = (Path(__file__).parent / "fixtures" / "paid_orders_job.py").read_text()
 
 
 def actions_of(spark, run) -> list[str]:

@@ -137,6 +137,14 @@ def spark_path(url: str) -> str:
     return _HADOOP_GLOB.sub(r"\\\1", spark_base_path(url))
 
 
+def parquet_rows(fs: Any, path: str) -> int:
+    """The rows of one Parquet file, from its footer (no Spark job)."""
+    import pyarrow.parquet as pq
+
+    with fs.open(path, "rb") as handle:
+        return int(pq.ParquetFile(handle).metadata.num_rows)
+
+
 def s3a_settings(settings: Settings) -> dict[str, str]:
     """Hadoop's S3A settings for these settings (secrets included: for the JVM only)."""
     conf = {"fs.s3.impl": S3A, "fs.s3n.impl": S3A}

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 from fsspec.core import url_to_fs
 
-from ..engine.storage import spark_base_path
+from ..engine.storage import parquet_rows, spark_base_path
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame, SparkSession
@@ -148,8 +148,6 @@ def stage(df: DataFrame, txn: Any, staging: str) -> dict[str, Any]:
 def rows_of(root: str, added: Sequence[Mapping[str, Any]]) -> int:
     """The rows of the added files: their statistics' ``numRecords``, else their Parquet
     footers (a table whose statistics are turned off)."""
-    import pyarrow.parquet as pq
-
     total = 0
     for action in added:
         if "add" not in action:
@@ -158,9 +156,7 @@ def rows_of(root: str, added: Sequence[Mapping[str, Any]]) -> int:
         if "numRecords" in stats:
             total += int(stats["numRecords"])
             continue
-        fs, where = url_to_fs(data_file(root, action))
-        with fs.open(where, "rb") as handle:
-            total += pq.ParquetFile(handle).metadata.num_rows
+        total += parquet_rows(*url_to_fs(data_file(root, action)))
     return total
 
 
@@ -182,10 +178,10 @@ def added_files(staging: str, actions: Sequence[Mapping[str, Any]] | None = None
     return [data_file(root, action) for action in found or [] if "add" in action]
 
 
-def missing(staging: str) -> str | None:
-    """What of a staged write is no longer there; None when its actions and every file
-    they add are."""
-    added = staged_actions(staging)
+def missing(staging: str, added: Sequence[Mapping[str, Any]] | None = None) -> str | None:
+    """What of a staged write is no longer there (its actions: ``added``, read from
+    ``staging`` when not given); None when its actions and every file they add are."""
+    added = staged_actions(staging) if added is None else added
     if added is None:
         return f"its staged actions at {staging} no longer exist"
     for url in added_files(staging, added):
@@ -195,12 +191,15 @@ def missing(staging: str) -> str | None:
     return None
 
 
-def commit(spark: SparkSession, plan: Mapping[str, Any], key: str) -> int | None:
-    """Commit the staged files' actions to the table, with ``key`` as the commit's user
-    metadata; the version committed. None, committing nothing, when the table's schema is
-    no longer the one the files were written for (``staged_frame`` then gives them to
-    Delta's writer)."""
-    added = staged_actions(plan["staging"]) or []
+def commit(
+    spark: SparkSession, plan: Mapping[str, Any], key: str, added: Sequence[Mapping[str, Any]] | None = None
+) -> int | None:
+    """Commit the staged files' actions (``added``, read from the plan's staging folder
+    when not given) to the table, with ``key`` as the commit's user metadata; the version
+    committed. None, committing nothing, when the table's schema is no longer the one the
+    files were written for (``staged_frame`` then gives them to Delta's writer)."""
+    if added is None:
+        added = staged_actions(plan["staging"]) or []
     txn = _transaction(spark, plan["path"])
     metadata = txn.metadata()
     if str(metadata.schemaString()) != plan["delta_schema"] and any("add" in a for a in added):

@@ -36,7 +36,7 @@ from fsspec.core import url_to_fs
 from ..engine.faults import crash_point
 from ..engine.models import OutputKind, OutputRecord, OutputState
 from ..engine.publish import CONTROL
-from ..engine.storage import require_s3a, spark_base_path
+from ..engine.storage import parquet_rows, require_s3a, spark_base_path
 from ..errors import OutputLost, SinkError, first_line
 from . import delta_files
 
@@ -303,7 +303,8 @@ def apply(spark: SparkSession | None, plan: Mapping[str, Any], key: str) -> dict
 def _apply_delta_files(spark: SparkSession, plan: Mapping[str, Any], key: str) -> dict[str, Any]:
     """Commit a Delta append whose files the run wrote into the table (``delta_files``)."""
     target, staging = plan["path"], plan["staging"]
-    gone = delta_files.missing(staging)
+    added = delta_files.staged_actions(staging)  # read once, for the check and the commit
+    gone = delta_files.missing(staging, added)
     if gone is not None:
         raise OutputLost(
             f"the write to {target} cannot be applied: {gone}. Its rows cannot be recovered; rewind the "
@@ -311,7 +312,7 @@ def _apply_delta_files(spark: SparkSession, plan: Mapping[str, Any], key: str) -
             "and re-run it"
         )
     rows = int(plan.get("rows_staged", 0))
-    version = delta_files.commit(spark, plan, key)
+    version = delta_files.commit(spark, plan, key, added)
     if version is None:  # the table's schema changed since: Delta's writer takes the rows
         _write(delta_files.staged_frame(spark, staging), plan, key)
         crash_point("applied")
@@ -367,14 +368,8 @@ def staged_files(staging: str) -> list[str]:
 
 def staged_rows(staging: str) -> int:
     """The rows of a staged write, from its Parquet files' footers (no Spark job)."""
-    import pyarrow.parquet as pq
-
     fs, _ = url_to_fs(staging)
-    total = 0
-    for path in staged_files(staging):
-        with fs.open(path, "rb") as handle:
-            total += pq.ParquetFile(handle).metadata.num_rows
-    return total
+    return sum(parquet_rows(fs, path) for path in staged_files(staging))
 
 
 def remove_staging(staging: str) -> None:
