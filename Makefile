@@ -157,6 +157,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/h2_runs.py
 	$(PY) bench/s3_incremental.py
 	$(PY) bench/u1_plugin.py
+	$(PY) bench/u1_runs.py
 	$(PY) bench/logs.py
 	$(PY) bench/partition_index.py
 	$(PY) bench/table.py
@@ -176,6 +177,7 @@ bench-quick: install services jars clients $(VENV)/.bench
 	$(PY) bench/h2_runs.py --quick --repeats 3
 	$(PY) bench/s3_incremental.py --quick --repeats 3
 	$(PY) bench/u1_plugin.py --quick
+	$(PY) bench/u1_runs.py --quick
 	$(PY) bench/logs.py --quick --repeats 5
 	$(PY) bench/partition_index.py --quick --repeats 5
 	$(PY) bench/table.py
