@@ -18,6 +18,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -82,11 +83,11 @@ def measure(work: Path, source: str, rounds: int) -> dict[str, list[float]]:
     def timing(name, function):
         @functools.wraps(function)
         def timed_step(*args, **kwargs):
-            began = timed_now()
+            began = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
-                steps[name] += timed_now() - began
+                steps[name] += time.perf_counter() - began
 
         return timed_step
 
@@ -121,12 +122,6 @@ def measure(work: Path, source: str, rounds: int) -> dict[str, list[float]]:
                 figures[name].append(seconds)
     spark.stop()
     return figures
-
-
-def timed_now() -> float:
-    import time
-
-    return time.perf_counter()
 
 
 if __name__ == "__main__":

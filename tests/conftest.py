@@ -28,6 +28,22 @@ from sparkmark.spark import class_archive_options, hive_confs, session_jars
 SHORT_DRIVER = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_DRIVER)
 
+
+@contextlib.contextmanager
+def long_lived_driver():
+    """Spark drivers started within keep the JVM's C2 compiler (a driver that runs many
+    jobs: the suite's own session, a fixture's driver for several cases). The launcher
+    reads SPARK_SUBMIT_OPTS once, as the driver's JVM starts."""
+    ours = os.environ.get("SPARK_SUBMIT_OPTS") == SHORT_DRIVER
+    if ours:
+        del os.environ["SPARK_SUBMIT_OPTS"]
+    try:
+        yield
+    finally:
+        if ours:
+            os.environ["SPARK_SUBMIT_OPTS"] = SHORT_DRIVER
+
+
 PG_DSN = os.environ.get("SPARKMARK_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 # Fixtures that bring a JVM, a database server, a broker, a server process or a browser:
@@ -72,14 +88,8 @@ def spark(tmp_path_factory):
         .config("spark.driver.extraClassPath", class_path)
         .config("spark.hadoop.fs.s3.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem")
     )
-    ours = os.environ.get("SPARK_SUBMIT_OPTS") == SHORT_DRIVER
-    if ours:  # read once, as the session's JVM starts
-        del os.environ["SPARK_SUBMIT_OPTS"]
-    try:
+    with long_lived_driver():
         session = builder.getOrCreate()
-    finally:
-        if ours:
-            os.environ["SPARK_SUBMIT_OPTS"] = SHORT_DRIVER
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -6,7 +6,6 @@ The kill matrix of such writes is tests/reliability/test_crash_tables.py."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 
 from sparkmark.sinks import delta_files
 
-from .conftest import SHORT_DRIVER
+from .conftest import long_lived_driver
 
 JOB = Path(__file__).parent / "fixtures" / "delta_appends_job.py"
 PLAIN_SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
@@ -81,12 +80,10 @@ def test_the_staged_actions_name_the_tables_files_and_count_their_rows(tmp_path)
 @pytest.fixture(scope="module")
 def delta_runs(tmp_path_factory):
     work = tmp_path_factory.mktemp("delta-appends")
-    # One driver for every case (tens of seconds of Delta's work): it keeps the JVM's C2
-    # compiler, which the suite's short-lived drivers go without (tests/conftest.py).
-    env = {k: v for k, v in os.environ.items() if (k, v) != ("SPARK_SUBMIT_OPTS", SHORT_DRIVER)}
-    done = subprocess.run(
-        [sys.executable, str(JOB), str(work)], capture_output=True, text=True, timeout=600, env=env
-    )
+    with long_lived_driver():  # one driver for every case: tens of seconds of Delta's work
+        done = subprocess.run(
+            [sys.executable, str(JOB), str(work)], capture_output=True, text=True, timeout=600
+        )
     assert done.returncode == 0, done.stderr[-4000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))

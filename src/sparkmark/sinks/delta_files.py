@@ -192,14 +192,12 @@ def missing(staging: str, added: Sequence[Mapping[str, Any]] | None = None) -> s
 
 
 def commit(
-    spark: SparkSession, plan: Mapping[str, Any], key: str, added: Sequence[Mapping[str, Any]] | None = None
+    spark: SparkSession, plan: Mapping[str, Any], key: str, added: Sequence[Mapping[str, Any]]
 ) -> int | None:
-    """Commit the staged files' actions (``added``, read from the plan's staging folder
-    when not given) to the table, with ``key`` as the commit's user metadata; the version
-    committed. None, committing nothing, when the table's schema is no longer the one the
-    files were written for (``staged_frame`` then gives them to Delta's writer)."""
-    if added is None:
-        added = staged_actions(plan["staging"]) or []
+    """Commit the staged files' actions (``added``, as ``staged_actions`` read them) to the
+    table, with ``key`` as the commit's user metadata; the version committed. None,
+    committing nothing, when the table's schema is no longer the one the files were
+    written for (``staged_frame`` then gives them to Delta's writer)."""
     txn = _transaction(spark, plan["path"])
     metadata = txn.metadata()
     if str(metadata.schemaString()) != plan["delta_schema"] and any("add" in a for a in added):

@@ -312,7 +312,7 @@ def _apply_delta_files(spark: SparkSession, plan: Mapping[str, Any], key: str) -
             "and re-run it"
         )
     rows = int(plan.get("rows_staged", 0))
-    version = delta_files.commit(spark, plan, key, added)
+    version = delta_files.commit(spark, plan, key, added or [])  # missing() vouched for them
     if version is None:  # the table's schema changed since: Delta's writer takes the rows
         _write(delta_files.staged_frame(spark, staging), plan, key)
         crash_point("applied")
