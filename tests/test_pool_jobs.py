@@ -109,6 +109,8 @@ def test_a_job_with_spark_settings_of_its_own_starts_its_own_process(project):
     checker = json.loads((out / "checker.json").read_text())
     assert checker["shuffle"] == "5"  # its Spark.conf applied: a JVM of its own (a driver setting)
     assert checker["pid"] != leaker["pid"]
+    # Warm or in a process of its own, a run resolves relative paths in the same folder.
+    assert checker["cwd"] == leaker["cwd"] == os.getcwd()
 
 
 def test_a_job_with_sql_settings_runs_warm_with_them_and_they_do_not_stay(project):
@@ -139,8 +141,9 @@ SECRET = "hunter2-of-the-first-job"
 def test_the_next_job_never_sees_the_first_ones_files_threads_patches_or_secrets(
     project, leave, arguments, retired, caplog
 ):
-    """Two jobs one after the other on a warm pool of one process. Each run works in a
-    folder of its own; what cannot be put back (a thread still running, a patched
+    """Two jobs one after the other on a warm pool of one process. Each run works in the
+    scheduler's folder, as its own process would, with a temporary directory of its own;
+    what cannot be put back (a thread still running, a patched
     function, a SparkContext setting, any secret the run was given) retires the process,
     so the second job runs on a new one."""
     scheduler, out = project
@@ -152,9 +155,13 @@ def test_the_next_job_never_sees_the_first_ones_files_threads_patches_or_secrets
     assert second.state.value == "SUCCEEDED", second.error
     residue = json.loads((out / "residue.json").read_text())
     look = json.loads((out / "look.json").read_text())
-    # Each run had a working directory of its own, and it is gone.
-    assert residue["cwd"] != look["cwd"] and look["files"] == []
-    assert not Path(residue["cwd"]).exists() and sorted(os.listdir(".")) == server_cwd
+    # Each run worked in the folder its own process would have had (the scheduler's), and
+    # had a temporary directory of its own, gone after it.
+    assert residue["cwd"] == look["cwd"] == os.getcwd()
+    assert residue["temp"] != look["temp"] and look["temp_files"] == []
+    if leave == "file":
+        assert residue["temp_files"] == ["left_behind.txt"]
+    assert not Path(residue["temp"]).exists() and sorted(os.listdir(".")) == server_cwd
     assert "spy" not in look["threads"]
     assert look["dumps"] == '{"a": 1}'
     assert look["conf"] is None

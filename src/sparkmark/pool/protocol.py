@@ -83,6 +83,9 @@ class HostJob(Message):
     err: str  # … its standard error
     exit: str  # the file its exit code is written to
     env: dict[str, str] = Field(default_factory=dict)  # the run's own environment
+    # The working directory the run's process would have had (the launcher's): relative
+    # paths in a hosted run resolve where they would in a process of its own.
+    cwd: str = ""
     # The Glue endpoint the run's boto3 talks to unless the run chose one: URL, region
     # and, where the parent signs with its home's token, the key to sign with.
     endpoint: dict[str, str] = Field(default_factory=dict)

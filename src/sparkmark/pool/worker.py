@@ -7,14 +7,15 @@ messages of ``pool.protocol``.
   ``spark`` and ``sc``; a reader thread takes the parent's messages, so a statement is
   cancelled (its Spark jobs too) while it runs.
 - ``job``: the process hosts one job run through the job host (``host.run_request``),
-  as a process of its own would (its output to the run's log files, its exit code to
-  the run's exit file), on a new Spark session of its own, in a working directory of
-  its own. Afterwards what a
-  run may leave behind is cleared: cached data, persisted RDDs, global temporary views,
-  local properties, modules the script brought, the environment, ``sys.argv``, the
-  masking registry and the working directory. What cannot be reset with certainty (a
-  thread still running, a patched function, a SparkContext or Hadoop setting, any
-  secret the run was given: ``pool.isolation``) makes the process ask to be replaced.
+  as a process of its own would: its output to the run's log files, its exit code to
+  the run's exit file, relative paths resolved in the working directory that process
+  would have had. It gets a new Spark session and a temporary directory of its own.
+  Afterwards what a run may leave behind is cleared: cached data, persisted RDDs,
+  global temporary views, local properties, modules the script brought, the
+  environment, ``sys.argv``, the masking registry, the working directory and the
+  temporary directory. What cannot be reset with certainty (a thread still running, a
+  patched function, a SparkContext or Hadoop setting, any secret the run was given:
+  ``pool.isolation``) makes the process ask to be replaced.
 
     python -m sparkmark.pool.worker        (started by the pool, never by hand)
 """
@@ -136,9 +137,12 @@ class Warm:
         hadoop_before = self._hadoop_settings()
         hooks = (sys.excepthook, sys.displayhook, threading.excepthook)
         before = ProcessState.take(self._context_settings)
-        # A working directory of the run's own (owner-only, removed after it): what a run
-        # writes to relative paths never lands in the server's folder or the next run's.
-        workdir = tempfile.mkdtemp(prefix="sparkmark-run-")
+        # The run resolves relative paths where the process it replaces would (the
+        # launcher's folder), and has a temporary directory of its own (owner-only,
+        # removed after it): what it writes there never reaches the next run.
+        workdir = message.cwd if message.cwd and os.path.isdir(message.cwd) else saved_cwd
+        run_temp = tempfile.mkdtemp(prefix="sparkmark-run-")
+        saved_tempdir = tempfile.tempdir
         fresh = reset.fresh_session(self.spark)
         for key, value in (message.request.get("spark_conf") or {}).items():
             fresh.conf.set(key, value)  # the job's SQL settings, on its own session
@@ -156,6 +160,7 @@ class Warm:
             os.close(err_file)
             os.environ.update(message.env)
             os.environ.pop(EXIT_FILE_ENV, None)
+            os.environ["TMPDIR"] = tempfile.tempdir = run_temp
             os.chdir(workdir)
             try:
                 request = RunRequest.checked(message.request)
@@ -184,6 +189,7 @@ class Warm:
             write_exit(Path(message.exit), int(code))
             os.environ.clear()
             os.environ.update(saved_env)
+            tempfile.tempdir = saved_tempdir
             with contextlib.suppress(OSError):
                 os.chdir(saved_cwd)
             sys.path[:] = saved_path
@@ -197,7 +203,7 @@ class Warm:
             reset.fresh_session(self.spark)  # what the next run starts from, even if it makes none
         residue = [before.residue(self._context_settings)]
         restore_known(before.secrets)  # whatever happens next, the run's secrets are unlisted
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(run_temp, ignore_errors=True)
         if self._hadoop_settings() != hadoop_before:
             residue.append("the run changed Spark's Hadoop settings")
         return code, "; ".join(r for r in residue if r) or None

@@ -119,6 +119,7 @@ class Launcher:
                     err=str(error_path(spec.log_path)),
                     exit=str(exit_path(spec.log_path)),
                     env=spec.env,
+                    cwd=os.getcwd(),
                     endpoint=self.endpoint() if self.endpoint is not None else {},
                 )
             )
