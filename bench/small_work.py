@@ -217,7 +217,7 @@ def main() -> None:
         )
         print(f"{'W1 demo workflow, crawl + 2 jobs (processes)':<62}{wf:>10.2f}{w1:>8.2f}{'<= 2':>8}")
         print(
-            f"{'W1w the same, started on a running sparkmark api (warm pool)':<62}{wfs:>10.2f}{w1w:>8.2f}{'<= 2':>8}"
+            f"{'W1w the same, started on a running sparkmark api (warm pool)':<62}{wfs:>10.2f}{w1w:>8.2f}{'<= 1.5':>8}"
         )
         print(f"{'   its two jobs Spark work, on a session already up':<62}{work_s:>10.2f}")
         record(
@@ -237,8 +237,8 @@ def main() -> None:
                 },
                 "W1w": {
                     "value": round(w1w, 2),
-                    "goal": "<= 2",
-                    "met": w1w <= 2,
+                    "goal": "<= 1.5",
+                    "met": w1w <= 1.5,
                     "workflow_s": round(wfs, 2),
                     "jobs_spark_work_s": round(work_s, 2),
                 },

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sparkmark.catalog.hive import sync_metastore
+from sparkmark.catalog.hive import HiveCatalog, sync_metastore
+from sparkmark.catalog.models import Column, Table
 from sparkmark.catalog.store import CatalogStore
 from sparkmark.crawler.arrow_schema import infer_columns
 from sparkmark.crawler.crawl import _glue_type, _read_schema, json_field_order
@@ -183,3 +184,24 @@ def test_a_deferred_statement_that_fails_is_reported_and_dropped(spark, tmp_path
     assert sync_metastore(spark, state) == 2
     assert "a deferred metastore statement failed" in caplog.text
     assert spark.catalog.tableExists(f"{db}.t") and catalog.deferred() == []
+
+
+def test_a_deferred_table_another_session_already_made_from_the_catalog_is_kept_quietly(
+    spark, tmp_path, caplog
+):
+    """A crawl without Spark writes its table to the catalog and defers the metastore's
+    statements; a session elsewhere (a warm process's run) may make the table from the
+    catalog first. The deferred statements then find it there: no failure is reported."""
+    state = StateStore.from_settings(Settings.from_env())
+    catalog = CatalogStore(state)
+    db = f"db_{uuid.uuid4().hex[:8]}"
+    lines(tmp_path / "t" / "a.json", {"id": 1})
+    table = Table(db, "t", str(tmp_path / "t"), "json", (Column("id", "bigint"),), (), {})
+    HiveCatalog(None, catalog).create_table(table)  # as a crawl without Spark does
+    assert len(catalog.deferred()) == 2
+    spark.sql(f"CREATE DATABASE `{db}`")
+    spark.sql(f"CREATE TABLE `{db}`.`t` (id bigint) USING json LOCATION '{tmp_path / 't'}'")
+    caplog.set_level("INFO", logger="sparkmark.catalog")
+    assert sync_metastore(spark, state) == 2
+    assert "failed" not in caplog.text and catalog.deferred() == []
+    assert spark.sql(f"SELECT id FROM `{db}`.`t`").collect() == [(1,)]

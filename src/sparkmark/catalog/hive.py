@@ -155,8 +155,12 @@ class HiveCatalog:
         tblprops = (
             " TBLPROPERTIES (" + ", ".join(f"{literal(k)}={literal(v)}" for k, v in props.items()) + ")"
         )
+        # A deferred creation may meet its table already made from the catalog by another
+        # process's session (``session_sync`` pulls what the catalog has): the same table,
+        # so it is kept, as deferred partitions are (ADD IF NOT EXISTS).
+        exists = " IF NOT EXISTS" if self.spark is None else ""
         self._sql(
-            f"CREATE TABLE {_q(table.database)}.{_q(table.name)} ({cols}) USING {fmt}"
+            f"CREATE TABLE{exists} {_q(table.database)}.{_q(table.name)} ({cols}) USING {fmt}"
             f"{opts}{parts} LOCATION {literal(spark_base_path(table.location))}{tblprops}"
         )
 
