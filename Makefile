@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: wheel install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-fast lint soak bench bench-quick clean
+.PHONY: wheel install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -108,7 +108,18 @@ demo: install
 	@echo "== all of it in the web console: run this, then open the sign-in URL it prints"
 	@echo "   make console      (that is: SPARKMARK_CONFIG=demo/sparkmark.toml $(SM) console)"
 
-test: install clients services jars browser
+# What the tests need beyond the virtualenv, installed side by side: the three client
+# virtualenvs and Maven wait on the network more than on the two cores. The two steps
+# that use apt-get (PostgreSQL and MariaDB, then Chromium) share dpkg's lock, so they
+# run one after the other (`system`).
+test-needs: install
+	$(MAKE) --no-print-directory -j5 clients jars system
+
+system:
+	@bash scripts/services.sh
+	@bash scripts/browser.sh
+
+test: test-needs
 	$(PY) -m pytest -q
 
 # The inner loop: every test that needs no JVM, database server, broker or browser
