@@ -336,6 +336,40 @@ def test_filter_and_map_with_error_records(people):
         Map.apply(frame=people, f=lambda r: 1 / 0, stageThreshold=1)  # 2 errors > 1
 
 
+def test_filter_keeps_the_input_rows_as_they_were_and_its_errors_as_error_records(glue, spark):
+    """A Filter's kept records are the input's rows, with their types (a decimal, a
+    timestamp, a nested struct, a choice); a record the function fails on becomes an
+    error record holding the record, and counts against stageThreshold."""
+    df = spark.sql(
+        "SELECT * FROM VALUES "
+        "(1, CAST(12.345 AS DECIMAL(10,3)), TIMESTAMP'2026-11-01 10:00:00.123456', named_struct('zip', '9'), "
+        "parse_json('1')), "
+        "(2, CAST(0.5 AS DECIMAL(10,3)), TIMESTAMP'2026-11-02 00:00:00', named_struct('zip', NULL), "
+        "parse_json('\"x\"')), "
+        "(3, NULL, NULL, NULL, NULL) AS t(id, amount, at, addr, v)"
+    )
+    frame = DynamicFrame.fromDF(df, glue, "f")
+
+    def keep(record):
+        if record["id"] == 3:
+            raise KeyError("amount")
+        return record["id"] != 2
+
+    kept = Filter.apply(frame=frame, f=keep)
+    assert kept.toDF().schema == df.schema
+    shown = ["id", "amount", "at", "addr", "to_json(v) AS v"]  # a VARIANT value compares as its JSON
+    assert kept.toDF().selectExpr(*shown).collect() == df.where("id = 1").selectExpr(*shown).collect()
+    assert kept.errorsCount() == 1 and kept.stageErrorsCount() == 1
+    error = kept.errorsAsDynamicFrame().toDF().first()
+    assert error["error"] == "KeyError: 'amount'" and json.loads(error["record"]) == {"id": 3}
+    assert error["transformation"] == "Filter"
+    with pytest.raises(GlueError, match="stageThreshold"):
+        Filter.apply(frame=frame, f=lambda r: 1 / 0, stageThreshold=2)  # 3 errors > 2
+    assert Filter.apply(frame=frame, f=keep, stageThreshold=1).toDF().count() == 1  # 1 error, not > 1
+    assert Filter.apply(frame=frame, f=lambda r: False).toDF().count() == 0
+    assert Filter.apply(frame=frame, f=lambda r: False).errorsCount() == 0  # a plain no is no error
+
+
 def test_join_split_union_and_spigot(people, glue, spark, tmp_path):
     orders = DynamicFrame.fromDF(
         spark.createDataFrame([(10, 1), (11, 1), (12, 2)], "oid long, pid long"), glue, "o"

@@ -334,13 +334,27 @@ class DynamicFrame(Combining, VisualTransforms):
     def _run(
         self, f: Callable, keep_input: bool, name: str, stageThreshold: int, totalThreshold: int
     ) -> DynamicFrame:
-        out = records.apply(self._df, f, keep_input=keep_input)
-        stage = ErrorStage(name, _error_frame(out, name))
-        good = out.where(F.col("__sm_error").isNull() & F.col("__sm_json").isNotNull())
         if keep_input:
-            parsed = good.select(F.from_json("__sm_json", self._df.schema).alias("__sm_r")).select("__sm_r.*")
-        else:
-            parsed, _ = choices.parse_records(good, "__sm_json", [])  # map output is always JSON
+            # A filter's verdict alone comes back from Python: the kept records are the
+            # input's own rows, with its types, in the same pass.
+            judged = records.verdicts(self._df, f)
+            verdict = F.col(records.VERDICT)
+            failed = judged.where(verdict != "").select(
+                verdict.alias("error"),
+                records.as_json(self._df).alias("record"),
+                F.lit(name).alias("transformation"),
+            )
+            kept = judged.where(verdict.isNull()).drop(records.VERDICT)
+            return self._with(
+                kept,
+                stage=ErrorStage(name, failed),
+                stageThreshold=stageThreshold,
+                totalThreshold=totalThreshold,
+            )
+        out = records.apply(self._df, f, keep_input=False)
+        good = out.where(F.col("__sm_error").isNull() & F.col("__sm_json").isNotNull())
+        parsed, _ = choices.parse_records(good, "__sm_json", [])  # map output is always JSON
+        stage = ErrorStage(name, _error_frame(out, name))
         return self._with(parsed, stage=stage, stageThreshold=stageThreshold, totalThreshold=totalThreshold)
 
     def filter(

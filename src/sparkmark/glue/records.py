@@ -4,6 +4,10 @@ Each record reaches the function as a plain ``dict`` (nested structs as dicts,
 arrays as lists), decoded from one JSON document per row. A record whose
 function raises becomes an *error record* (its JSON, the error, the transform's
 name) instead of disappearing or failing the job.
+
+- ``apply`` (Map): the function's result is the new record, sent back as JSON.
+- ``verdicts`` (Filter): only the function's verdict comes back; the kept records are
+  the input's own rows, never rebuilt from JSON.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 OUT_SCHEMA = "__sm_json string, __sm_error string, __sm_input string"
+VERDICT = "__sm_verdict"  # null: kept; "": dropped; otherwise the function's error
 
 
 def _jsonable(value: Any):
@@ -31,9 +36,27 @@ def _jsonable(value: Any):
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+def as_json(df: DataFrame) -> Column:
+    """Each record as the one JSON document the function's ``dict`` is decoded from."""
+    return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+
+
+def verdicts(df: DataFrame, func: Callable[[dict], Any]) -> DataFrame:
+    """``df`` with a ``VERDICT`` column: null where ``func(record)`` is truthy, "" where
+    it is not, and the error where it raised."""
+
+    def judge(text: str) -> str | None:
+        try:
+            return None if func(json.loads(text)) else ""
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error record
+            return f"{type(exc).__name__}: {exc}"
+
+    return df.withColumn(VERDICT, F.udf(judge, "string", useArrow=True)(as_json(df)))
+
+
 def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> DataFrame:
-    """Run ``func`` on every record. With ``keep_input`` (filter), a truthy result keeps
-    the input record; otherwise (map) the result is the new record."""
+    """Run ``func`` on every record. With ``keep_input``, a truthy result keeps the
+    input record as JSON; otherwise (map) the result is the new record."""
 
     def run(batches):
         for batch in batches:
@@ -64,8 +87,7 @@ def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> Da
                 names=["__sm_json", "__sm_error", "__sm_input"],
             )
 
-    as_json = df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("__sm_in"))
-    out = as_json.mapInArrow(run, OUT_SCHEMA)
+    out = df.select(as_json(df).alias("__sm_in")).mapInArrow(run, OUT_SCHEMA)
     if keep_input:
         # A filter's records keep the input's known schema: they are parsed as the
         # write reads them, in the same pass, and nothing is kept between passes.
