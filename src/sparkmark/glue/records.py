@@ -51,7 +51,9 @@ def verdicts(df: DataFrame, func: Callable[[dict], Any]) -> DataFrame:
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error record
             return f"{type(exc).__name__}: {exc}"
 
-    return df.withColumn(VERDICT, F.udf(judge, "string", useArrow=True)(as_json(df)))
+    # Through a lambda: PySpark reads a function's type hints as a pandas UDF's and warns.
+    udf = F.udf(lambda text: judge(text), "string", useArrow=True)  # noqa: PLW0108
+    return df.withColumn(VERDICT, udf(as_json(df)))
 
 
 def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> DataFrame:
