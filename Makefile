@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: wheel install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick clean
+.PHONY: wheel install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick bench-clients clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -45,6 +45,15 @@ $(CLIENTS)/jupyter/.installed: Makefile
 	touch $@
 
 clients: $(CLIENTS)/airflow/.installed $(CLIENTS)/dbt/.installed $(CLIENTS)/jupyter/.installed
+
+# dbt-duckdb, for the benches only (S3d: dbt-glue's run beside a local adapter's). The
+# dbt-core dbt-glue pairs with, for the reason above.
+$(CLIENTS)/dbt-duckdb/.installed: Makefile
+	python3 -m venv $(CLIENTS)/dbt-duckdb
+	$(CLIENTS)/dbt-duckdb/bin/python -m pip install -q "dbt-duckdb==1.10.1" "dbt-core==1.10.23"
+	touch $@
+
+bench-clients: clients $(CLIENTS)/dbt-duckdb/.installed
 
 # PostgreSQL and MariaDB on 127.0.0.1 from Debian's packages, with database `test`
 # (installed and started when missing; a no-op when both answer). Needs root.
@@ -153,7 +162,7 @@ $(VENV)/.bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e ".[test,bench]"
 	touch $@
 
-bench: install services jars clients $(VENV)/.bench
+bench: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/files_incremental.py
 	$(PY) bench/history.py
 	$(PY) bench/commit_cost.py
@@ -173,7 +182,7 @@ bench: install services jars clients $(VENV)/.bench
 	$(PY) bench/partition_index.py
 	$(PY) bench/table.py
 
-bench-quick: install services jars clients $(VENV)/.bench
+bench-quick: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/files_incremental.py --quick --repeats 3
 	$(PY) bench/history.py --quick --repeats 3
 	$(PY) bench/commit_cost.py --quick

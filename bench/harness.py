@@ -42,6 +42,7 @@ def arguments(repeats: int = 5) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a tenth of the full size")
     parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--only", default=None, help="one figure's key, in the benches that take it")
     return parser.parse_args()
 
 

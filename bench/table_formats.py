@@ -13,6 +13,7 @@ Each figure is the ratio of the medians of interleaved repeats in one process.
 
     python bench/table_formats.py            # 1,000 snapshots / versions
     python bench/table_formats.py --quick    # 200
+    python bench/table_formats.py --only T3  # one figure (T1, T2 or T3): T3 needs no history
 """
 
 from __future__ import annotations
@@ -99,108 +100,112 @@ def main() -> None:
     from sparkmark.sources.iceberg import IcebergSource
 
     entries, sizes = {}, {"T_history": history, "T_read": 10}
-    # ---- T1: Iceberg, 1,000 snapshots, a bookmark 10 behind
-    table = "ice.db.events"
-    spark.sql(f"CREATE TABLE {table} (id bigint, note string) USING iceberg")
-    for i in range(history):
-        spark.createDataFrame([(i * 10 + k, "x") for k in range(10)], "id bigint, note string").writeTo(
-            table
-        ).append()
-        if i == history - 11:
-            job = _job(spark, store, settings, "t1", "job-bookmark-enable")
-            read_source(spark, IcebergSource(table, ctx="src"), job.job_run).count()
+    if opts.only in (None, "T1"):
+        # ---- T1: Iceberg, 1,000 snapshots, a bookmark 10 behind
+        table = "ice.db.events"
+        spark.sql(f"CREATE TABLE {table} (id bigint, note string) USING iceberg")
+        for i in range(history):
+            spark.createDataFrame([(i * 10 + k, "x") for k in range(10)], "id bigint, note string").writeTo(
+                table
+            ).append()
+            if i == history - 11:
+                job = _job(spark, store, settings, "t1", "job-bookmark-enable")
+                read_source(spark, IcebergSource(table, ctx="src"), job.job_run).count()
+                job.commit()
+        snaps = [
+            r[0]
+            for r in spark.sql(f"SELECT snapshot_id FROM {table}.history ORDER BY made_current_at").collect()
+        ]
+
+        def t1_sparkmark():
+            job = _job(spark, store, settings, "t1", "job-bookmark-pause")
+            n = read_source(spark, IcebergSource(table, ctx="src"), job.job_run).count()
             job.commit()
-    snaps = [
-        r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table}.history ORDER BY made_current_at").collect()
-    ]
+            assert n == 100, n
 
-    def t1_sparkmark():
-        job = _job(spark, store, settings, "t1", "job-bookmark-pause")
-        n = read_source(spark, IcebergSource(table, ctx="src"), job.job_run).count()
-        job.commit()
-        assert n == 100, n
+        def t1_hand():
+            n = (
+                spark.read.format("iceberg")
+                .option("start-snapshot-id", snaps[-11])
+                .option("end-snapshot-id", snaps[-1])
+                .load(table)
+                .count()
+            )
+            assert n == 100, n
 
-    def t1_hand():
-        n = (
-            spark.read.format("iceberg")
-            .option("start-snapshot-id", snaps[-11])
-            .option("end-snapshot-id", snaps[-1])
-            .load(table)
-            .count()
+        t1 = _medians({"sparkmark": t1_sparkmark, "hand": t1_hand}, opts.repeats)
+        entries["T1"] = _ratio(t1["sparkmark"] / t1["hand"], t1)
+        print("T1", entries["T1"])
+
+    if opts.only in (None, "T2"):
+        # ---- T2: Delta, 1,000 versions, a bookmark 10 behind
+        from pyspark.sql import functions as F
+
+        path = str(work / "delta" / "events")
+        for i in range(history):
+            spark.createDataFrame(
+                [(i * 10 + k, "x") for k in range(10)], "id bigint, note string"
+            ).write.format("delta").mode("append").save(path)
+            if i == history - 11:
+                job = _job(spark, store, settings, "t2", "job-bookmark-enable")
+                read_source(spark, DeltaSource(path, ctx="src"), job.job_run).count()
+                job.commit()
+        last = history - 1
+
+        def t2_sparkmark():
+            job = _job(spark, store, settings, "t2", "job-bookmark-pause")
+            n = read_source(spark, DeltaSource(path, ctx="src"), job.job_run).count()
+            job.commit()
+            assert n == 100, n
+
+        def t2_hand():
+            before = set(spark.read.format("delta").option("versionAsOf", last - 10).load(path).inputFiles())
+            now = spark.read.format("delta").option("versionAsOf", last).load(path)
+            added = [f for f in now.inputFiles() if f not in before]
+            n = now.where(F.col("_metadata.file_path").isin(added)).count()
+            assert n == 100, n
+
+        t2 = _medians({"sparkmark": t2_sparkmark, "hand": t2_hand}, opts.repeats)
+        entries["T2"] = _ratio(t2["sparkmark"] / t2["hand"], t2)
+        print("T2", entries["T2"])
+
+    if opts.only in (None, "T3"):
+        # ---- T3: an exactly-once append ÷ the plain append, Iceberg and Delta
+        rows = (
+            spark.range(200_000 if opts.quick else 1_000_000)
+            .selectExpr("id", "cast(id as string) AS note")
+            .cache()
         )
-        assert n == 100, n
+        rows.count()
+        spark.sql("CREATE TABLE ice.db.sink (id bigint, note string) USING iceberg")
+        spark.sql("CREATE TABLE ice.db.plain (id bigint, note string) USING iceberg")
+        delta_sink, delta_plain = str(work / "delta" / "sink"), str(work / "delta" / "plain")
 
-    t1 = _medians({"sparkmark": t1_sparkmark, "hand": t1_hand}, opts.repeats)
-    entries["T1"] = _ratio(t1["sparkmark"] / t1["hand"], t1)
-    print("T1", entries["T1"])
+        def exactly_once(sink):
+            def go():
+                job = _job(spark, store, settings, "t3", "job-bookmark-enable")
+                write_sink(sink, rows, job.job_run)
+                job.commit()
 
-    # ---- T2: Delta, 1,000 versions, a bookmark 10 behind
-    from pyspark.sql import functions as F
+            return go
 
-    path = str(work / "delta" / "events")
-    for i in range(history):
-        spark.createDataFrame([(i * 10 + k, "x") for k in range(10)], "id bigint, note string").write.format(
-            "delta"
-        ).mode("append").save(path)
-        if i == history - 11:
-            job = _job(spark, store, settings, "t2", "job-bookmark-enable")
-            read_source(spark, DeltaSource(path, ctx="src"), job.job_run).count()
-            job.commit()
-    last = history - 1
-
-    def t2_sparkmark():
-        job = _job(spark, store, settings, "t2", "job-bookmark-pause")
-        n = read_source(spark, DeltaSource(path, ctx="src"), job.job_run).count()
-        job.commit()
-        assert n == 100, n
-
-    def t2_hand():
-        before = set(spark.read.format("delta").option("versionAsOf", last - 10).load(path).inputFiles())
-        now = spark.read.format("delta").option("versionAsOf", last).load(path)
-        added = [f for f in now.inputFiles() if f not in before]
-        n = now.where(F.col("_metadata.file_path").isin(added)).count()
-        assert n == 100, n
-
-    t2 = _medians({"sparkmark": t2_sparkmark, "hand": t2_hand}, opts.repeats)
-    entries["T2"] = _ratio(t2["sparkmark"] / t2["hand"], t2)
-    print("T2", entries["T2"])
-
-    # ---- T3: an exactly-once append ÷ the plain append, Iceberg and Delta
-    rows = (
-        spark.range(200_000 if opts.quick else 1_000_000)
-        .selectExpr("id", "cast(id as string) AS note")
-        .cache()
-    )
-    rows.count()
-    spark.sql("CREATE TABLE ice.db.sink (id bigint, note string) USING iceberg")
-    spark.sql("CREATE TABLE ice.db.plain (id bigint, note string) USING iceberg")
-    delta_sink, delta_plain = str(work / "delta" / "sink"), str(work / "delta" / "plain")
-
-    def exactly_once(sink):
-        def go():
-            job = _job(spark, store, settings, "t3", "job-bookmark-enable")
-            write_sink(sink, rows, job.job_run)
-            job.commit()
-
-        return go
-
-    t3 = _medians(
-        {
-            "iceberg_sparkmark": exactly_once(TableSink("iceberg", table="ice.db.sink", ctx="out")),
-            "iceberg_plain": lambda: rows.writeTo("ice.db.plain").append(),
-            "delta_sparkmark": exactly_once(TableSink("delta", path=delta_sink, ctx="out")),
-            "delta_plain": lambda: rows.write.format("delta").mode("append").save(delta_plain),
-        },
-        opts.repeats,
-    )
-    assert spark.table("ice.db.sink").count() == spark.table("ice.db.plain").count()
-    ratios = {
-        "iceberg": t3["iceberg_sparkmark"] / t3["iceberg_plain"],
-        "delta": t3["delta_sparkmark"] / t3["delta_plain"],
-    }
-    worst = max(ratios.values())
-    entries["T3"] = _ratio(worst, t3, ratios={k: round(v, 2) for k, v in ratios.items()})
-    print("T3", entries["T3"])
+        t3 = _medians(
+            {
+                "iceberg_sparkmark": exactly_once(TableSink("iceberg", table="ice.db.sink", ctx="out")),
+                "iceberg_plain": lambda: rows.writeTo("ice.db.plain").append(),
+                "delta_sparkmark": exactly_once(TableSink("delta", path=delta_sink, ctx="out")),
+                "delta_plain": lambda: rows.write.format("delta").mode("append").save(delta_plain),
+            },
+            opts.repeats,
+        )
+        assert spark.table("ice.db.sink").count() == spark.table("ice.db.plain").count()
+        ratios = {
+            "iceberg": t3["iceberg_sparkmark"] / t3["iceberg_plain"],
+            "delta": t3["delta_sparkmark"] / t3["delta_plain"],
+        }
+        worst = max(ratios.values())
+        entries["T3"] = _ratio(worst, t3, ratios={k: round(v, 2) for k, v in ratios.items()})
+        print("T3", entries["T3"])
     from datetime import date
 
     for entry in entries.values():
