@@ -144,6 +144,24 @@ def s2(work: Path, repeats: int) -> tuple[list[float], list[float]]:
     return warm, cold
 
 
+def timed_dbt(
+    binary: Path, args: tuple[str, ...], profiles: Path, project: Path, env: dict[str, str]
+) -> float:
+    """Seconds one dbt command took; a failed one ends the bench with its output."""
+    began = time.perf_counter()
+    done = subprocess.run(
+        [str(binary), *args, "--profiles-dir", str(profiles)],
+        cwd=project,
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise SystemExit(f"{binary.parent.parent.name} dbt {args[0]} failed: {done.stdout[-2000:]}")
+    return time.perf_counter() - began
+
+
 def s3(work: Path, repeats: int) -> tuple[list[float], list[float]] | None:
     if not DBT.exists():
         print("S3 skipped: dbt-glue is not installed (make clients)")
@@ -170,18 +188,7 @@ def s3(work: Path, repeats: int) -> tuple[list[float], list[float]] | None:
         )
 
         def dbt(*args: str) -> float:
-            began = time.perf_counter()
-            done = subprocess.run(
-                [str(DBT), *args, "--profiles-dir", str(work)],
-                cwd=project,
-                check=False,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if done.returncode:
-                raise SystemExit(f"dbt {args[0]} failed: {done.stdout[-2000:]}")
-            return time.perf_counter() - began
+            return timed_dbt(DBT, args, work, project, env)
 
         dbt("seed")
         dbt("run")  # the session exists from here on, as in a developer's loop
@@ -240,18 +247,7 @@ def s3_duckdb(work: Path, repeats: int) -> list[float] | None:
     env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
 
     def dbt(*args: str) -> float:
-        began = time.perf_counter()
-        done = subprocess.run(
-            [str(DBT_DUCKDB), *args, "--profiles-dir", str(root)],
-            cwd=project,
-            check=False,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode:
-            raise SystemExit(f"dbt-duckdb {args[0]} failed: {done.stdout[-2000:]}")
-        return time.perf_counter() - began
+        return timed_dbt(DBT_DUCKDB, args, root, project, env)
 
     dbt("seed")
     dbt("run")
