@@ -1,5 +1,6 @@
 """U1: 50 tests of small Glue jobs, written with sparkmark's pytest plugin, on 2 cores:
-the whole pytest run, warm Spark included, against a goal of 60 s.
+the whole pytest run, warm Spark included, against the goal of issue 53: at most 30 s,
+and at most 1.3 times the same tests in plain PySpark.
 
 The project is generated in a temporary folder: one Glue job (``awsglue`` imports,
 ``getResolvedOptions``, a bookmarked JSON source, ApplyMapping, Filter, a Parquet sink,
@@ -122,8 +123,8 @@ def main() -> None:
         {
             "U1": {
                 "value": round(u1, 1),
-                "goal": 60.0,
-                "met": u1 <= 60.0,
+                "goal": "<= 30 s and <= 1.3 x plain PySpark",
+                "met": u1 <= 30.0 and u1 / floor <= 1.3,
                 "unit": "s",
                 "plain_pyspark_s": round(floor, 1),
                 "ratio_to_plain": round(u1 / floor, 2),
