@@ -335,23 +335,10 @@ class DynamicFrame(Combining, VisualTransforms):
         self, f: Callable, keep_input: bool, name: str, stageThreshold: int, totalThreshold: int
     ) -> DynamicFrame:
         if keep_input:
-            # A filter's verdict alone comes back from Python: the kept records are the
-            # input's own rows, with its types, in the same pass.
-            judged = records.verdicts(self._df, f)
-            verdict = F.col(records.VERDICT)
-            failed = judged.where(verdict != "").select(
-                verdict.alias("error"),
-                records.as_json(self._df).alias("record"),
-                F.lit(name).alias("transformation"),
-            )
-            kept = judged.where(verdict.isNull()).drop(records.VERDICT)
-            return self._with(
-                kept,
-                stage=ErrorStage(name, failed),
-                stageThreshold=stageThreshold,
-                totalThreshold=totalThreshold,
-            )
-        out = records.apply(self._df, f, keep_input=False)
+            kept, failed = records.filtered(self._df, f, name)
+            stage = ErrorStage(name, failed)
+            return self._with(kept, stage=stage, stageThreshold=stageThreshold, totalThreshold=totalThreshold)
+        out = records.apply(self._df, f)
         good = out.where(F.col("__sm_error").isNull() & F.col("__sm_json").isNotNull())
         parsed, _ = choices.parse_records(good, "__sm_json", [])  # map output is always JSON
         stage = ErrorStage(name, _error_frame(out, name))

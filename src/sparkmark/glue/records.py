@@ -6,7 +6,7 @@ function raises becomes an *error record* (its JSON, the error, the transform's
 name) instead of disappearing or failing the job.
 
 - ``apply`` (Map): the function's result is the new record, sent back as JSON.
-- ``verdicts`` (Filter): only the function's verdict comes back; the kept records are
+- ``filtered`` (Filter): only the function's verdict comes back; the kept records are
   the input's own rows, never rebuilt from JSON.
 """
 
@@ -41,9 +41,10 @@ def as_json(df: DataFrame) -> Column:
     return F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
 
 
-def verdicts(df: DataFrame, func: Callable[[dict], Any]) -> DataFrame:
-    """``df`` with a ``VERDICT`` column: null where ``func(record)`` is truthy, "" where
-    it is not, and the error where it raised."""
+def filtered(df: DataFrame, func: Callable[[dict], Any], name: str) -> tuple[DataFrame, DataFrame]:
+    """A filter: the input's own rows where ``func(record)`` is truthy, and the error
+    records (error, the record's JSON, the transform's ``name``) where it raised. Only
+    the verdict comes back from Python (null: kept, "": dropped, else the error)."""
 
     def judge(text: str) -> str | None:
         try:
@@ -53,12 +54,16 @@ def verdicts(df: DataFrame, func: Callable[[dict], Any]) -> DataFrame:
 
     # Through a lambda: PySpark reads a function's type hints as a pandas UDF's and warns.
     udf = F.udf(lambda text: judge(text), "string", useArrow=True)  # noqa: PLW0108
-    return df.withColumn(VERDICT, udf(as_json(df)))
+    judged = df.withColumn(VERDICT, udf(as_json(df)))
+    verdict = F.col(VERDICT)
+    failed = judged.where(verdict != "").select(
+        verdict.alias("error"), as_json(df).alias("record"), F.lit(name).alias("transformation")
+    )
+    return judged.where(verdict.isNull()).drop(VERDICT), failed
 
 
-def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> DataFrame:
-    """Run ``func`` on every record. With ``keep_input``, a truthy result keeps the
-    input record as JSON; otherwise (map) the result is the new record."""
+def apply(df: DataFrame, func: Callable[[dict], Any]) -> DataFrame:
+    """A map: ``func``'s result for every record is the new record, as JSON."""
 
     def run(batches):
         for batch in batches:
@@ -68,18 +73,9 @@ def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> Da
             for text in batch.column(0).to_pylist():
                 try:
                     result = func(json.loads(text))
-                    if keep_input:
-                        out.append(text if result else None)
-                        errors.append(None)
-                        inputs.append(None)
-                    elif result is None:
-                        out.append(None)
-                        errors.append(None)
-                        inputs.append(None)
-                    else:
-                        out.append(json.dumps(dict(result), default=_jsonable))
-                        errors.append(None)
-                        inputs.append(None)
+                    out.append(None if result is None else json.dumps(dict(result), default=_jsonable))
+                    errors.append(None)
+                    inputs.append(None)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes an error record
                     out.append(None)
                     errors.append(f"{type(exc).__name__}: {exc}")
@@ -90,10 +86,6 @@ def apply(df: DataFrame, func: Callable[[dict], Any], *, keep_input: bool) -> Da
             )
 
     out = df.select(as_json(df).alias("__sm_in")).mapInArrow(run, OUT_SCHEMA)
-    if keep_input:
-        # A filter's records keep the input's known schema: they are parsed as the
-        # write reads them, in the same pass, and nothing is kept between passes.
-        return out
     # A map's records are typed from what the function returned: kept as first
     # computed, so typing them and writing them run the function once.
     return out.localCheckpoint(eager=False)
