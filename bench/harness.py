@@ -38,11 +38,14 @@ def timed(action) -> float:
     return time.perf_counter() - began
 
 
-def arguments(repeats: int = 5) -> argparse.Namespace:
+def arguments(repeats: int = 5, figures: tuple[str, ...] = ()) -> argparse.Namespace:
+    """The benches' options; ``--only`` for a bench that names its ``figures`` (a bench
+    that does not refuses it, rather than measuring everything)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a tenth of the full size")
     parser.add_argument("--repeats", type=int, default=repeats)
-    parser.add_argument("--only", default=None, help="one figure's key, in the benches that take it")
+    if figures:
+        parser.add_argument("--only", choices=figures, default=None, help="measure this figure alone")
     return parser.parse_args()
 
 

@@ -90,7 +90,7 @@ def _job(spark, store, settings, name: str, option: str):
 
 
 def main() -> None:
-    opts = arguments(repeats=7)
+    opts = arguments(repeats=7, figures=("T1", "T2", "T3"))
     history = 200 if opts.quick else 1000
     work = Path(tempfile.mkdtemp(prefix="sparkmark-bench-"))
     spark, settings, store = _session(work)
