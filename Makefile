@@ -125,8 +125,8 @@ test-needs: install
 	$(MAKE) --no-print-directory -j5 clients jars system
 
 system:
-	@bash scripts/services.sh
-	@bash scripts/browser.sh
+	@$(MAKE) --no-print-directory services
+	@$(MAKE) --no-print-directory browser
 
 test: test-needs
 	$(PY) -m pytest -q
