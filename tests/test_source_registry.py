@@ -91,7 +91,8 @@ def test_a_connection_type_served_twice_is_refused(counting):
 def test_the_registry_finds_each_kind_by_its_connection_type():
     assert registry.by_connection_type("KAFKA") is registry.KAFKA
     assert registry.by_connection_type("s3") is registry.FILES
-    assert registry.by_connection_type("dynamodb") is None
+    assert registry.by_connection_type("dynamodb") is registry.DYNAMODB
+    assert registry.by_connection_type("documentdb") is None
     assert registry.made_from_options("s3") is None  # files are read with their formats
     assert registry.stream_accepts("kafka", "topicName")
     assert not registry.stream_accepts("kafka", "streamName")

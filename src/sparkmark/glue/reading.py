@@ -207,7 +207,7 @@ def read_jdbc(gc: GlueContext, connection_type: str, options: dict, ctx: str | N
         return read_custom_jdbc(gc, connection_type, options, ctx)
     if connection_type not in JDBC_CONNECTIONS:
         raise SourceError(
-            f"connection_type {connection_type!r} is not supported: use s3, postgresql, mysql, "
+            f"connection_type {connection_type!r} is not supported: use s3, dynamodb, postgresql, mysql, "
             "sqlite, or custom.jdbc with a driver on Spark's classpath"
         )
     request = JdbcRequest.build(

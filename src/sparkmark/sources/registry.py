@@ -82,9 +82,18 @@ KAFKA = SourceKind("kafka", ("kafka",), True, _records_read, "kafka:from_glue_op
 KINESIS = SourceKind(
     "kinesis", ("kinesis",), True, _records_read, "kinesis:from_glue_options", "kinesis:accepts"
 )
+
+
+def _segments_read(m: Mapping[str, Any]) -> str:
+    return f"table {m.get('table')} in {m.get('segments', 1)} segments"
+
+
+DYNAMODB = SourceKind(
+    "dynamodb", ("dynamodb",), False, _segments_read, "dynamodb:from_glue_options", "dynamodb:accepts"
+)
 ICEBERG = SourceKind("iceberg", (), False, _snapshots_read)
 DELTA = SourceKind("delta", (), False, _versions_read)
-KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS, ICEBERG, DELTA)}
+KINDS = {k.name: k for k in (FILES, JDBC, KAFKA, KINESIS, DYNAMODB, ICEBERG, DELTA)}
 
 
 def register(kind: SourceKind) -> None:

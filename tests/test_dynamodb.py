@@ -1,0 +1,196 @@
+"""DynamoDB tables read through Glue's DynamoDB connection options, against moto's
+DynamoDB server (server mode, a process, reached over HTTP): the shapes of public Glue
+scripts (``dynamodb.input.tableName`` with ``dynamodb.splits``, the flat method, a
+catalog table), DynamoDB's types as Glue's DynamicFrame holds them, and bad options
+refused in one line."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import boto3
+import pytest
+from pyspark.sql.types import ArrayType, BinaryType, DoubleType, LongType, StringType, StructType
+
+from sparkmark.errors import SourceError
+from sparkmark.sources import dynamodb
+
+pytestmark = pytest.mark.slow
+
+CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+
+@pytest.fixture
+def aws(s3_server, monkeypatch):
+    """boto3 in this process (and so the read's driver) pointed at moto's server, as a
+    Glue job's boto3 would be at AWS: by its environment, not by the script."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
+    return boto3.client(
+        "dynamodb", endpoint_url=s3_server.endpoint_url, region_name="us-east-1", **CREDENTIALS
+    )
+
+
+def make_table(client, items: list[dict], *, on_demand: bool = True) -> str:
+    name = f"orders_{uuid.uuid4().hex[:8]}"
+    billing = (
+        {"BillingMode": "PAY_PER_REQUEST"}
+        if on_demand
+        else {"ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}}
+    )
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        **billing,
+    )
+    table = boto3.resource(
+        "dynamodb", endpoint_url=client.meta.endpoint_url, region_name="us-east-1", **CREDENTIALS
+    ).Table(name)
+    with table.batch_writer() as batch:
+        for item in items:
+            batch.put_item(Item=item)
+    return name
+
+
+@pytest.fixture
+def glue(spark):
+    from awsglue.context import GlueContext
+
+    return GlueContext(spark)
+
+
+def test_a_table_copy_reads_every_item_once_in_parallel_segments(aws, glue):
+    """The public scripts' read: ``dynamodb.input.tableName``, ``dynamodb.splits`` and
+    ``dynamodb.throughput.read.percent`` as strings."""
+    name = make_table(aws, [{"id": f"o{i:04d}", "amount": i, "who": f"c{i % 7}"} for i in range(1500)])
+    frame = glue.create_dynamic_frame.from_options(
+        connection_type="dynamodb",
+        connection_options={
+            "dynamodb.input.tableName": name,
+            "dynamodb.throughput.read.percent": "1.0",
+            "dynamodb.splits": "8",
+        },
+    )
+    df = frame.toDF()
+    assert df.rdd.getNumPartitions() == 8  # one task a segment
+    rows = df.collect()
+    assert len(rows) == 1500 and len({r["id"] for r in rows}) == 1500  # none twice, none lost
+    assert sum(r["amount"] for r in rows) == sum(range(1500))
+
+
+def test_dynamodb_types_as_a_dynamicframe_holds_them(aws, glue):
+    name = make_table(
+        aws,
+        [
+            {
+                "id": "a",
+                "count": 3,
+                "price": Decimal("2.5"),
+                "tags": {"x", "y"},
+                "sizes": {1, 2},
+                "parts": ["p", Decimal("1")],
+                "address": {"city": "Oslo", "zip": 150},
+                "blob": b"\x00\x01",
+                "ok": True,
+                "gone": None,
+            },
+            {"id": "b", "count": 4, "price": Decimal("3"), "label": "late"},
+        ],
+    )
+    frame = glue.create_dynamic_frame_from_options("dynamodb", {"dynamodb.input.tableName": name})
+    df = frame.toDF()
+    types = {f.name: f.dataType for f in df.schema.fields}
+    assert isinstance(types["count"], LongType)
+    assert isinstance(types["price"], DoubleType)  # 2.5 and 3: a fractional number is a double
+    assert types["tags"] == ArrayType(StringType(), True)  # a string set
+    assert types["sizes"] == ArrayType(LongType(), True)  # a number set
+    assert isinstance(types["address"], StructType)  # a map
+    assert isinstance(types["blob"], BinaryType)
+    assert types["parts"].typeName() in ("array",)  # a list
+    assert "label" in types  # a field only a later item has
+    rows = {r["id"]: r for r in df.collect()}
+    a = rows["a"]
+    assert sorted(a["tags"]) == ["x", "y"] and sorted(a["sizes"]) == [1, 2]
+    assert a["address"]["city"] == "Oslo" and a["address"]["zip"] == 150
+    assert bytes(a["blob"]) == b"\x00\x01" and a["ok"] is True
+    assert rows["b"]["price"] == 3.0 and rows["b"]["label"] == "late" and rows["b"]["blob"] is None
+
+
+def test_an_empty_table_reads_as_no_records(aws, glue):
+    name = make_table(aws, [])
+    frame = glue.create_dynamic_frame.from_options(
+        connection_type="dynamodb",
+        connection_options={"dynamodb.input.tableName": name, "dynamodb.splits": "2"},
+    )
+    assert frame.count() == 0
+
+
+def test_a_table_named_by_its_arn_and_a_provisioned_table_are_read(aws, glue):
+    name = make_table(aws, [{"id": "x", "n": 1}], on_demand=False)
+    arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{name}"
+    frame = glue.create_dynamic_frame.from_options(
+        connection_type="dynamodb", connection_options={"dynamodb.input.tableName": arn}
+    )
+    assert [(r["id"], r["n"]) for r in frame.toDF().collect()] == [("x", 1)]
+
+
+def test_a_catalog_table_of_classification_dynamodb_is_read_by_from_catalog(aws, glue):
+    from sparkmark.catalog.models import Column, Database, Table
+
+    name = make_table(aws, [{"id": "k1", "n": 5}, {"id": "k2", "n": 6}])
+    store = glue.catalog_store()
+    store.put_database(Database("ddb"))
+    arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{name}"
+    store.put_table(
+        Table("ddb", name, arn, "dynamodb", (Column("id", "string"), Column("n", "bigint")), (), {})
+    )
+    frame = glue.create_dynamic_frame.from_catalog(database="ddb", table_name=name)
+    assert sorted((r["id"], r["n"]) for r in frame.toDF().collect()) == [("k1", 5), ("k2", 6)]
+
+
+def test_a_role_to_assume_goes_through_stss_api(aws, glue, monkeypatch):
+    """The role is assumed through STS's API over HTTP: with STS unreachable the read
+    stops in one line naming the role; with moto's STS it reads."""
+    name = make_table(aws, [{"id": "r", "n": 1}])
+    options = {
+        "dynamodb.input.tableName": name,
+        "dynamodb.sts.roleArn": "arn:aws:iam::123456789012:role/reader",
+    }
+    assert (
+        glue.create_dynamic_frame.from_options(connection_type="dynamodb", connection_options=options).count()
+        == 1
+    )
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9")  # nothing listens there
+    with pytest.raises(SourceError, match="'arn:aws:iam::123456789012:role/reader' could not be assumed"):
+        glue.create_dynamic_frame.from_options(connection_type="dynamodb", connection_options=options)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "needs connection option 'dynamodb.input.tableName'"),
+        ({"dynamodb.input.tableName": "t", "dynamodb.splits": "0"}, "dynamodb.splits must be a whole number"),
+        ({"dynamodb.input.tableName": "t", "dynamodb.splits": "many"}, "not 'many'"),
+        (
+            {"dynamodb.input.tableName": "t", "dynamodb.throughput.read.percent": "2"},
+            "from 0.1 to 1.5, not '2'",
+        ),
+        ({"dynamodb.input.tableName": "arn:aws:s3:::bucket"}, "is not a DynamoDB table ARN"),
+        ({"dynamodb.input.tableName": "t", "dynamodb.filter": "x"}, "'dynamodb.filter' is not supported"),
+    ],
+)
+def test_bad_options_are_refused_in_one_line(options, message):
+    with pytest.raises(SourceError, match=message):
+        dynamodb.from_glue_options(options, ctx=None)
+
+
+def test_a_missing_table_is_one_line_naming_it(aws, glue):
+    with pytest.raises(SourceError, match="DynamoDB table 'no_such_table' cannot be read: ResourceNotFound"):
+        glue.create_dynamic_frame.from_options(
+            connection_type="dynamodb", connection_options={"dynamodb.input.tableName": "no_such_table"}
+        )
