@@ -13,6 +13,7 @@ from .engine import publish
 from .engine.models import OutputKind, OutputRecord, OutputState, RunState
 from .engine.store import StateStore
 from .sinks import jdbc as jdbc_sink
+from .sinks import registry as sink_registry
 from .sinks import tables as table_sink
 
 log = logging.getLogger("sparkmark.outputs")
@@ -55,6 +56,12 @@ def publish_output(
             "files_written": len(plan.files),
             "files_replaced": len(plan.remove),
         }
+    elif record.kind is OutputKind.KEYED:
+        module = sink_registry.of_plan(record.plan).module
+        result = {"ctx": record.ctx, **module.apply(record.plan, record.key)}
+        store.set_output(record.run_id, record.seq, OutputState.PUBLISHED)
+        module.finish(record.plan)
+        return result
     elif record.kind is OutputKind.TABLE:
         result = {"ctx": record.ctx, **table_sink.apply(_spark(), record.plan, record.key)}
         store.set_output(record.run_id, record.seq, OutputState.PUBLISHED)
@@ -81,6 +88,8 @@ def gone(
         return f"its staged file {missing[0]}{more} no longer exists"
     if record.kind is OutputKind.TABLE:
         return table_sink.missing(record.plan)
+    if record.kind is OutputKind.KEYED:
+        return sink_registry.of_plan(record.plan).module.missing(record.plan)
     plan = record.plan
     stage = plan.get("stage") or jdbc_sink.stage_name_for(record.key)
     if jdbc_sink.stage_exists(_database(record, known or {}, connections), {**plan, "stage": stage}):
@@ -100,6 +109,8 @@ def discard_output(
     reached in the meantime is never dropped."""
     if record.kind is OutputKind.TABLE:
         return table_sink.discard(store, record)
+    if record.kind is OutputKind.KEYED:
+        return sink_registry.of_plan(record.plan).module.discard(store, record)
     if not store.set_output(
         record.run_id, record.seq, OutputState.DISCARDED, expect=(OutputState.STAGING, OutputState.STAGED)
     ):

@@ -199,6 +199,7 @@ class OutputKind(StrEnum):
     FILES = "files"
     JDBC = "jdbc"
     TABLE = "table"  # an Iceberg or Delta table
+    KEYED = "keyed"  # items put by key into a key-value table (its plan names the sink kind)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ..engine.options import parse_bool
 from ..errors import SourceError
 from ..runtime import write_sink
 from ..sinks.files import NO_ROWS_KNOWN, FileSink
+from ..sinks import registry as sink_registry
 from ..sinks.jdbc import JdbcSink, split_actions
 from ..sinks.tables import TableSink
 from ..table_formats import UNAVAILABLE
@@ -107,6 +108,11 @@ def write(
         if not table:
             raise SourceError("connection_options needs 'dbtable' for a JDBC target")
         append_jdbc(gc, df, database(gc, options, kind), table, ctx, options=options)
+        return
+    registered = sink_registry.by_connection_type(kind)
+    if registered is not None:
+        temp_dir = gc.run.temp_dir if gc.run is not None else None
+        write_sink(registered.make(options, ctx=ctx, temp_dir=temp_dir), variants_as_json(df), gc.run)
         return
     raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
 

@@ -34,6 +34,7 @@ ENDPOINT = "dynamodb.endpoint"
 OPTIONS = (TABLE, SPLITS, READ_PERCENT, ROLE_ARN, ROLE_SESSION, REGION, ENDPOINT)
 # What Glue takes as an on-demand table's read capacity when it paces a read.
 ON_DEMAND_READ_UNITS = 40000
+ON_DEMAND_WRITE_UNITS = 40000
 TEXT = "__sm_item"
 
 
@@ -120,7 +121,51 @@ def _assume(region: str | None, role_arn: str, session_name: str) -> dict[str, s
     }
 
 
-def _positive_int(options: Mapping[str, Any], name: str, default: int) -> int:
+def resolve_access(region: str | None, endpoint: str | None, role: Any = None, session: Any = None) -> Access:
+    """Resolved on the driver, as boto3 resolves them (options, then its environment and
+    config): the tasks' Python workers may not share this process's environment, so
+    they are given the region, endpoint and credentials. A role (``dynamodb.sts.roleArn``)
+    is assumed through STS's API."""
+    import boto3
+
+    credentials: dict[str, str] = {}
+    if role:
+        name = str(session or "glue-dynamodb-sts")
+        try:
+            credentials = _assume(region, str(role), name)
+        except Exception as exc:  # noqa: BLE001 - one line naming the role
+            raise SourceError(f"{ROLE_ARN} {role!r} could not be assumed: {aws_error(exc)}") from None
+    else:
+        found = boto3.session.Session().get_credentials()
+        frozen = found.get_frozen_credentials() if found is not None else None
+        if frozen is not None:
+            credentials = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key}
+            if frozen.token:
+                credentials["aws_session_token"] = frozen.token
+    probe = Access(region, endpoint, credentials).client()
+    return Access(probe.meta.region_name, probe.meta.endpoint_url, credentials)
+
+
+def describe(access: Access, table: str) -> dict[str, Any]:
+    """The table's description, or one line naming the table."""
+    try:
+        return dict(access.client().describe_table(TableName=table)["Table"])
+    except Exception as exc:  # noqa: BLE001 - one line naming the table
+        raise SourceError(f"DynamoDB table {table!r} cannot be reached: {aws_error(exc)}") from None
+
+
+def capacity(access: Access, table: str, which: str) -> float:
+    """The table's ``which`` ("Read" or "Write") capacity units per second: provisioned,
+    or what Glue takes for an on-demand table."""
+    described = describe(access, table)
+    provisioned = float((described.get("ProvisionedThroughput") or {}).get(f"{which}CapacityUnits") or 0)
+    on_demand = (described.get("BillingModeSummary") or {}).get("BillingMode") == "PAY_PER_REQUEST"
+    if on_demand or provisioned <= 0:
+        return float(ON_DEMAND_READ_UNITS if which == "Read" else ON_DEMAND_WRITE_UNITS)
+    return provisioned
+
+
+def positive_int(options: Mapping[str, Any], name: str, default: int) -> int:
     raw = options.get(name, default)
     try:
         value = int(str(raw))
@@ -131,7 +176,7 @@ def _positive_int(options: Mapping[str, Any], name: str, default: int) -> int:
     return value
 
 
-def _fraction(options: Mapping[str, Any], name: str, default: float) -> float:
+def fraction(options: Mapping[str, Any], name: str, default: float) -> float:
     raw = options.get(name, default)
     try:
         value = float(str(raw))
@@ -185,8 +230,8 @@ class DynamoDBSource:
         if not given:
             raise SourceError(f"a DynamoDB read needs connection option {TABLE!r}")
         self.table, arn_region = table_name(str(given))
-        self.splits = _positive_int(self.options, SPLITS, 1)
-        self.read_percent = _fraction(self.options, READ_PERCENT, 0.5)
+        self.splits = positive_int(self.options, SPLITS, 1)
+        self.read_percent = fraction(self.options, READ_PERCENT, 0.5)
         self.region = str(self.options.get(REGION) or arn_region or "") or None
         self.endpoint = str(self.options.get(ENDPOINT) or "") or None
 
@@ -194,42 +239,11 @@ class DynamoDBSource:
         return f"DynamoDB table {self.table}"
 
     def _access(self) -> Access:
-        """Resolved here, on the driver, as boto3 resolves them (options, then its
-        environment and config): the tasks' Python workers may not share this process's
-        environment, so they are given the region, endpoint and credentials."""
-        import boto3
-
-        role = self.options.get(ROLE_ARN)
-        credentials: dict[str, str] = {}
-        if role:
-            session = str(self.options.get(ROLE_SESSION) or "glue-dynamodb-read-sts")
-            try:
-                credentials = _assume(self.region, str(role), session)
-            except Exception as exc:  # noqa: BLE001 - one line naming the role
-                raise SourceError(f"{ROLE_ARN} {role!r} could not be assumed: {_aws_error(exc)}") from None
-        else:
-            found = boto3.session.Session().get_credentials()
-            frozen = found.get_frozen_credentials() if found is not None else None
-            if frozen is not None:
-                credentials = {
-                    "aws_access_key_id": frozen.access_key,
-                    "aws_secret_access_key": frozen.secret_key,
-                }
-                if frozen.token:
-                    credentials["aws_session_token"] = frozen.token
-        probe = Access(self.region, self.endpoint, credentials).client()
-        return Access(probe.meta.region_name, probe.meta.endpoint_url, credentials)
+        return resolve_access(self.region, self.endpoint, self.options.get(ROLE_ARN), self.options.get(ROLE_SESSION))
 
     def read_units(self, access: Access) -> float:
         """The read capacity the whole read may use, per second."""
-        try:
-            described = access.client().describe_table(TableName=self.table)["Table"]
-        except Exception as exc:  # noqa: BLE001 - one line naming the table
-            raise SourceError(f"DynamoDB table {self.table!r} cannot be read: {_aws_error(exc)}") from None
-        provisioned = float((described.get("ProvisionedThroughput") or {}).get("ReadCapacityUnits") or 0)
-        on_demand = (described.get("BillingModeSummary") or {}).get("BillingMode") == "PAY_PER_REQUEST"
-        capacity = ON_DEMAND_READ_UNITS if on_demand or provisioned <= 0 else provisioned
-        return capacity * self.read_percent
+        return capacity(access, self.table, "Read") * self.read_percent
 
     def read(self, context: ReadContext) -> SourceOutcome:
         from pyspark.sql import functions as F
@@ -266,7 +280,7 @@ def _is_text(frame: Any, name: str) -> bool:
     return isinstance(frame.schema[name].dataType, StringType)
 
 
-def _aws_error(exc: Exception) -> str:
+def aws_error(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     if isinstance(response, dict) and response.get("Error"):
         error = response["Error"]
