@@ -27,6 +27,7 @@ def aws(s3_server, monkeypatch):
     Glue job's boto3 would be at AWS: by its environment, not by the script."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", s3_server.endpoint_url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_STS", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", s3_server.endpoint_url)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
@@ -190,7 +191,9 @@ def test_bad_options_are_refused_in_one_line(options, message):
 
 
 def test_a_missing_table_is_one_line_naming_it(aws, glue):
-    with pytest.raises(SourceError, match="DynamoDB table 'no_such_table' cannot be reached: ResourceNotFound"):
+    with pytest.raises(
+        SourceError, match="DynamoDB table 'no_such_table' cannot be reached: ResourceNotFound"
+    ):
         glue.create_dynamic_frame.from_options(
             connection_type="dynamodb", connection_options={"dynamodb.input.tableName": "no_such_table"}
         )
@@ -251,8 +254,13 @@ def test_a_table_to_table_copy_writes_every_item_with_its_types_when_the_job_com
     copied = sorted(all_items(aws, target), key=lambda i: i["id"])
     assert len(copied) == 120
     assert copied[7] == {
-        "id": "o007", "amount": Decimal(7), "price": Decimal("2.5"), "tags": ["a", "b"],
-        "blob": b"\x00\x01", "nested": {"n": Decimal(1), "l": ["x", Decimal(2)]}, "ok": True,
+        "id": "o007",
+        "amount": Decimal(7),
+        "price": Decimal("2.5"),
+        "tags": ["a", "b"],
+        "blob": b"\x00\x01",
+        "nested": {"n": Decimal(1), "l": ["x", Decimal(2)]},
+        "ok": True,
     }  # fmt: skip  (a set is read as a list, Glue's array, and so written back as a list)
 
 
@@ -293,7 +301,9 @@ def test_a_write_names_what_it_cannot_do_in_one_line(aws, spark):
     ]
     for options, message in cases:
         with pytest.raises(SinkError, match=message) as raised:
-            glue.write_data_frame.from_options(frame=df, connection_type="dynamodb", connection_options=options)
+            glue.write_data_frame.from_options(
+                frame=df, connection_type="dynamodb", connection_options=options
+            )
         assert "\n" not in str(raised.value)
     assert all_items(aws, target) == []
 
@@ -326,3 +336,101 @@ def test_throttled_puts_are_retried_until_every_item_is_in(aws):
     assert client.calls == 3 and len(all_items(aws, target)) == 25
     with pytest.raises(SinkError, match=r"took none of 25 items in 2 retries \(dynamodb.output.retry\)"):
         put_batch(Throttling(every=10**6), target, items, retries=2, pace=Pace(1000.0))
+
+
+def streamed_table(client, items: list[dict]) -> str:
+    """A table whose stream holds new images: what the bookmark reads changes from."""
+    name = make_table(client, [])
+    client.update_table(
+        TableName=name, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    )
+    put(client, name, items)
+    return name
+
+
+def put(client, name: str, items: list[dict]) -> None:
+    from boto3.dynamodb.types import TypeSerializer
+
+    s = TypeSerializer().serialize
+    for item in items:
+        client.put_item(TableName=name, Item={k: s(v) for k, v in item.items()})
+
+
+def bookmarked_read(glue, job_name: str, table: str) -> tuple[list[dict], dict]:
+    """One bookmarked run reading ``table``: the rows it read and the state it committed."""
+    from awsglue.job import Job
+
+    from sparkmark.engine.store import StateStore
+
+    job = Job(glue)
+    job.init(job_name, {"JOB_NAME": job_name, "job_bookmark_option": "job-bookmark-enable"})
+    frame = glue.create_dynamic_frame.from_options(
+        connection_type="dynamodb",
+        connection_options={"dynamodb.input.tableName": table, "dynamodb.splits": "2"},
+        transformation_ctx="orders",
+    )
+    rows = sorted((r.asDict() for r in frame.toDF().collect()), key=lambda r: r["id"])
+    job.commit()
+    version = StateStore.from_settings().latest_version(job_name)
+    return rows, version.ctx_states["orders"]
+
+
+def test_a_bookmarked_table_reads_only_what_changed_since_the_last_run(aws, glue):
+    """Beyond Glue: new items, then changed items (a delete counted), then nothing new."""
+    from sparkmark.engine.store import StateStore
+
+    table = streamed_table(aws, [{"id": f"o{i}", "v": i} for i in range(5)])
+    rows, state = bookmarked_read(glue, "ddb_bookmark", table)
+    assert [r["id"] for r in rows] == ["o0", "o1", "o2", "o3", "o4"]
+    assert state["last_run"] == {
+        "run_id": state["last_run"]["run_id"],
+        "items": 5,
+        "deleted": 0,
+        "whole": True,
+    }
+
+    put(aws, table, [{"id": "o5", "v": 5}, {"id": "o6", "v": 6}])  # new
+    rows, state = bookmarked_read(glue, "ddb_bookmark", table)
+    assert rows == [{"id": "o5", "v": 5}, {"id": "o6", "v": 6}]
+
+    put(
+        aws, table, [{"id": "o1", "v": 10}, {"id": "o1", "v": 11}, {"id": "o7", "v": 7}]
+    )  # changed twice, new
+    aws.delete_item(TableName=table, Key={"id": {"S": "o2"}})
+    rows, state = bookmarked_read(glue, "ddb_bookmark", table)
+    assert rows == [{"id": "o1", "v": 11}, {"id": "o7", "v": 7}]  # each key's last image
+    assert (state["last_run"]["items"], state["last_run"]["deleted"], state["last_run"]["whole"]) == (
+        2,
+        1,
+        False,
+    )
+
+    rows, state = bookmarked_read(glue, "ddb_bookmark", table)  # nothing new
+    assert rows == [] and state["last_run"]["items"] == 0
+
+    StateStore.from_settings().reset("ddb_bookmark")  # a reset bookmark reads the table whole again
+    rows, _ = bookmarked_read(glue, "ddb_bookmark", table)
+    assert [r["id"] for r in rows] == ["o0", "o1", "o3", "o4", "o5", "o6", "o7"]
+
+
+def test_a_bookmark_rewound_to_an_earlier_run_reads_again_what_came_after_it(aws, glue):
+    from sparkmark.engine.store import StateStore
+
+    table = streamed_table(aws, [{"id": "a", "v": 1}])
+    _, first = bookmarked_read(glue, "ddb_rewind", table)
+    put(aws, table, [{"id": "b", "v": 2}])
+    rows, _ = bookmarked_read(glue, "ddb_rewind", table)
+    assert [r["id"] for r in rows] == ["b"]
+    store = StateStore.from_settings()
+    store.rewind("ddb_rewind", first["last_run"]["run_id"])
+    rows, _ = bookmarked_read(glue, "ddb_rewind", table)
+    assert [r["id"] for r in rows] == ["b"]
+
+
+def test_a_table_without_a_stream_is_read_whole_every_run_as_glue_reads_it(aws, glue):
+    table = make_table(aws, [{"id": "a", "v": 1}])
+    for expected in (["a"], ["a", "b"]):
+        rows, state = bookmarked_read(glue, "ddb_nostream", table)
+        assert [r["id"] for r in rows] == expected
+        assert state["stream"] is None and state["last_run"]["whole"] is True
+        put(aws, table, [{"id": "b", "v": 2}])

@@ -12,6 +12,7 @@ import pytest
 from sparkmark.cli.bookmark import _source_rows
 from sparkmark.console.bookmark_pages import version_changes
 from sparkmark.sources.registry import (
+    DYNAMODB,
     FILES,
     JDBC,
     KAFKA,
@@ -34,6 +35,12 @@ from sparkmark.sources.states import parse_state
         ({"type": "kafka", "numRecords": 9}, KAFKA, "9 records"),
         ({"type": "kinesis", "records": 4}, KINESIS, "4 records"),
         ({"type": "kinesis"}, KINESIS, "0 records"),
+        ({"type": "dynamodb", "items": 9, "segments": 4}, DYNAMODB, "9 items, the whole table in 4 segments"),
+        (
+            {"type": "dynamodb", "items": 2, "deleted": 1, "whole": False},
+            DYNAMODB,
+            "2 items changed, 1 deleted, from the table's stream",
+        ),
     ],
 )
 def test_a_runs_metrics_say_their_kind_and_what_was_read(metrics, kind, read):

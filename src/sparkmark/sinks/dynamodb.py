@@ -133,9 +133,7 @@ def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int
     failures, wait = 0, BACKOFF_S
     while pending:
         try:
-            response = client.batch_write_item(
-                RequestItems={table: pending}, ReturnConsumedCapacity="TOTAL"
-            )
+            response = client.batch_write_item(RequestItems={table: pending}, ReturnConsumedCapacity="TOTAL")
         except Exception as exc:  # noqa: BLE001 - throttling is retried, the rest is one line
             code = ((getattr(exc, "response", None) or {}).get("Error") or {}).get("Code")
             if code not in RETRIED:
@@ -170,7 +168,9 @@ def staged_lines(folder: str) -> Iterator[str]:
 
 def put_all(plan: Mapping[str, Any]) -> int:
     """Put every staged record of ``plan`` into its table; how many were put."""
-    access = ddb.resolve_access(plan.get("region"), plan.get("endpoint"), plan.get("role"), plan.get("session"))
+    access = ddb.resolve_access(
+        plan.get("region"), plan.get("endpoint"), plan.get("role"), plan.get("session")
+    )
     table, keys, lanes = plan["table"], tuple(plan["keys"]), int(plan["parallel"])
     binary = frozenset(plan.get("binary") or ())
     per_lane = ddb.capacity(access, table, "Write") * float(plan["write_percent"]) / lanes
@@ -181,7 +181,9 @@ def put_all(plan: Mapping[str, Any]) -> int:
         item = item_of(line, binary)
         missing = [k for k in keys if k not in item]
         if missing:
-            raise SinkError(f"a record has no {missing[0]!r}, a key of DynamoDB table {table!r}: {line[:200]}")
+            raise SinkError(
+                f"a record has no {missing[0]!r}, a key of DynamoDB table {table!r}: {line[:200]}"
+            )
         key = key_of(item, keys)
         n = lane(key, lanes)
         batch = batches[n]
@@ -338,12 +340,18 @@ class DynamoDBSink:
         return plan, sum(1 for _ in staged_lines(plan["staging"]))
 
     def discard(self, store: StateStore, record: OutputRecord) -> None:
-        remove_staging(f"{(self.temp_dir or tempfile.gettempdir()).rstrip('/')}/sparkmark-staging/dynamodb/{record.key}")
+        remove_staging(
+            f"{(self.temp_dir or tempfile.gettempdir()).rstrip('/')}/sparkmark-staging/dynamodb/{record.key}"
+        )
 
     def result(self, staged: int, ctx: str) -> dict[str, Any]:
         return {"table": self.table, "ctx": ctx, "items_staged": staged}
 
 
-def from_glue_options(options: dict[str, Any], *, ctx: str | None, temp_dir: str | None = None) -> DynamoDBSink:
+def from_glue_options(
+    options: dict[str, Any], *, ctx: str | None, temp_dir: str | None = None
+) -> DynamoDBSink:
     """The sink registry's factory: Glue's DynamoDB write options."""
-    return DynamoDBSink({k: v for k, v in options.items() if k.startswith("dynamodb.")}, ctx or None, temp_dir)
+    return DynamoDBSink(
+        {k: v for k, v in options.items() if k.startswith("dynamodb.")}, ctx or None, temp_dir
+    )

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ..engine.models import CtxCommit
 from ..errors import SourceError
 from .base import ReadContext, SourceOutcome
+from .dynamodb_stream import Changes, Trimmed, changes_since, stream_of
+
+log = logging.getLogger("sparkmark.sources")
 
 TABLE = "dynamodb.input.tableName"
 SPLITS = "dynamodb.splits"
@@ -36,6 +41,7 @@ OPTIONS = (TABLE, SPLITS, READ_PERCENT, ROLE_ARN, ROLE_SESSION, REGION, ENDPOINT
 ON_DEMAND_READ_UNITS = 40000
 ON_DEMAND_WRITE_UNITS = 40000
 TEXT = "__sm_item"
+ROWS = f"{TEXT} string, __sm_binary array<string>"
 
 
 def accepts(name: str) -> bool:
@@ -97,6 +103,7 @@ class Access:
     region: str | None
     endpoint: str | None
     credentials: dict[str, str] = field(default_factory=dict, repr=False)
+    streams_endpoint: str | None = None  # the table's stream (DynamoDB Streams' API)
 
     def client(self, service: str = "dynamodb") -> Any:
         import boto3
@@ -104,8 +111,9 @@ class Access:
         kwargs: dict[str, Any] = {}
         if self.region:
             kwargs["region_name"] = self.region
-        if self.endpoint and service == "dynamodb":
-            kwargs["endpoint_url"] = self.endpoint
+        endpoint = {"dynamodb": self.endpoint, "dynamodbstreams": self.streams_endpoint}.get(service)
+        if endpoint:
+            kwargs["endpoint_url"] = endpoint
         return boto3.client(service, **kwargs, **self.credentials)
 
 
@@ -142,8 +150,9 @@ def resolve_access(region: str | None, endpoint: str | None, role: Any = None, s
             credentials = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key}
             if frozen.token:
                 credentials["aws_session_token"] = frozen.token
-    probe = Access(region, endpoint, credentials).client()
-    return Access(probe.meta.region_name, probe.meta.endpoint_url, credentials)
+    given = Access(region, endpoint, credentials, endpoint)
+    probe, streams = given.client(), given.client("dynamodbstreams")
+    return Access(probe.meta.region_name, probe.meta.endpoint_url, credentials, streams.meta.endpoint_url)
 
 
 def describe(access: Access, table: str) -> dict[str, Any]:
@@ -239,18 +248,84 @@ class DynamoDBSource:
         return f"DynamoDB table {self.table}"
 
     def _access(self) -> Access:
-        return resolve_access(self.region, self.endpoint, self.options.get(ROLE_ARN), self.options.get(ROLE_SESSION))
+        return resolve_access(
+            self.region, self.endpoint, self.options.get(ROLE_ARN), self.options.get(ROLE_SESSION)
+        )
 
     def read_units(self, access: Access) -> float:
         """The read capacity the whole read may use, per second."""
         return capacity(access, self.table, "Read") * self.read_percent
 
     def read(self, context: ReadContext) -> SourceOutcome:
-        from pyspark.sql import functions as F
-
-        from .json_records import parse_records
-
         access = self._access()
+        bookmarked = context.bookmark_ctx is not None
+        stream = stream_of(describe(access, self.table)) if bookmarked else None
+        changes, positions = None, {}
+        if bookmarked and stream is None:
+            log.info(
+                "%s has no stream with new images: read whole, as Glue reads it (a bookmark that "
+                "reads only changes needs the table's stream, StreamViewType NEW_IMAGE or "
+                "NEW_AND_OLD_IMAGES)",
+                self.describe(),
+            )
+        elif stream is not None:
+            changes, positions = self._from_stream(access, stream, context)
+        if changes is None:
+            text, items = self._scan(context, access)
+            deleted = 0
+        else:
+            found = [(item_json(i), sorted(binary_fields(i))) for i in changes.images.values()]
+            text = context.spark.createDataFrame(found, ROWS)
+            items, deleted = len(found), len(changes.deleted)
+            positions = changes.positions
+            if deleted:
+                log.warning(
+                    "%s: %d items were deleted since the bookmark's last run; they are counted "
+                    "(the run's metric 'deleted') and are not in the frame, which holds the "
+                    "items added or changed",
+                    self.describe(),
+                    deleted,
+                )
+        whole = changes is None
+        metrics = {"type": "dynamodb", "table": self.table, "segments": self.splits, "items": items,
+                   "deleted": deleted, "whole": whole}  # fmt: skip
+        commit = None
+        if context.commit_state and bookmarked:
+            state = {
+                "type": "dynamodb",
+                "table": self.table,
+                "stream": stream,
+                "shards": positions if stream is not None else None,
+                "last_run": {"run_id": context.run_id, "items": items, "deleted": deleted, "whole": whole},
+            }
+            commit = CtxCommit(ctx=self.ctx or str(context.bookmark_ctx), state=state)
+        return SourceOutcome(_records(text), commit, metrics)
+
+    def _from_stream(self, access: Access, stream: str, context: ReadContext) -> tuple[Changes | None, dict]:
+        """The changes since the bookmark (None: read the table whole) and, for a whole
+        read, where the stream ends now, which the next run reads from."""
+        client = access.client("dynamodbstreams")
+        lower, upper = context.previous, None
+        bounds = context.range_states()
+        if bounds is not None:
+            lower, upper = bounds[0] or {}, (bounds[1] or {}).get("shards") or {}
+        if lower.get("stream") == stream and isinstance(lower.get("shards"), dict):
+            try:
+                return changes_since(client, stream, lower["shards"], upper), {}
+            except Trimmed as gone:
+                log.warning(
+                    "%s: the bookmark's place in the stream (shard %s) is older than the stream "
+                    "keeps; the table is read whole, and deletions since the last run cannot be counted",
+                    self.describe(),
+                    gone,
+                )
+        elif lower.get("shards"):
+            log.warning(
+                "%s: its stream is not the one the bookmark read; the table is read whole", self.describe()
+            )
+        return None, changes_since(client, stream, {}, upper).positions
+
+    def _scan(self, context: ReadContext, access: Access) -> tuple[Any, int]:
         per_segment = self.read_units(access) / self.splits
         table, total = self.table, self.splits
 
@@ -262,16 +337,23 @@ class DynamoDBSource:
         items = spark.sparkContext.parallelize(range(total), total).mapPartitions(scan)
         # Scanned once: the schema, the binary fields and the records all read this copy,
         # so they agree, and the table is not scanned again by the write.
-        text = spark.createDataFrame(items, f"{TEXT} string, __sm_binary array<string>").localCheckpoint(
-            eager=True
-        )
-        binary = {r[0] for r in text.select(F.explode("__sm_binary")).distinct().collect()}
-        records, _ = parse_records(text, TEXT, [])  # every item is a JSON object: none is bad
-        for name in sorted(binary & set(records.columns)):
-            column = F.col(f"`{name}`")
-            records = records.withColumn(name, F.unbase64(column) if _is_text(records, name) else column)
-        metrics = {"type": "dynamodb", "table": self.table, "segments": total}
-        return SourceOutcome(records, None, metrics)
+        text = spark.createDataFrame(items, ROWS).localCheckpoint(eager=True)
+        return text, text.count()
+
+
+def _records(text: Any) -> Any:
+    """Items as JSON records, typed as a DynamicFrame holds them; a top-level binary
+    attribute is binary again."""
+    from pyspark.sql import functions as F
+
+    from .json_records import parse_records
+
+    binary = {r[0] for r in text.select(F.explode("__sm_binary")).distinct().collect()}
+    records, _ = parse_records(text, TEXT, [])  # every item is a JSON object: none is bad
+    for name in sorted(binary & set(records.columns)):
+        column = F.col(f"`{name}`")
+        records = records.withColumn(name, F.unbase64(column) if _is_text(records, name) else column)
+    return records
 
 
 def _is_text(frame: Any, name: str) -> bool:

@@ -84,12 +84,14 @@ KINESIS = SourceKind(
 )
 
 
-def _segments_read(m: Mapping[str, Any]) -> str:
-    return f"table {m.get('table')} in {m.get('segments', 1)} segments"
+def _items_read(m: Mapping[str, Any]) -> str:
+    if m.get("whole", True):
+        return f"{m.get('items', 0)} items, the whole table in {m.get('segments', 1)} segments"
+    return f"{m.get('items', 0)} items changed, {m.get('deleted', 0)} deleted, from the table's stream"
 
 
 DYNAMODB = SourceKind(
-    "dynamodb", ("dynamodb",), False, _segments_read, "dynamodb:from_glue_options", "dynamodb:accepts"
+    "dynamodb", ("dynamodb",), False, _items_read, "dynamodb:from_glue_options", "dynamodb:accepts"
 )
 ICEBERG = SourceKind("iceberg", (), False, _snapshots_read)
 DELTA = SourceKind("delta", (), False, _versions_read)

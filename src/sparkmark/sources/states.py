@@ -178,12 +178,42 @@ class VersionState(_State):
         return f"version {before} → {self._given('version')}"
 
 
-AnyState = FileState | JdbcState | StreamState | TableState | VersionState
+class ItemState(_State):
+    """A DynamoDB table: the last sequence number read per shard of its stream (none: a
+    table without a stream, read whole every run)."""
+
+    type: Literal["dynamodb"] = "dynamodb"
+    table: str | None = None
+    stream: str | None = None
+    shards: dict[str, str] | None = None
+
+    def source(self) -> str:
+        return f"table {self.table}"
+
+    def _where(self) -> str:
+        if self.stream is None:
+            return "no stream: read whole"
+        return " ".join(f"{sid}:{seq}" for sid, seq in sorted((self.shards or {}).items())) or "stream start"
+
+    def progress(self) -> str:
+        return self._where()
+
+    def latest(self) -> str:
+        last = self.last_run
+        how = "whole table" if last.get("whole", True) else "changes"
+        return f"{last.get('items', 0)} items ({how}), {last.get('deleted', 0)} deleted"
+
+    def change(self, previous: SourceState | None, files_added: int) -> str:
+        before = previous._where() if isinstance(previous, ItemState) else "-"
+        return f"stream {before} → {self._where()}"
+
+
+AnyState = FileState | JdbcState | StreamState | TableState | VersionState | ItemState
 SourceState = Annotated[AnyState, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[AnyState] = TypeAdapter(SourceState)
 
 
-KNOWN_TYPES = ("files", "jdbc", "kafka", "kinesis", "iceberg", "delta")
+KNOWN_TYPES = ("files", "jdbc", "kafka", "kinesis", "iceberg", "delta", "dynamodb")
 
 
 def parse_state(state: dict[str, Any]) -> AnyState:
@@ -202,4 +232,6 @@ def parse_state(state: dict[str, Any]) -> AnyState:
             return TableState.model_construct(**document)
         if document["type"] == "delta":
             return VersionState.model_construct(**document)
+        if document["type"] == "dynamodb":
+            return ItemState.model_construct(**document)
         return StreamState.model_construct(**document)
