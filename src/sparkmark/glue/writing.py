@@ -16,8 +16,8 @@ from ..engine import jdbc as jdbc_keys
 from ..engine.options import parse_bool
 from ..errors import SourceError
 from ..runtime import write_sink
-from ..sinks.files import NO_ROWS_KNOWN, FileSink
 from ..sinks import registry as sink_registry
+from ..sinks.files import NO_ROWS_KNOWN, FileSink
 from ..sinks.jdbc import JdbcSink, split_actions
 from ..sinks.tables import TableSink
 from ..table_formats import UNAVAILABLE

@@ -76,10 +76,9 @@ def item_of(line: str, binary: frozenset[str]) -> dict[str, Any]:
     for name, value in record.items():
         if value is None:
             continue
-        if name in binary and isinstance(value, str):
-            value = base64.b64decode(value)
+        given = base64.b64decode(value) if name in binary and isinstance(value, str) else value
         try:
-            item[name] = serialize(_without_nulls(value))
+            item[name] = serialize(_without_nulls(given))
         except (TypeError, ValueError) as exc:
             raise SinkError(f"field {name!r} cannot be written to DynamoDB: {exc}") from None
     return item

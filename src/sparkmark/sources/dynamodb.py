@@ -260,7 +260,8 @@ class DynamoDBSource:
         access = self._access()
         bookmarked = context.bookmark_ctx is not None
         stream = stream_of(describe(access, self.table)) if bookmarked else None
-        changes, positions = None, {}
+        changes: Changes | None = None
+        positions: dict[str, str] = {}
         if bookmarked and stream is None:
             log.info(
                 "%s has no stream with new images: read whole, as Glue reads it (a bookmark that "
