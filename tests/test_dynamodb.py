@@ -434,3 +434,56 @@ def test_a_table_without_a_stream_is_read_whole_every_run_as_glue_reads_it(aws, 
         assert [r["id"] for r in rows] == expected
         assert state["stream"] is None and state["last_run"]["whole"] is True
         put(aws, table, [{"id": "b", "v": 2}])
+
+
+def test_a_crawled_dynamodb_table_has_glues_schema_and_is_read_by_from_catalog(aws, glue, tmp_path):
+    """The third public script: a crawler with ``DynamoDBTargets`` makes a table of
+    classification dynamodb (its location the table's ARN, its keys in the parameters),
+    and ``from_catalog`` on it reads the DynamoDB table."""
+    from sparkmark.catalog.hive import HiveCatalog
+    from sparkmark.catalog.store import CatalogStore
+    from sparkmark.connections import Connections
+    from sparkmark.crawler.crawl import run_crawl
+    from sparkmark.crawler.definition import load_definition
+    from sparkmark.crawler.store import CrawlerStore
+    from sparkmark.engine.store import StateStore
+    from sparkmark.settings import Settings
+
+    name = make_table(
+        aws,
+        [
+            {"id": "a", "n": 1, "price": Decimal("1.5"), "tags": {"x"}, "meta": {"k": "v"}, "ok": True},
+            {"id": "b", "n": 2, "price": 3, "late": "only here"},
+        ],
+    )
+    settings = Settings.from_env()
+    state = StateStore.from_settings(settings)
+    store, crawlers = CatalogStore(state), CrawlerStore(state)
+    definition = load_definition(
+        {"Name": "ddb_crawler", "DatabaseName": "shop", "TablePrefix": "ddb_",
+         "Targets": {"DynamoDBTargets": [{"Path": name, "scanAll": True, "scanRate": 1.0},
+                                         {"Path": "no_such_table"}]}}
+    )  # fmt: skip
+    crawlers.save(definition)
+    record = run_crawl(
+        lambda: pytest.fail("a DynamoDB crawl starts no Spark"),
+        state,
+        HiveCatalog(None, store),
+        crawlers,
+        definition,
+        connections=Connections.from_settings(settings),
+    )
+    assert record.summary["tables_created"] == [f"shop.ddb_{name}"]
+    assert [e["path"] for e in record.errors] == ["dynamodb:no_such_table"]  # reported, not passed over
+    table = store.table("shop", f"ddb_{name}")
+    assert table.classification == "dynamodb"
+    assert table.location == f"arn:aws:dynamodb:us-east-1:123456789012:table/{name}"
+    assert (table.parameters["hashKey"], table.parameters["rangeKey"]) == ("id", "")
+    assert table.parameters["recordCount"] == "2"
+    columns = {c.name: c.type for c in table.columns}
+    assert columns == {
+        "id": "string", "n": "bigint", "price": "double", "tags": "array<string>",
+        "meta": "struct<k:string>", "ok": "boolean", "late": "string",
+    }  # fmt: skip
+    frame = glue.create_dynamic_frame.from_catalog(database="shop", table_name=f"ddb_{name}")
+    assert sorted(r["id"] for r in frame.toDF().collect()) == ["a", "b"]

@@ -31,7 +31,7 @@ _ACTED_ON = (
 
 def _definition(p: dict[str, Any]) -> CrawlerDefinition:
     targets = p.get("Targets") or {}
-    served = ("S3Targets", "JdbcTargets", "DeltaTargets", "IcebergTargets")
+    served = ("S3Targets", "JdbcTargets", "DeltaTargets", "IcebergTargets", "DynamoDBTargets")
     unsupported = [k for k, v in targets.items() if v and k not in served]
     if unsupported:
         raise invalid(f"crawler targets {', '.join(unsupported)} are not supported; use {', '.join(served)}")
@@ -60,6 +60,10 @@ def _definition(p: dict[str, Any]) -> CrawlerDefinition:
         "IcebergTargets": [
             {k: t[k] for k in ("Paths", "ConnectionName", "Exclusions", "MaximumTraversalDepth") if k in t}
             for t in targets.get("IcebergTargets") or []
+        ],
+        "DynamoDBTargets": [
+            {k: t[k] for k in ("Path", "scanAll", "scanRate") if k in t}
+            for t in targets.get("DynamoDBTargets") or []
         ],
     }
     if not p.get("DatabaseName"):

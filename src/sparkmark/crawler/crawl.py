@@ -567,6 +567,20 @@ def _crawl_targets(
         crawl.summary["tables_created"].extend(created)
         crawl.summary["tables_updated"].extend(updated)
         seen_tables.update(t.split(".", 1)[1] for t in created + updated)
+    for ddb_target in definition.Targets.DynamoDBTargets:
+        from .dynamodb_targets import crawl_dynamodb_target
+
+        try:
+            created, updated = crawl_dynamodb_target(
+                catalog.store, definition.DatabaseName, definition.TablePrefix, ddb_target.Path,
+                ddb_target.scanAll, ddb_target.scanRate, crawl.crawl_id,
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - one unreachable table does not stop the crawl
+            crawl.error(f"dynamodb:{ddb_target.Path}", str(exc))
+            continue
+        crawl.summary["tables_created"].extend(created)
+        crawl.summary["tables_updated"].extend(updated)
+        seen_tables.update(t.split(".", 1)[1] for t in created + updated)
     delta_paths = [p for t in definition.Targets.DeltaTargets for p in t.DeltaTables]
     iceberg_paths = [p for t in definition.Targets.IcebergTargets for p in t.Paths]
     if delta_paths or iceberg_paths:
@@ -585,7 +599,7 @@ def _crawl_targets(
     if new_folders_only:
         return  # deletions are not looked for when only new folders are listed
     for name, table in existing.items():
-        if table.parameters.get("connectionName") or table.classification in ("delta", "iceberg"):
+        if table.parameters.get("connectionName") or table.classification in ("delta", "iceberg", "dynamodb"):
             continue  # JDBC and table-format tables are refreshed by their own targets
         under_target = any(table.location == r or table.location.startswith(r + "/") for r in crawled_roots)
         if name in seen_tables or not under_target:

@@ -58,11 +58,18 @@ class IcebergTarget(_Model):
     MaximumTraversalDepth: int = Field(default=10, ge=1, le=20)
 
 
+class DynamoDBTarget(_Model):
+    Path: str  # the table's name (or ARN)
+    scanAll: bool = True  # read every item; false: a first page only
+    scanRate: float | None = Field(default=None, ge=0.1, le=1.5)  # share of the read capacity
+
+
 class TargetsSpec(_Model):
     S3Targets: list[S3Target] = Field(default_factory=list)
     JdbcTargets: list[JdbcTarget] = Field(default_factory=list)
     DeltaTargets: list[DeltaTarget] = Field(default_factory=list)
     IcebergTargets: list[IcebergTarget] = Field(default_factory=list)
+    DynamoDBTargets: list[DynamoDBTarget] = Field(default_factory=list)
 
 
 class SchemaChangePolicySpec(_Model):
