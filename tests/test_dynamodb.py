@@ -28,6 +28,8 @@ def aws(s3_server, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", s3_server.endpoint_url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_STS", s3_server.endpoint_url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server.endpoint_url)
+    monkeypatch.delenv("SPARKMARK_S3_LOCAL_ROOT", raising=False)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
@@ -487,3 +489,169 @@ def test_a_crawled_dynamodb_table_has_glues_schema_and_is_read_by_from_catalog(a
     }  # fmt: skip
     frame = glue.create_dynamic_frame.from_catalog(database="shop", table_name=f"ddb_{name}")
     assert sorted(r["id"] for r in frame.toDF().collect()) == ["a", "b"]
+
+
+# The item of Glue's "Simplifying usage of DynamoDB export JSON" example, in DynamoDB's wire form.
+DOC_ITEM = {
+    "id": {"S": "k1"},
+    "parentMap": {"M": {"childMap": {"M": {
+        "appName": {"S": "app"}, "packageName": {"S": "pkg"}, "updatedAt": {"N": "1700000000"}}}}},
+    "strings": {"SS": ["a", "b"]},
+    "numbers": {"NS": ["1", "2.5"]},
+    "binaries": {"BS": [b"\x00"]},
+    "isDDBJson": {"BOOL": True},
+    "nullValue": {"NULL": True},
+}  # fmt: skip
+
+
+def s3_client(aws):
+    return boto3.client("s3", endpoint_url=aws.meta.endpoint_url, region_name="us-east-1", **CREDENTIALS)
+
+
+def exported_table(aws, items: list[dict]) -> tuple[str, str]:
+    """A table with point-in-time recovery (an export needs it), and a bucket for exports."""
+    name = make_table(aws, [])
+    for item in items:
+        aws.put_item(TableName=name, Item=item)
+    aws.update_continuous_backups(
+        TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
+    bucket = f"exports-{uuid.uuid4().hex[:8]}"
+    s3_client(aws).create_bucket(Bucket=bucket)
+    arn = aws.describe_table(TableName=name)["Table"]["TableArn"]
+    return arn, bucket
+
+
+def schema_of(df) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def test_the_export_connector_gives_glues_documented_schemas(aws, spark):
+    """``dynamodb.export`` ``ddb`` exports through moto's ExportTableToPointInTime and
+    reads it; raw, ``unnestDDBJson`` and ``simplifyDDBJson`` give the schemas AWS's
+    documentation shows (numbers stay text, sets are arrays, a NULL is null)."""
+    from awsglue.context import GlueContext
+
+    glue = GlueContext(spark)
+    arn, bucket = exported_table(aws, [DOC_ITEM])
+
+    def read(**extra):
+        options = {"dynamodb.export": "ddb", "dynamodb.tableArn": arn, "dynamodb.s3.bucket": bucket,
+                   "dynamodb.s3.prefix": "exports", **extra}  # fmt: skip
+        return glue.create_dynamic_frame.from_options(
+            connection_type="dynamodb", connection_options=options
+        ).toDF()
+
+    raw = read()
+    assert raw.columns == ["Item"]
+    item = raw.schema["Item"].dataType
+    assert item.fieldNames() == list(DOC_ITEM)  # the item's order, as the file has it
+    assert item["numbers"].dataType.simpleString() == "struct<NS:array<string>>"
+
+    simple = read(**{"dynamodb.simplifyDDBJson": "true"})
+    assert schema_of(simple) == [
+        ("id", "string"),
+        ("parentMap", "struct<childMap:struct<appName:string,packageName:string,updatedAt:string>>"),
+        ("strings", "array<string>"),
+        ("numbers", "array<string>"),
+        ("binaries", "array<string>"),
+        ("isDDBJson", "boolean"),
+        ("nullValue", "void"),
+    ]
+    row = simple.collect()[0]
+    assert (row["parentMap"]["childMap"]["updatedAt"], row["numbers"], row["nullValue"]) == (
+        "1700000000", ["1", "2.5"], None,
+    )  # fmt: skip
+
+    unnested = read(**{"dynamodb.unnestDDBJson": True})
+    assert dict(schema_of(unnested))["id"] == "string"
+    # one level only: a map keeps its fields' descriptors
+    assert dict(schema_of(unnested))["parentMap"].startswith("struct<childMap:struct<M:struct<")
+
+    with pytest.raises(SourceError, match="cannot both be true"):
+        read(**{"dynamodb.simplifyDDBJson": "true", "dynamodb.unnestDDBJson": "true"})
+
+
+def test_unnest_keeps_an_array_of_structs_as_the_documented_example_shows(aws, spark):
+    from awsglue.context import GlueContext
+
+    arn, bucket = exported_table(aws, [{"id": {"S": "k"}, "ColA": {"S": "a"}, "ColB": {"S": "b"}, "ColC": {"N": "3"},
+                                        "ColD": {"L": [{"S": "x"}]}}])  # fmt: skip
+    frame = GlueContext(spark).create_dynamic_frame.from_options(
+        connection_type="dynamodb",
+        connection_options={
+            "dynamodb.export": "ddb",
+            "dynamodb.tableArn": arn,
+            "dynamodb.s3.bucket": bucket,
+            "dynamodb.s3.prefix": "p",
+        },
+    )
+    assert schema_of(frame.unnest_ddb_json().toDF()) == [
+        ("id", "string"), ("ColA", "string"), ("ColB", "string"), ("ColC", "string"), ("ColD", "array<struct<S:string>>"),
+    ]  # fmt: skip
+    assert schema_of(frame.simplify_ddb_json().toDF())[4] == ("ColD", "array<string>")
+
+
+def test_a_past_export_in_aws_layout_is_read_from_its_manifests(aws, spark):
+    """``dynamodb.export`` ``s3``: an export as DynamoDB documents its layout (written
+    here by hand: moto writes data files only), found through manifest-summary.json and
+    manifest-files.json; the newest export of the table under the prefix is read."""
+    import gzip
+    import json
+
+    from awsglue.context import GlueContext
+
+    arn, bucket = exported_table(aws, [])
+    s3 = s3_client(aws)
+    for export_id, when, value in (("01700000000000-aaaaaaaa", "2026-11-01T00:00:00Z", "old"),
+                                   ("01700000099999-bbbbbbbb", "2026-11-02T00:00:00Z", "new")):  # fmt: skip
+        root = f"backups/AWSDynamoDB/{export_id}"
+        lines = [{"Item": {"id": {"S": f"{value}{i}"}, "n": {"N": str(i)}}} for i in range(3)]
+        body = gzip.compress("".join(json.dumps(x) + "\n" for x in lines).encode())
+        s3.put_object(Bucket=bucket, Key=f"{root}/data/part0.json.gz", Body=body)
+        files = {
+            "itemCount": 3,
+            "md5Checksum": "x",
+            "etag": "y",
+            "dataFileS3Key": f"{root}/data/part0.json.gz",
+        }
+        s3.put_object(Bucket=bucket, Key=f"{root}/manifest-files.json", Body=json.dumps(files) + "\n")
+        summary = {"version": "2020-06-30", "exportArn": f"{arn}/export/{export_id}", "tableArn": arn,
+                   "exportTime": when, "s3Bucket": bucket, "s3Prefix": "backups", "itemCount": 3,
+                   "outputFormat": "DYNAMODB_JSON", "manifestFilesS3Key": f"{root}/manifest-files.json"}  # fmt: skip
+        s3.put_object(Bucket=bucket, Key=f"{root}/manifest-summary.json", Body=json.dumps(summary))
+    frame = GlueContext(spark).create_dynamic_frame.from_options(
+        connection_type="dynamodb",
+        connection_options={
+            "dynamodb.export": "s3",
+            "dynamodb.tableArn": arn,
+            "dynamodb.s3.bucket": bucket,
+            "dynamodb.s3.prefix": "backups",
+            "dynamodb.simplifyDDBJson": "true",
+        },
+    )
+    assert sorted((r["id"], r["n"]) for r in frame.toDF().collect()) == [
+        ("new0", "0"),
+        ("new1", "1"),
+        ("new2", "2"),
+    ]
+
+
+def test_an_export_that_cannot_be_made_or_found_says_why_in_one_line(aws, spark):
+    from awsglue.context import GlueContext
+
+    glue = GlueContext(spark)
+    name = make_table(aws, [{"id": "a"}])  # no point-in-time recovery
+    arn = aws.describe_table(TableName=name)["Table"]["TableArn"]
+    bucket = f"exports-{uuid.uuid4().hex[:8]}"
+    s3_client(aws).create_bucket(Bucket=bucket)
+    cases = [
+        ({"dynamodb.export": "ddb"}, "cannot be exported: PointInTimeRecoveryUnavailable"),
+        ({"dynamodb.export": "s3"}, f"no DynamoDB export of table {name!r}"),
+        ({"dynamodb.export": "now"}, "must be 'ddb'"),
+    ]
+    for extra, message in cases:
+        options = {"dynamodb.tableArn": arn, "dynamodb.s3.bucket": bucket, "dynamodb.s3.prefix": "x", **extra}
+        with pytest.raises(SourceError, match=message) as raised:
+            glue.create_dynamic_frame.from_options(connection_type="dynamodb", connection_options=options)
+        assert "\n" not in str(raised.value)

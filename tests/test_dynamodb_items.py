@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from sparkmark.crawler.dynamodb_targets import catalog_type, merge, merged_fields
 from sparkmark.errors import SinkError
 from sparkmark.sinks.dynamodb import item_of, key_of, lane
-from sparkmark.sources.dynamodb import item_json, table_name
+from sparkmark.sources.dynamodb import item_json
+from sparkmark.sources.dynamodb_access import table_name
 from sparkmark.sources.dynamodb_stream import changes_since, stream_of
 
 pytestmark = pytest.mark.fast

@@ -17,7 +17,7 @@ from typing import Any
 from ..catalog.models import Column, Table
 from ..catalog.store import CatalogStore
 from ..errors import SourceError
-from ..sources import dynamodb as ddb
+from ..sources import dynamodb_access as ddb
 
 SAMPLE_ITEMS = 1000  # what a crawl with scanAll false reads: the first page, at most this
 

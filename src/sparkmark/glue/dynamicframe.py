@@ -26,6 +26,7 @@ from . import choice as choices
 from . import gluetypes, reading, records, writing
 from . import paths as fieldpaths
 from .combining import Combining
+from .dynamodb_frames import DynamoDBJson
 from .relationalizing import relationalize_into
 from .visual import VisualTransforms
 
@@ -50,7 +51,7 @@ def _error_frame(out: DataFrame, name: str) -> DataFrame:
     )
 
 
-class DynamicFrame(Combining, VisualTransforms):
+class DynamicFrame(Combining, VisualTransforms, DynamoDBJson):
     """A frame of records. ``DynamicFrame(df, glue_ctx, name)`` wraps a DataFrame."""
 
     def __init__(self, df: DataFrame, glue_ctx=None, name: str = "", *, errors: tuple[ErrorStage, ...] = ()):

@@ -37,7 +37,7 @@ from fsspec.core import url_to_fs
 from ..engine.faults import crash_point
 from ..engine.models import OutputKind, OutputRecord, OutputState
 from ..errors import SinkError, SourceError
-from ..sources import dynamodb as ddb
+from ..sources import dynamodb_access as ddb
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
     from pyspark.sql import DataFrame
@@ -50,7 +50,16 @@ TABLE = "dynamodb.output.tableName"
 WRITE_PERCENT = "dynamodb.throughput.write.percent"
 PARALLEL = "dynamodb.output.numParallelTasks"
 RETRY = "dynamodb.output.retry"
-OPTIONS = (TABLE, WRITE_PERCENT, PARALLEL, RETRY, ddb.ROLE_ARN, ddb.ROLE_SESSION, ddb.REGION, ddb.ENDPOINT)
+OPTIONS = (
+    TABLE,
+    WRITE_PERCENT,
+    PARALLEL,
+    RETRY,
+    ddb.ROLE_ARN,
+    ddb.ROLE_SESSION,
+    ddb.STS_REGION,
+    ddb.ENDPOINT,
+)
 BATCH = 25  # BatchWriteItem's limit
 BACKOFF_S = 0.05
 BACKOFF_MAX_S = 5.0
@@ -269,7 +278,7 @@ class DynamoDBSink:
             self.retry = ddb.positive_int(self.options, RETRY, 10)
         except SourceError as exc:
             raise SinkError(str(exc)) from None
-        self.region = str(self.options.get(ddb.REGION) or arn_region or "") or None
+        self.region = str(self.options.get(ddb.STS_REGION) or arn_region or "") or None
         self.endpoint = str(self.options.get(ddb.ENDPOINT) or "") or None
         self.keys: tuple[str, ...] = ()
 
@@ -288,7 +297,7 @@ class DynamoDBSink:
         self.keys = tuple(k["AttributeName"] for k in described.get("KeySchema") or [])
 
     def _role(self) -> tuple[Any, Any]:
-        return self.options.get(ddb.ROLE_ARN), self.options.get(ddb.ROLE_SESSION)
+        return self.options.get(ddb.ROLE_ARN), self.options.get(ddb.ROLE_SESSION) or ddb.WRITE_SESSION
 
     def join(self, run: Any, staged: bool) -> None:
         self.temp_dir = self.temp_dir or getattr(run, "temp_dir", None)

@@ -18,13 +18,26 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from ..engine.models import CtxCommit
 from ..errors import SourceError
 from .base import ReadContext, SourceOutcome
+from .dynamodb_access import (
+    ENDPOINT,
+    ROLE_ARN,
+    ROLE_SESSION,
+    STS_REGION,
+    Access,
+    capacity,
+    describe,
+    fraction,
+    positive_int,
+    resolve_access,
+    table_name,
+)  # fmt: skip
 from .dynamodb_stream import Changes, Trimmed, changes_since, stream_of
 
 log = logging.getLogger("sparkmark.sources")
@@ -32,20 +45,15 @@ log = logging.getLogger("sparkmark.sources")
 TABLE = "dynamodb.input.tableName"
 SPLITS = "dynamodb.splits"
 READ_PERCENT = "dynamodb.throughput.read.percent"
-ROLE_ARN = "dynamodb.sts.roleArn"
-ROLE_SESSION = "dynamodb.sts.roleSessionName"
-REGION = "dynamodb.region"
-ENDPOINT = "dynamodb.endpoint"
-OPTIONS = (TABLE, SPLITS, READ_PERCENT, ROLE_ARN, ROLE_SESSION, REGION, ENDPOINT)
-# What Glue takes as an on-demand table's read capacity when it paces a read.
-ON_DEMAND_READ_UNITS = 40000
-ON_DEMAND_WRITE_UNITS = 40000
+OPTIONS = (TABLE, SPLITS, READ_PERCENT, ROLE_ARN, ROLE_SESSION, STS_REGION, ENDPOINT)
 TEXT = "__sm_item"
 ROWS = f"{TEXT} string, __sm_binary array<string>"
 
 
 def accepts(name: str) -> bool:
-    return name in OPTIONS
+    from .dynamodb_export import OPTIONS as EXPORT_OPTIONS
+
+    return name in OPTIONS or name in EXPORT_OPTIONS
 
 
 def _number(value: Decimal) -> int | float:
@@ -82,118 +90,6 @@ def item_json(item: Mapping[str, Any]) -> str:
 def binary_fields(item: Mapping[str, Any]) -> set[str]:
     """The item's top-level attributes that hold a binary value."""
     return {name for name, value in item.items() if "B" in value}
-
-
-def table_name(value: str) -> tuple[str, str | None]:
-    """A table's name and, for an ARN (``arn:aws:dynamodb:region:account:table/name``),
-    its region."""
-    if value.startswith("arn:"):
-        parts = value.split(":", 5)
-        if len(parts) == 6 and parts[5].startswith("table/"):
-            return parts[5].split("/", 2)[1], parts[3] or None
-        raise SourceError(f"{TABLE} {value!r} is not a DynamoDB table ARN (arn:aws:dynamodb:…:table/NAME)")
-    return value, None
-
-
-@dataclass(frozen=True)
-class Access:
-    """How the tasks reach the table: region, endpoint and, for an assumed role, its
-    temporary credentials (kept in memory only)."""
-
-    region: str | None
-    endpoint: str | None
-    credentials: dict[str, str] = field(default_factory=dict, repr=False)
-    streams_endpoint: str | None = None  # the table's stream (DynamoDB Streams' API)
-
-    def client(self, service: str = "dynamodb") -> Any:
-        import boto3
-
-        kwargs: dict[str, Any] = {}
-        if self.region:
-            kwargs["region_name"] = self.region
-        endpoint = {"dynamodb": self.endpoint, "dynamodbstreams": self.streams_endpoint}.get(service)
-        if endpoint:
-            kwargs["endpoint_url"] = endpoint
-        return boto3.client(service, **kwargs, **self.credentials)
-
-
-def _assume(region: str | None, role_arn: str, session_name: str) -> dict[str, str]:
-    import boto3
-
-    sts = boto3.client("sts", **({"region_name": region} if region else {}))
-    found = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)["Credentials"]
-    return {
-        "aws_access_key_id": found["AccessKeyId"],
-        "aws_secret_access_key": found["SecretAccessKey"],
-        "aws_session_token": found["SessionToken"],
-    }
-
-
-def resolve_access(region: str | None, endpoint: str | None, role: Any = None, session: Any = None) -> Access:
-    """Resolved on the driver, as boto3 resolves them (options, then its environment and
-    config): the tasks' Python workers may not share this process's environment, so
-    they are given the region, endpoint and credentials. A role (``dynamodb.sts.roleArn``)
-    is assumed through STS's API."""
-    import boto3
-
-    credentials: dict[str, str] = {}
-    if role:
-        name = str(session or "glue-dynamodb-sts")
-        try:
-            credentials = _assume(region, str(role), name)
-        except Exception as exc:  # noqa: BLE001 - one line naming the role
-            raise SourceError(f"{ROLE_ARN} {role!r} could not be assumed: {aws_error(exc)}") from None
-    else:
-        found = boto3.session.Session().get_credentials()
-        frozen = found.get_frozen_credentials() if found is not None else None
-        if frozen is not None:
-            credentials = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key}
-            if frozen.token:
-                credentials["aws_session_token"] = frozen.token
-    given = Access(region, endpoint, credentials, endpoint)
-    probe, streams = given.client(), given.client("dynamodbstreams")
-    return Access(probe.meta.region_name, probe.meta.endpoint_url, credentials, streams.meta.endpoint_url)
-
-
-def describe(access: Access, table: str) -> dict[str, Any]:
-    """The table's description, or one line naming the table."""
-    try:
-        return dict(access.client().describe_table(TableName=table)["Table"])
-    except Exception as exc:  # noqa: BLE001 - one line naming the table
-        raise SourceError(f"DynamoDB table {table!r} cannot be reached: {aws_error(exc)}") from None
-
-
-def capacity(access: Access, table: str, which: str) -> float:
-    """The table's ``which`` ("Read" or "Write") capacity units per second: provisioned,
-    or what Glue takes for an on-demand table."""
-    described = describe(access, table)
-    provisioned = float((described.get("ProvisionedThroughput") or {}).get(f"{which}CapacityUnits") or 0)
-    on_demand = (described.get("BillingModeSummary") or {}).get("BillingMode") == "PAY_PER_REQUEST"
-    if on_demand or provisioned <= 0:
-        return float(ON_DEMAND_READ_UNITS if which == "Read" else ON_DEMAND_WRITE_UNITS)
-    return provisioned
-
-
-def positive_int(options: Mapping[str, Any], name: str, default: int) -> int:
-    raw = options.get(name, default)
-    try:
-        value = int(str(raw))
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise SourceError(f"{name} must be a whole number of at least 1, not {raw!r}")
-    return value
-
-
-def fraction(options: Mapping[str, Any], name: str, default: float) -> float:
-    raw = options.get(name, default)
-    try:
-        value = float(str(raw))
-    except ValueError:
-        value = 0.0
-    if not 0.1 <= value <= 1.5:
-        raise SourceError(f"{name} must be a number from 0.1 to 1.5, not {raw!r}")
-    return value
 
 
 def scan_segment(
@@ -241,7 +137,7 @@ class DynamoDBSource:
         self.table, arn_region = table_name(str(given))
         self.splits = positive_int(self.options, SPLITS, 1)
         self.read_percent = fraction(self.options, READ_PERCENT, 0.5)
-        self.region = str(self.options.get(REGION) or arn_region or "") or None
+        self.region = str(self.options.get(STS_REGION) or arn_region or "") or None
         self.endpoint = str(self.options.get(ENDPOINT) or "") or None
 
     def describe(self) -> str:
@@ -363,19 +259,15 @@ def _is_text(frame: Any, name: str) -> bool:
     return isinstance(frame.schema[name].dataType, StringType)
 
 
-def aws_error(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response.get("Error"):
-        error = response["Error"]
-        return f"{error.get('Code')}: {error.get('Message')}"
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
 def from_glue_options(
     options: dict[str, Any], *, ctx: str | None, connections: Any = None, settings: Any = None
-) -> DynamoDBSource:
+) -> Any:
     """The registry's factory: Glue's DynamoDB connection options (or a catalog table's
-    parameters, its ``location`` the table's name or ARN)."""
-    return DynamoDBSource(
-        {k: v for k, v in options.items() if k.startswith("dynamodb.") or k == "location"}, ctx
-    )
+    parameters, its ``location`` the table's name or ARN): the export connector with
+    ``dynamodb.export``, else the Scan connector."""
+    from .dynamodb_export import EXPORT, DynamoDBExportSource
+
+    given = {k: v for k, v in options.items() if k.startswith("dynamodb.") or k == "location"}
+    if given.get(EXPORT):
+        return DynamoDBExportSource(given, ctx)
+    return DynamoDBSource(given, ctx)
