@@ -229,7 +229,7 @@ def _in_item_order(frame: Any, s3: Any, bucket: str, first_file: str) -> Any:
     if "Item" not in frame.columns or not isinstance(frame.schema["Item"].dataType, StructType):
         return frame
     with gzip.open(s3.get_object(Bucket=bucket, Key=first_file)["Body"], "rt", encoding="utf-8") as lines:
-        first = next((json.loads(line) for line in lines if line.strip()), {})
+        first: dict[str, Any] = next((json.loads(line) for line in lines if line.strip()), {})
     known = frame.schema["Item"].dataType.fieldNames()
     order = [k for k in (first.get("Item") or {}) if k in known]
     order += [k for k in known if k not in order]
