@@ -1,4 +1,4 @@
-"""The writers of source nodes: S3 (CSV, JSON, Parquet, Delta), the Data Catalog (Iceberg and Delta tables too), JDBC and connectors, Kafka and Kinesis."""
+"""The writers of source nodes: S3 (CSV, JSON, Parquet, Delta), the Data Catalog (Iceberg and Delta tables too), JDBC and connectors, Kafka, Kinesis and DynamoDB."""
 
 from __future__ import annotations
 
@@ -227,3 +227,45 @@ def streaming_source(node: Node, var: str, inputs: list[str], script: Script) ->
 
 
 # ------------------------------------------------------------------ transforms
+
+
+DYNAMODB_OPTIONS = {  # the visual node's names → Glue's DynamoDB connection options
+    "DynamodbExport": "dynamodb.export",
+    "DynamodbUnnestDDBJson": "dynamodb.unnestDDBJson",
+    "DynamodbTableArn": "dynamodb.tableArn",
+    "DynamodbS3Bucket": "dynamodb.s3.bucket",
+    "DynamodbS3Prefix": "dynamodb.s3.prefix",
+    "DynamodbS3BucketOwner": "dynamodb.s3.bucketOwner",
+    "DynamodbStsRoleArn": "dynamodb.sts.roleArn",
+}
+
+
+def _dynamodb_options(given: dict[str, Any]) -> dict[str, Any]:
+    return {DYNAMODB_OPTIONS[k]: v for k, v in given.items() if k in DYNAMODB_OPTIONS and v not in (None, "")}
+
+
+def dynamodb_catalog_source(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """A crawled DynamoDB table: read through the catalog, by Scan, or by an export when
+    the node asks for one (its bucket and prefix then default to the job's TempDir)."""
+    spec = node.spec
+    arguments = {"database": lit(spec["Database"]), "table_name": lit(spec["Table"])}
+    extra = _dynamodb_options(spec.get("AdditionalOptions") or {})
+    if extra:
+        arguments["additional_options"] = lit(extra)
+    arguments["transformation_ctx"] = lit(var)
+    return call(var, "glueContext.create_dynamic_frame.from_catalog", arguments)
+
+
+def dynamodb_connector_source(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    """A DynamoDB table by its ARN: the export connector with ``DynamodbExport``, else a Scan."""
+    options = _dynamodb_options(node.spec.get("ConnectionOptions") or {})
+    if "dynamodb.tableArn" not in options:
+        raise GraphError([f"{node.label()}: ConnectionOptions needs DynamodbTableArn"])
+    if "dynamodb.export" not in options:
+        options = {"dynamodb.input.tableName": options.pop("dynamodb.tableArn"), **options}
+    arguments = {
+        "connection_type": lit("dynamodb"),
+        "connection_options": lit(options),
+        "transformation_ctx": lit(var),
+    }
+    return call(var, "glueContext.create_dynamic_frame.from_options", arguments)
