@@ -180,6 +180,7 @@ bench: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/u1_runs.py
 	$(PY) bench/logs.py
 	$(PY) bench/partition_index.py
+	$(PY) bench/dynamodb_read.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars bench-clients $(VENV)/.bench
@@ -200,6 +201,7 @@ bench-quick: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/u1_runs.py --quick
 	$(PY) bench/logs.py --quick --repeats 5
 	$(PY) bench/partition_index.py --quick --repeats 5
+	$(PY) bench/dynamodb_read.py --quick --repeats 2
 	$(PY) bench/table.py
 
 clean:
