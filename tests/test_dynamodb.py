@@ -179,6 +179,10 @@ def test_a_role_to_assume_goes_through_stss_api(aws, glue, monkeypatch):
     [
         ({}, "needs connection option 'dynamodb.input.tableName'"),
         ({"dynamodb.input.tableName": "t", "dynamodb.splits": "0"}, "dynamodb.splits must be a whole number"),
+        (
+            {"dynamodb.input.tableName": "t", "dynamodb.splits": "1000001"},
+            "dynamodb.splits must be at most 1,000,000",
+        ),
         ({"dynamodb.input.tableName": "t", "dynamodb.splits": "many"}, "not 'many'"),
         (
             {"dynamodb.input.tableName": "t", "dynamodb.throughput.read.percent": "2"},

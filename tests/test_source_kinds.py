@@ -41,6 +41,7 @@ from sparkmark.sources.states import parse_state
             DYNAMODB,
             "2 items changed, 1 deleted, from the table's stream",
         ),
+        ({"type": "dynamodb", "export": "ddb", "files": 3}, DYNAMODB, "the table's export (ddb), 3 files"),
     ],
 )
 def test_a_runs_metrics_say_their_kind_and_what_was_read(metrics, kind, read):

@@ -48,6 +48,7 @@ READ_PERCENT = "dynamodb.throughput.read.percent"
 OPTIONS = (TABLE, SPLITS, READ_PERCENT, ROLE_ARN, ROLE_SESSION, STS_REGION, ENDPOINT)
 TEXT = "__sm_item"
 ROWS = f"{TEXT} string, __sm_binary array<string>"
+MAX_SPLITS = 1_000_000
 
 
 def accepts(name: str) -> bool:
@@ -136,6 +137,10 @@ class DynamoDBSource:
             raise SourceError(f"a DynamoDB read needs connection option {TABLE!r}")
         self.table, arn_region = table_name(str(given))
         self.splits = positive_int(self.options, SPLITS, 1)
+        if self.splits > MAX_SPLITS:
+            raise SourceError(
+                f"{SPLITS} must be at most {MAX_SPLITS:,} (DynamoDB's TotalSegments), not {self.splits}"
+            )
         self.read_percent = fraction(self.options, READ_PERCENT, 0.5)
         self.region = str(self.options.get(STS_REGION) or arn_region or "") or None
         self.endpoint = str(self.options.get(ENDPOINT) or "") or None

@@ -141,8 +141,13 @@ class DynamoDBExportSource:
         else:
             keys = self._past(s3, bucket, prefix)
         frame = self._frame(context, s3, bucket, keys)
-        metrics = {"type": "dynamodb", "table": self.table, "items": None, "whole": True, "export": self.how,
-                   "files": len(keys)}  # fmt: skip
+        metrics = {
+            "type": "dynamodb",
+            "table": self.table,
+            "whole": True,
+            "export": self.how,
+            "files": len(keys),
+        }
         return SourceOutcome(frame, None, metrics)
 
     def _export(self, access: ddb.Access, s3: Any, bucket: str, prefix: str) -> list[str]:

@@ -85,6 +85,8 @@ KINESIS = SourceKind(
 
 
 def _items_read(m: Mapping[str, Any]) -> str:
+    if m.get("export"):
+        return f"the table's export ({m.get('export')}), {m.get('files', 0)} files"
     if m.get("whole", True):
         return f"{m.get('items', 0)} items, the whole table in {m.get('segments', 1)} segments"
     return f"{m.get('items', 0)} items changed, {m.get('deleted', 0)} deleted, from the table's stream"
