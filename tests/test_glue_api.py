@@ -829,6 +829,22 @@ def test_a_glue_script_calls_get_table_and_batch_create_partition_under_sparkmar
 # ------------------------------------------------------------------ crawlers
 
 
+def test_a_crawler_with_dynamodb_targets_is_kept_and_shown_back(glue):
+    """DynamoDBTargets with Glue's field names (``scanAll``, ``scanRate``, lower case);
+    a scanRate outside 0.1–1.5 is refused. The crawl itself: tests/test_dynamodb.py."""
+    target = {"Path": "orders", "scanAll": False, "scanRate": 0.25}
+    glue.create_crawler(
+        Name="ddb-crawler", Role="r", DatabaseName="shop", Targets={"DynamoDBTargets": [target]}
+    )
+    shown = glue.get_crawler(Name="ddb-crawler")["Crawler"]["Targets"]["DynamoDBTargets"]
+    assert shown == [target]
+    with pytest.raises(glue.exceptions.InvalidInputException, match="scanRate"):
+        glue.create_crawler(
+            Name="ddb-bad", Role="r", DatabaseName="shop",
+            Targets={"DynamoDBTargets": [{"Path": "orders", "scanRate": 3.0}]},
+        )  # fmt: skip
+
+
 def test_crawler_created_started_and_measured_through_the_api(glue, tmp_path):
     data = tmp_path / "lake" / "orders"
     data.mkdir(parents=True)
