@@ -87,18 +87,10 @@ def item_of(line: str, binary: frozenset[str]) -> dict[str, Any]:
             continue
         given = base64.b64decode(value) if name in binary and isinstance(value, str) else value
         try:
-            item[name] = serialize(_without_nulls(given))
+            item[name] = serialize(given)
         except (TypeError, ValueError) as exc:
             raise SinkError(f"field {name!r} cannot be written to DynamoDB: {exc}") from None
     return item
-
-
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
 
 
 def key_of(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:

@@ -74,23 +74,24 @@ def _simplified(column: Column, name: str, kind: Any) -> Column:
     return column
 
 
-def simplify_value(column: Column, kind: Any) -> Column:
-    """A DynamoDB JSON value made plain at every level (anything else as it is)."""
+def _plain(column: Column, kind: Any, inner: Any) -> Column:
+    """A DynamoDB JSON value without its descriptor, ``inner`` taking each descriptor's
+    value (anything that is not DynamoDB JSON as it is)."""
     names = _descriptors(kind)
     if names is None:
         return column
     if len(names) == 1:
-        return _simplified(column[names[0]], names[0], kind[names[0]].dataType)
-    return _one_of(column, kind, names, _simplified)
+        return inner(column[names[0]], names[0], kind[names[0]].dataType)
+    return _one_of(column, kind, names, inner)
+
+
+def simplify_value(column: Column, kind: Any) -> Column:
+    """A DynamoDB JSON value made plain at every level."""
+    return _plain(column, kind, _simplified)
 
 
 def _unnest_value(column: Column, kind: Any) -> Column:
-    names = _descriptors(kind)
-    if names is None:
-        return column
-    if len(names) == 1:
-        return _unwrapped(column[names[0]], names[0], kind[names[0]].dataType)
-    return _one_of(column, kind, names, _unwrapped)
+    return _plain(column, kind, _unwrapped)
 
 
 def _attributes(df: DataFrame) -> tuple[Any, str]:
