@@ -306,6 +306,16 @@ def test_a_write_names_what_it_cannot_do_in_one_line(aws, spark):
         ({"dynamodb.output.tableName": "no_such_table"}, "'no_such_table' cannot be reached"),
         ({"dynamodb.output.tableName": target}, f"no field 'id', a key of DynamoDB table {target!r}"),
     ]
+    numeric = spark.createDataFrame([(1,)], "id long")
+    unset = spark.createDataFrame([("a",), (None,)], "id string")
+    for frame, message in ((numeric, "field 'id' is bigint, but key 'id' .* is a string"),
+                           (unset, "a record has no value for a key of DynamoDB table")):  # fmt: skip
+        with pytest.raises(SinkError, match=message):
+            glue.write_data_frame.from_options(
+                frame=frame,
+                connection_type="dynamodb",
+                connection_options={"dynamodb.output.tableName": target},
+            )
     for options, message in cases:
         with pytest.raises(SinkError, match=message) as raised:
             glue.write_data_frame.from_options(

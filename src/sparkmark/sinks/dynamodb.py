@@ -273,6 +273,7 @@ class DynamoDBSink:
         self.region = str(self.options.get(ddb.STS_REGION) or arn_region or "") or None
         self.endpoint = str(self.options.get(ddb.ENDPOINT) or "") or None
         self.keys: tuple[str, ...] = ()
+        self.key_types: dict[str, str] = {}
 
     @property
     def target(self) -> str:
@@ -287,6 +288,8 @@ class DynamoDBSink:
             raise SinkError(str(exc)) from None
         self.region, self.endpoint = access.region, access.endpoint
         self.keys = tuple(k["AttributeName"] for k in described.get("KeySchema") or [])
+        types = {a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions") or []}
+        self.key_types = {k: types.get(k, "S") for k in self.keys}
 
     def _role(self) -> tuple[Any, Any]:
         return self.options.get(ddb.ROLE_ARN), self.options.get(ddb.ROLE_SESSION) or ddb.WRITE_SESSION
@@ -316,15 +319,41 @@ class DynamoDBSink:
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType
 
-        absent = [k for k in self.keys if k not in df.columns]
-        if absent:
-            raise SinkError(f"the frame has no field {absent[0]!r}, a key of DynamoDB table {self.table!r}")
-        binary = [f.name for f in df.schema.fields if isinstance(f.dataType, BinaryType)]
-        line = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
         from ..engine.storage import spark_base_path
 
+        self._check_keys(df)
+        binary = [f.name for f in df.schema.fields if isinstance(f.dataType, BinaryType)]
+        line = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
         df.select(line.alias("value")).write.mode("overwrite").text(spark_base_path(folder))
         return {**self.plan(), "staging": folder, "binary": binary}
+
+    def _check_keys(self, df: DataFrame) -> None:
+        """Before anything is staged (so before the bookmark commits): every key field is
+        there, of the key's type, and set in every record. A record the table would refuse
+        fails the run here, in one line, rather than a committed write later."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import BinaryType, NumericType, StringType
+
+        wanted = {"S": (StringType, "a string"), "N": (NumericType, "a number"), "B": (BinaryType, "binary")}
+        for key in self.keys:
+            if key not in df.columns:
+                raise SinkError(f"the frame has no field {key!r}, a key of DynamoDB table {self.table!r}")
+            kind, said = wanted[self.key_types.get(key, "S")]
+            given = df.schema[key].dataType
+            if not isinstance(given, kind):
+                raise SinkError(
+                    f"field {key!r} is {given.simpleString()}, but key {key!r} of DynamoDB table "
+                    f"{self.table!r} is {said}: cast it before the write"
+                )
+        missing = reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in self.keys])
+        bad = df.where(missing).limit(1).collect()
+        if bad:
+            raise SinkError(
+                f"a record has no value for a key of DynamoDB table {self.table!r} "
+                f"({', '.join(self.keys)}): {json.dumps(bad[0].asDict(), default=str)[:200]}"
+            )
 
     def write_now(self, df: DataFrame) -> dict[str, Any]:
         folder = tempfile.mkdtemp(prefix="sparkmark-dynamodb-")
