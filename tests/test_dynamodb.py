@@ -332,7 +332,8 @@ def test_throttled_puts_are_retried_until_every_item_is_in(aws):
     from botocore.exceptions import ClientError
 
     from sparkmark.errors import SinkError
-    from sparkmark.sinks.dynamodb import Pace, put_batch
+    from sparkmark.sinks.dynamodb import put_batch
+    from sparkmark.sources.dynamodb_access import Pace
 
     target = make_target(aws)
 

@@ -161,3 +161,23 @@ def test_only_a_stream_with_new_images_is_a_bookmark():
         "LatestStreamArn": "s",
     }
     assert stream_of(on) == "s" and stream_of(keys) is None and stream_of({}) is None
+
+
+def test_a_pace_waits_until_what_was_spent_fits_the_rate():
+    """``dynamodb.throughput.*.percent`` as a rate: at 10 units a second, 5 units spent at
+    once owe 0.5 s; 10 more right after owe 1 s more (15 units take 1.5 s); two seconds
+    later, 5 more owe nothing."""
+    from sparkmark.sources.dynamodb_access import Pace
+
+    now, slept = [100.0], []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    pace = Pace(10.0, clock=lambda: now[0], sleep=sleep)
+    assert pace.spend(5) == pytest.approx(0.5)
+    assert pace.spend(10) == pytest.approx(1.0)
+    assert slept == [pytest.approx(0.5), pytest.approx(1.0)]
+    now[0] += 2.0
+    assert pace.spend(5) == 0.0  # 20 units in 3.5 s is under 10 a second

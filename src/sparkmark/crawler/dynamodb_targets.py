@@ -9,7 +9,6 @@ items with boto3, and a job reads the table through the DynamoDB source.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -100,7 +99,7 @@ def scanned(access: ddb.Access, table: str, scan_all: bool, rate: float) -> Iter
     from boto3.dynamodb.types import TypeDeserializer
 
     deserialize = TypeDeserializer().deserialize
-    client, began, used = access.client(), time.monotonic(), 0.0
+    client, pace = access.client(), ddb.Pace(rate)
     request: dict[str, Any] = {"TableName": table, "ReturnConsumedCapacity": "TOTAL"}
     if not scan_all:
         request["Limit"] = SAMPLE_ITEMS
@@ -108,13 +107,10 @@ def scanned(access: ddb.Access, table: str, scan_all: bool, rate: float) -> Iter
         page = client.scan(**request)
         for item in page.get("Items", []):
             yield {k: deserialize(v) for k, v in item.items()}
-        used += float((page.get("ConsumedCapacity") or {}).get("CapacityUnits") or 0.0)
-        ahead = used / rate - (time.monotonic() - began)
-        if ahead > 0:
-            time.sleep(ahead)
         last = page.get("LastEvaluatedKey")
         if not last or not scan_all:
             return
+        pace.spend(float((page.get("ConsumedCapacity") or {}).get("CapacityUnits") or 0.0))
         request["ExclusiveStartKey"] = last
 
 

@@ -28,7 +28,7 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -103,21 +103,6 @@ def lane(key: str, lanes: int) -> int:
     return zlib.crc32(key.encode()) % lanes
 
 
-@dataclass
-class Pace:
-    """At most ``units_per_second`` write units for one writer thread."""
-
-    units_per_second: float
-    began: float = field(default_factory=time.monotonic)
-    used: float = 0.0
-
-    def spend(self, units: float) -> None:
-        self.used += units
-        ahead = self.used / self.units_per_second - (time.monotonic() - self.began)
-        if ahead > 0:
-            time.sleep(ahead)
-
-
 def _units(response: Mapping[str, Any], items: list[dict[str, Any]]) -> float:
     found = sum(float(c.get("CapacityUnits") or 0) for c in response.get("ConsumedCapacity") or [])
     if found:
@@ -125,7 +110,7 @@ def _units(response: Mapping[str, Any], items: list[dict[str, Any]]) -> float:
     return float(sum(max(1, -(-len(json.dumps(i)) // 1024)) for i in items))  # 1 unit per KB
 
 
-def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int, pace: Pace) -> None:
+def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int, pace: ddb.Pace) -> None:
     """Put ``items`` (at most 25, distinct keys), retrying throttling and unprocessed
     items with exponential backoff: ``retries`` tries in a row without progress, then one
     line naming the table."""
@@ -198,7 +183,7 @@ def put_all(plan: Mapping[str, Any]) -> int:
     first = threading.Event()
 
     def write(queue: list[list[dict[str, Any]]]) -> None:
-        client, pace = access.client(), Pace(per_lane)
+        client, pace = access.client(), ddb.Pace(per_lane)
         for items in queue:
             put_batch(client, table, items, int(plan["retry"]), pace)
             if not first.is_set():

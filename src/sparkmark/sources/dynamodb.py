@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -31,6 +30,7 @@ from .dynamodb_access import (
     ROLE_SESSION,
     STS_REGION,
     Access,
+    Pace,
     capacity,
     describe,
     fraction,
@@ -98,9 +98,7 @@ def scan_segment(
 ) -> Iterator[tuple[str, list[str]]]:
     """One Scan segment, page by page: each item's JSON and its binary attributes. The
     pages are paced so the segment consumes at most ``units_per_second``."""
-    client = access.client()
-    began = time.monotonic()
-    consumed = 0.0
+    client, pace = access.client(), Pace(units_per_second)
     request: dict[str, Any] = {
         "TableName": table,
         "Segment": segment,
@@ -111,13 +109,12 @@ def scan_segment(
         page = client.scan(**request)
         for item in page.get("Items", []):
             yield item_json(item), sorted(binary_fields(item))
-        consumed += float((page.get("ConsumedCapacity") or {}).get("CapacityUnits") or 0.0)
-        ahead = consumed / units_per_second - (time.monotonic() - began)
-        if ahead > 0:
-            time.sleep(ahead)
         last = page.get("LastEvaluatedKey")
         if not last:
             return
+        pace.spend(
+            float((page.get("ConsumedCapacity") or {}).get("CapacityUnits") or 0.0)
+        )  # before the next page
         request["ExclusiveStartKey"] = last
 
 

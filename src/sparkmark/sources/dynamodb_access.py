@@ -4,7 +4,8 @@ through STS's API), its capacity, and AWS's errors in one line."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,3 +143,25 @@ def aws_error(exc: Exception) -> str:
         error = response["Error"]
         return f"{error.get('Code')}: {error.get('Message')}"
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+@dataclass
+class Pace:
+    """At most ``units_per_second`` capacity units: each ``spend`` waits until what was
+    spent since the start fits the rate, and returns how long it waited."""
+
+    units_per_second: float
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    used: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.began = self.clock()
+
+    def spend(self, units: float) -> float:
+        self.used += units
+        ahead = self.used / self.units_per_second - (self.clock() - self.began)
+        if ahead <= 0:
+            return 0.0
+        self.sleep(ahead)
+        return ahead
