@@ -4,7 +4,7 @@
 
 Items are keyed, so a write is a put of each record under its key: putting the same
 record twice leaves the table as putting it once. That makes a write repeatable, and
-the run's write path makes it exactly-once: with a ctx the records are staged (Spark's
+the run's write path makes it exactly-once: with a ctx the records are staged (as
 JSON lines, under the run's temporary folder) and put only after the bookmark commits;
 a run killed while putting them is finished by the next start, which puts them all
 again. A run that never commits puts nothing.
@@ -300,17 +300,25 @@ class DynamoDBSink:
             "retry": self.retry,
         }
 
-    def _stage(self, df: DataFrame, folder: str) -> dict[str, Any]:
+    def _stage(self, df: DataFrame, folder: str) -> tuple[dict[str, Any], int]:
+        """The records as JSON lines in ``folder``, written by this process as Spark hands
+        them over (``toLocalIterator``): the puts happen here too, so the staged file is
+        where they will be read, whether the executors share a disk with it or not (a
+        cluster, a TempDir on the driver's machine). Returns the plan and the count."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType
-
-        from ..engine.storage import spark_base_path
 
         self._check_keys(df)
         binary = [f.name for f in df.schema.fields if isinstance(f.dataType, BinaryType)]
         line = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
-        df.select(line.alias("value")).write.mode("overwrite").text(spark_base_path(folder))
-        return {**self.plan(), "staging": folder, "binary": binary}
+        fs, root = url_to_fs(folder)
+        fs.makedirs(root, exist_ok=True)
+        count = 0
+        with fs.open(f"{root}/part-00000.json", "wt", encoding="utf-8") as out:
+            for row in df.select(line.alias("value")).toLocalIterator(prefetchPartitions=True):
+                out.write(row[0] + "\n")
+                count += 1
+        return {**self.plan(), "staging": folder, "binary": binary}, count
 
     def _check_keys(self, df: DataFrame) -> None:
         """Before anything is staged (so before the bookmark commits): every key field is
@@ -343,15 +351,14 @@ class DynamoDBSink:
     def write_now(self, df: DataFrame) -> dict[str, Any]:
         folder = tempfile.mkdtemp(prefix="sparkmark-dynamodb-")
         try:
-            put = put_all(self._stage(df, f"{folder}/items"))
+            put = put_all(self._stage(df, f"{folder}/items")[0])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return {"table": self.table, "items_written": put}
 
     def stage(self, df: DataFrame, record: OutputRecord, store: StateStore) -> tuple[dict[str, Any], int]:
         root = (self.temp_dir or tempfile.gettempdir()).rstrip("/")
-        plan = self._stage(df, f"{root}/sparkmark-staging/dynamodb/{record.key}")
-        return plan, sum(1 for _ in staged_lines(plan["staging"]))
+        return self._stage(df, f"{root}/sparkmark-staging/dynamodb/{record.key}")
 
     def discard(self, store: StateStore, record: OutputRecord) -> None:
         remove_staging(

@@ -233,7 +233,15 @@ class DynamoDBSource:
                 yield from scan_segment(access, table, segment, total, per_segment)
 
         spark = context.spark
-        items = spark.sparkContext.parallelize(range(total), total).mapPartitions(scan)
+        try:
+            tasks = spark.sparkContext
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            raise SourceError(
+                f"{self.describe()}: the Scan connector runs its segments as Spark tasks of a classic "
+                "session, and this is a Spark Connect session; read the table through the export "
+                "connector (dynamodb.export) instead"
+            ) from None
+        items = tasks.parallelize(range(total), total).mapPartitions(scan)
         # Scanned once: the schema, the binary fields and the records all read this copy,
         # so they agree, and the table is not scanned again by the write.
         text = spark.createDataFrame(items, ROWS).localCheckpoint(eager=True)
