@@ -66,11 +66,11 @@ def test_a_glue_script_runs_only_the_spark_jobs_its_work_needs(spark, tmp_path):
     sites = actions_of(spark, lambda: first.append(run_glue_script(script, "counted_jobs", **arguments)))
     first[0].assert_succeeded()
     assert rows_in(target) == [(1, "PAID"), (3, "PAID")]
-    # The records' schema (one aggregate, which adaptive execution may run as two jobs,
-    # one per stage) and the write; no isEmpty, first or count of the façade's own.
+    # The records' schema (one aggregate in sources/json_records.py, which adaptive
+    # execution may run as two jobs, one per stage) and the write; no isEmpty, first or count of the façade's own.
     assert sites[-1].startswith("save at "), sites  # the call site Spark names: its own, or <unknown>
     inference = sites[:-1]
-    assert inference and all(site == "head at choice.py" for site in inference), sites
+    assert inference and all(site == "head at json_records.py" for site in inference), sites
     assert len(inference) <= 2, sites
 
     # Nothing new: the same passes, and the write of no records leaves nothing behind.
