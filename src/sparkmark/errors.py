@@ -124,6 +124,16 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+def aws_error(exc: BaseException) -> str:
+    """An AWS client's error as AWS names it (``Code: Message``, botocore's ClientError),
+    any other as its first line."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and response.get("Error"):
+        error = response["Error"]
+        return f"{error.get('Code')}: {error.get('Message')}"
+    return first_line(exc)
+
+
 def first_problem(exc: Any) -> tuple[str, str]:
     """(where, what) of a pydantic ValidationError's first problem, in the words a
     one-line error uses: where as dotted keys, and an unknown key named as such."""

@@ -36,7 +36,7 @@ from fsspec.core import url_to_fs
 
 from ..engine.faults import crash_point
 from ..engine.models import OutputKind, OutputRecord, OutputState
-from ..errors import SinkError, SourceError
+from ..errors import SinkError, SourceError, aws_error
 from ..sources import dynamodb_access as ddb
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
@@ -122,7 +122,7 @@ def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int
         except Exception as exc:  # noqa: BLE001 - throttling is retried, the rest is one line
             code = ((getattr(exc, "response", None) or {}).get("Error") or {}).get("Code")
             if code not in RETRIED:
-                raise SinkError(f"DynamoDB table {table!r} refused a write: {ddb.aws_error(exc)}") from None
+                raise SinkError(f"DynamoDB table {table!r} refused a write: {aws_error(exc)}") from None
             response = {"UnprocessedItems": {table: pending}}
         left = list((response.get("UnprocessedItems") or {}).get(table) or [])
         done = len(pending) - len(left)

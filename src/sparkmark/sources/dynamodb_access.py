@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SourceError
+from ..errors import SourceError, aws_error
 
 ROLE_ARN = "dynamodb.sts.roleArn"
 ROLE_SESSION = "dynamodb.sts.roleSessionName"
@@ -135,14 +135,6 @@ def fraction(options: Mapping[str, Any], name: str, default: float) -> float:
     if not 0.1 <= value <= 1.5:
         raise SourceError(f"{name} must be a number from 0.1 to 1.5, not {raw!r}")
     return value
-
-
-def aws_error(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response.get("Error"):
-        error = response["Error"]
-        return f"{error.get('Code')}: {error.get('Message')}"
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 @dataclass

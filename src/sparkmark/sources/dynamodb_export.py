@@ -23,7 +23,7 @@ from typing import Any
 
 from ..engine.options import parse_bool
 from ..engine.storage import spark_base_path
-from ..errors import SourceError
+from ..errors import SourceError, aws_error
 from . import dynamodb_access as ddb
 from . import dynamodb_json
 from .base import ReadContext, SourceOutcome
@@ -164,9 +164,7 @@ class DynamoDBExportSource:
         try:
             described = client.export_table_to_point_in_time(**request)["ExportDescription"]
         except Exception as exc:  # noqa: BLE001 - one line naming the table
-            raise SourceError(
-                f"DynamoDB table {self.table!r} cannot be exported: {ddb.aws_error(exc)}"
-            ) from None
+            raise SourceError(f"DynamoDB table {self.table!r} cannot be exported: {aws_error(exc)}") from None
         wait = WAIT_S[0]
         while described.get("ExportStatus") == "IN_PROGRESS":
             time.sleep(wait)

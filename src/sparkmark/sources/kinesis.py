@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import SourceError
+from ..errors import SourceError, aws_error
 from .base import ReadContext, SourceOutcome
 from .streams import ORIGIN_COLUMN, StreamSource, parse_values
 
@@ -482,7 +482,7 @@ class KinesisSource(StreamSource):
         try:  # fail now, in one line, on a stream that cannot be reached or does not exist
             list_shards(_client(options), options)
         except Exception as exc:  # noqa: BLE001 - botocore's errors, said in one line
-            raise SourceError(f"cannot read {self.describe()}: {_aws_error(exc)}") from None
+            raise SourceError(f"cannot read {self.describe()}: {aws_error(exc)}") from None
         for name, value in options.items():
             reader = reader.option(name, value)
         raw = reader.load()
@@ -508,14 +508,6 @@ class KinesisSource(StreamSource):
             )
         metrics = {"type": "kinesis", "stream": self.stream}
         return SourceOutcome(frame, None, metrics)
-
-
-def _aws_error(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response.get("Error"):
-        error = response["Error"]
-        return f"{error.get('Code')}: {error.get('Message')}"
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 __all__ = ["KinesisDataSource", "KinesisSource"]
