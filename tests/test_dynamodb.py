@@ -304,6 +304,10 @@ def test_a_write_names_what_it_cannot_do_in_one_line(aws, spark):
         ({"dynamodb.output.tableName": target, "dynamodb.output.retry": "0"}, "dynamodb.output.retry"),
         ({"dynamodb.output.tableName": target, "dynamodb.output.bogus": "1"}, "'dynamodb.output.bogus'"),
         ({"dynamodb.output.tableName": "no_such_table"}, "'no_such_table' cannot be reached"),
+        (
+            {"dynamodb.output.tableName": "arn:aws:s3:::b"},
+            "dynamodb.output.tableName 'arn:aws:s3:::b' is not a",
+        ),
         ({"dynamodb.output.tableName": target}, f"no field 'id', a key of DynamoDB table {target!r}"),
     ]
     numeric = spark.createDataFrame([(1,)], "id long")

@@ -124,15 +124,13 @@ def crawl_dynamodb_target(
     crawl_id: str,
 ) -> tuple[list[str], list[str]]:
     """Returns (tables created, tables updated)."""
-    name, region = ddb.table_name(path)
+    name, region = ddb.table_name(path, "DynamoDBTargets Path")
     access = ddb.resolve_access(region, None)
     described = ddb.describe(access, name)
-    on_demand = (described.get("BillingModeSummary") or {}).get("BillingMode") == "PAY_PER_REQUEST"
-    rate = scan_rate if scan_rate is not None else (0.25 if on_demand else 0.5)
+    rate = scan_rate if scan_rate is not None else (0.25 if ddb.on_demand(described) else 0.5)
     if not 0.1 <= rate <= 1.5:
         raise SourceError(f"scanRate must be from 0.1 to 1.5, not {rate}")
-    count, size, fields = 0, 0, {}
-    items = list(scanned(access, name, scan_all, ddb.capacity(access, name, "Read") * rate))
+    items = list(scanned(access, name, scan_all, ddb.capacity(described, "Read") * rate))
     fields = merged_fields(items)
     count = len(items)
     size = int(described.get("TableSizeBytes") or 0)

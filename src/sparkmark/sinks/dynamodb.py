@@ -158,7 +158,7 @@ def put_all(plan: Mapping[str, Any]) -> int:
     )
     table, keys, lanes = plan["table"], tuple(plan["keys"]), int(plan["parallel"])
     binary = frozenset(plan.get("binary") or ())
-    per_lane = ddb.capacity(access, table, "Write") * float(plan["write_percent"]) / lanes
+    per_lane = ddb.capacity(ddb.describe(access, table), "Write") * float(plan["write_percent"]) / lanes
     queues: list[list[list[dict[str, Any]]]] = [[] for _ in range(lanes)]
     batches: list[dict[str, dict[str, Any]]] = [{} for _ in range(lanes)]
     count = 0
@@ -249,7 +249,7 @@ class DynamoDBSink:
         if not given:
             raise SinkError(f"a DynamoDB write needs connection option {TABLE!r}")
         try:
-            self.table, arn_region = ddb.table_name(str(given))
+            self.table, arn_region = ddb.table_name(str(given), TABLE)
             self.write_percent = ddb.fraction(self.options, WRITE_PERCENT, 0.5)
             self.parallel = ddb.positive_int(self.options, PARALLEL, 4)
             self.retry = ddb.positive_int(self.options, RETRY, 10)

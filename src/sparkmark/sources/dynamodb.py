@@ -26,6 +26,7 @@ from ..errors import SourceError
 from .base import ReadContext, SourceOutcome
 from .dynamodb_access import (
     ENDPOINT,
+    INPUT_TABLE,
     ROLE_ARN,
     ROLE_SESSION,
     STS_REGION,
@@ -42,7 +43,7 @@ from .dynamodb_stream import Changes, Trimmed, changes_since, stream_of
 
 log = logging.getLogger("sparkmark.sources")
 
-TABLE = "dynamodb.input.tableName"
+TABLE = INPUT_TABLE
 SPLITS = "dynamodb.splits"
 READ_PERCENT = "dynamodb.throughput.read.percent"
 OPTIONS = (TABLE, SPLITS, READ_PERCENT, ROLE_ARN, ROLE_SESSION, STS_REGION, ENDPOINT)
@@ -150,14 +151,15 @@ class DynamoDBSource:
             self.region, self.endpoint, self.options.get(ROLE_ARN), self.options.get(ROLE_SESSION)
         )
 
-    def read_units(self, access: Access) -> float:
+    def read_units(self, described: Mapping[str, Any]) -> float:
         """The read capacity the whole read may use, per second."""
-        return capacity(access, self.table, "Read") * self.read_percent
+        return capacity(described, "Read") * self.read_percent
 
     def read(self, context: ReadContext) -> SourceOutcome:
         access = self._access()
         bookmarked = context.bookmark_ctx is not None
-        stream = stream_of(describe(access, self.table)) if bookmarked else None
+        described = describe(access, self.table)
+        stream = stream_of(described) if bookmarked else None
         changes: Changes | None = None
         positions: dict[str, str] = {}
         if bookmarked and stream is None:
@@ -170,7 +172,7 @@ class DynamoDBSource:
         elif stream is not None:
             changes, positions = self._from_stream(access, stream, context)
         if changes is None:
-            text, items = self._scan(context, access)
+            text, items = self._scan(context, access, described)
             deleted = 0
         else:
             found = [(item_json(i), sorted(binary_fields(i))) for i in changes.images.values()]
@@ -224,8 +226,8 @@ class DynamoDBSource:
             )
         return None, changes_since(client, stream, {}, upper).positions
 
-    def _scan(self, context: ReadContext, access: Access) -> tuple[Any, int]:
-        per_segment = self.read_units(access) / self.splits
+    def _scan(self, context: ReadContext, access: Access, described: Mapping[str, Any]) -> tuple[Any, int]:
+        per_segment = self.read_units(described) / self.splits
         table, total = self.table, self.splits
 
         def scan(segments: Iterable[int]) -> Iterator[tuple[str, list[str]]]:

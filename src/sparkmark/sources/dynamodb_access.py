@@ -20,19 +20,17 @@ WRITE_SESSION = "glue-dynamodb-write-sts-session"
 # What Glue takes as an on-demand table's capacity when it paces a read or a write.
 ON_DEMAND_READ_UNITS = 40000
 ON_DEMAND_WRITE_UNITS = 40000
-TABLE_OPTION = "dynamodb.input.tableName"
+INPUT_TABLE = "dynamodb.input.tableName"
 
 
-def table_name(value: str) -> tuple[str, str | None]:
+def table_name(value: str, option: str = INPUT_TABLE) -> tuple[str, str | None]:
     """A table's name and, for an ARN (``arn:aws:dynamodb:region:account:table/name``),
-    its region."""
+    its region; ``option`` is where it was given, for the error."""
     if value.startswith("arn:"):
         parts = value.split(":", 5)
         if len(parts) == 6 and parts[5].startswith("table/"):
             return parts[5].split("/", 2)[1], parts[3] or None
-        raise SourceError(
-            f"{TABLE_OPTION} {value!r} is not a DynamoDB table ARN (arn:aws:dynamodb:…:table/NAME)"
-        )
+        raise SourceError(f"{option} {value!r} is not a DynamoDB table ARN (arn:aws:dynamodb:…:table/NAME)")
     return value, None
 
 
@@ -104,13 +102,16 @@ def describe(access: Access, table: str) -> dict[str, Any]:
         raise SourceError(f"DynamoDB table {table!r} cannot be reached: {aws_error(exc)}") from None
 
 
-def capacity(access: Access, table: str, which: str) -> float:
-    """The table's ``which`` ("Read" or "Write") capacity units per second: provisioned,
-    or what Glue takes for an on-demand table."""
-    described = describe(access, table)
+def on_demand(described: Mapping[str, Any]) -> bool:
+    """Whether a described table is billed per request (no provisioned capacity)."""
+    return (described.get("BillingModeSummary") or {}).get("BillingMode") == "PAY_PER_REQUEST"
+
+
+def capacity(described: Mapping[str, Any], which: str) -> float:
+    """A described table's ``which`` ("Read" or "Write") capacity units per second:
+    provisioned, or what Glue takes for an on-demand table."""
     provisioned = float((described.get("ProvisionedThroughput") or {}).get(f"{which}CapacityUnits") or 0)
-    on_demand = (described.get("BillingModeSummary") or {}).get("BillingMode") == "PAY_PER_REQUEST"
-    if on_demand or provisioned <= 0:
+    if on_demand(described) or provisioned <= 0:
         return float(ON_DEMAND_READ_UNITS if which == "Read" else ON_DEMAND_WRITE_UNITS)
     return provisioned
 

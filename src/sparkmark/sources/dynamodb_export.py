@@ -103,12 +103,10 @@ class DynamoDBExportSource:
         if how not in ("ddb", "s3"):
             raise SourceError(f"{EXPORT} must be 'ddb' (export now) or 's3' (a past export), not {how!r}")
         self.how = how
-        arn = (
-            self.options.get(TABLE_ARN) or self.options.get("location") or self.options.get(ddb.TABLE_OPTION)
-        )
+        arn = self.options.get(TABLE_ARN) or self.options.get("location") or self.options.get(ddb.INPUT_TABLE)
         if not arn:
             raise SourceError(f"the DynamoDB export connector needs connection option {TABLE_ARN!r}")
-        self.table, region = ddb.table_name(str(arn))
+        self.table, region = ddb.table_name(str(arn), TABLE_ARN)
         self.arn = str(arn)
         self.region = str(self.options.get(ddb.STS_REGION) or region or "") or None
         self.unnest = parse_bool(UNNEST, self.options.get(UNNEST, False))
