@@ -181,3 +181,18 @@ def test_a_pace_waits_until_what_was_spent_fits_the_rate():
     assert slept == [pytest.approx(0.5), pytest.approx(1.0)]
     now[0] += 2.0
     assert pace.spend(5) == 0.0  # 20 units in 3.5 s is under 10 a second
+
+
+def test_an_aws_error_is_named_by_its_code_and_any_other_by_its_first_line():
+    from botocore.exceptions import ClientError
+
+    from sparkmark.errors import aws_code, aws_error
+
+    throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "Scan")
+    assert (aws_code(throttled), aws_error(throttled)) == (
+        "ThrottlingException",
+        "ThrottlingException: slow down",
+    )
+    other = RuntimeError("connection reset\n  at a JVM frame")
+    assert (aws_code(other), aws_error(other)) == (None, "connection reset")
+    assert aws_error(ValueError()) == "ValueError"  # no message: its type

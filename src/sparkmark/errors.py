@@ -124,14 +124,23 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def aws_error(exc: BaseException) -> str:
-    """An AWS client's error as AWS names it (``Code: Message``, botocore's ClientError),
-    any other as its first line."""
+def _aws_fields(exc: BaseException) -> dict[str, Any] | None:
+    """The ``Error`` of an AWS client's error (botocore's ClientError), or None."""
     response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response.get("Error"):
-        error = response["Error"]
-        return f"{error.get('Code')}: {error.get('Message')}"
-    return first_line(exc)
+    if isinstance(response, dict) and isinstance(response.get("Error"), dict) and response["Error"]:
+        return response["Error"]
+    return None
+
+
+def aws_code(exc: BaseException) -> str | None:
+    """An AWS client's error code (``ThrottlingException``…), or None for any other error."""
+    return (_aws_fields(exc) or {}).get("Code")
+
+
+def aws_error(exc: BaseException) -> str:
+    """An AWS client's error as AWS names it (``Code: Message``), any other as its first line."""
+    error = _aws_fields(exc)
+    return f"{error.get('Code')}: {error.get('Message')}" if error else first_line(exc)
 
 
 def first_problem(exc: Any) -> tuple[str, str]:

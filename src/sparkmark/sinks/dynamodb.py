@@ -36,7 +36,7 @@ from fsspec.core import url_to_fs
 
 from ..engine.faults import crash_point
 from ..engine.models import OutputKind, OutputRecord, OutputState
-from ..errors import SinkError, SourceError, aws_error
+from ..errors import SinkError, SourceError, aws_code, aws_error
 from ..sources import dynamodb_access as ddb
 
 if TYPE_CHECKING:  # PySpark is imported only where it runs
@@ -120,7 +120,7 @@ def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int
         try:
             response = client.batch_write_item(RequestItems={table: pending}, ReturnConsumedCapacity="TOTAL")
         except Exception as exc:  # noqa: BLE001 - throttling is retried, the rest is one line
-            code = ((getattr(exc, "response", None) or {}).get("Error") or {}).get("Code")
+            code = aws_code(exc)
             if code not in RETRIED:
                 raise SinkError(f"DynamoDB table {table!r} refused a write: {aws_error(exc)}") from None
             response = {"UnprocessedItems": {table: pending}}

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SourceError
+from ..errors import SourceError, aws_code, aws_error
 
 IMAGES = ("NEW_IMAGE", "NEW_AND_OLD_IMAGES")
 
@@ -86,10 +86,10 @@ def records(
                 return  # an open shard's end (a closed one's has no next iterator)
             iterator = page.get("NextShardIterator")
     except Exception as exc:  # noqa: BLE001 - trimmed is a fallback; the rest one line
-        code = ((getattr(exc, "response", None) or {}).get("Error") or {}).get("Code")
+        code = aws_code(exc)
         if code in ("TrimmedDataAccessException", "ResourceNotFoundException") and after is not None:
             raise Trimmed(shard["ShardId"]) from None
-        raise SourceError(f"the stream {stream} cannot be read: {exc}") from None
+        raise SourceError(f"the stream {stream} cannot be read: {aws_error(exc)}") from None
 
 
 @dataclass
