@@ -125,9 +125,9 @@ def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int
                 raise SinkError(f"DynamoDB table {table!r} refused a write: {aws_error(exc)}") from None
             response = {"UnprocessedItems": {table: pending}}
         left = list((response.get("UnprocessedItems") or {}).get(table) or [])
-        done = len(pending) - len(left)
-        if done:
-            pace.spend(_units(response, items[:done]))
+        put = [r["PutRequest"]["Item"] for r in pending if r not in left]
+        if put:
+            pace.spend(_units(response, put))
             failures, wait = 0, BACKOFF_S
         else:
             failures += 1
@@ -142,7 +142,7 @@ def put_batch(client: Any, table: str, items: list[dict[str, Any]], retries: int
 
 
 def staged_lines(folder: str) -> Iterator[str]:
-    """The staged records, file by file in name order (Spark's part order)."""
+    """The staged records, file by file in name order."""
     fs, root = url_to_fs(folder)
     for path in sorted(p for p in fs.find(root) if p.rsplit("/", 1)[-1].startswith("part-")):
         with fs.open(path, "rt", encoding="utf-8") as f:
