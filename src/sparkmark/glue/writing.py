@@ -111,8 +111,7 @@ def write(
         return
     registered = sink_registry.by_connection_type(kind)
     if registered is not None:
-        temp_dir = gc.run.temp_dir if gc.run is not None else None
-        write_sink(registered.make(options, ctx=ctx, temp_dir=temp_dir), variants_as_json(df), gc.run)
+        write_sink(registered.make(options, ctx=ctx), variants_as_json(df), gc.run)
         return
     raise SourceError(f"connection_type {connection_type!r} is not supported for writing")
 

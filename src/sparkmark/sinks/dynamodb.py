@@ -280,7 +280,7 @@ class DynamoDBSink:
         return self.options.get(ddb.ROLE_ARN), self.options.get(ddb.ROLE_SESSION) or ddb.WRITE_SESSION
 
     def join(self, run: Any, staged: bool) -> None:
-        self.temp_dir = self.temp_dir or getattr(run, "temp_dir", None)
+        self.temp_dir = run.temp_dir
 
     def guard(self, store: StateStore) -> None:
         """A keyed table takes any run's puts: a put again is the same item."""
@@ -356,23 +356,21 @@ class DynamoDBSink:
             shutil.rmtree(folder, ignore_errors=True)
         return {"table": self.table, "items_written": put}
 
+    def _staging(self, key: str) -> str:
+        """Where write ``key`` is staged: under the run's temporary folder."""
+        return f"{(self.temp_dir or tempfile.gettempdir()).rstrip('/')}/sparkmark-staging/dynamodb/{key}"
+
     def stage(self, df: DataFrame, record: OutputRecord, store: StateStore) -> tuple[dict[str, Any], int]:
-        root = (self.temp_dir or tempfile.gettempdir()).rstrip("/")
-        return self._stage(df, f"{root}/sparkmark-staging/dynamodb/{record.key}")
+        return self._stage(df, self._staging(record.key))
 
     def discard(self, store: StateStore, record: OutputRecord) -> None:
-        remove_staging(
-            f"{(self.temp_dir or tempfile.gettempdir()).rstrip('/')}/sparkmark-staging/dynamodb/{record.key}"
-        )
+        remove_staging(self._staging(record.key))
 
     def result(self, staged: int, ctx: str) -> dict[str, Any]:
         return {"table": self.table, "ctx": ctx, "items_staged": staged}
 
 
-def from_glue_options(
-    options: dict[str, Any], *, ctx: str | None, temp_dir: str | None = None
-) -> DynamoDBSink:
-    """The sink registry's factory: Glue's DynamoDB write options."""
-    return DynamoDBSink(
-        {k: v for k, v in options.items() if k.startswith("dynamodb.")}, ctx or None, temp_dir
-    )
+def from_glue_options(options: dict[str, Any], *, ctx: str | None) -> DynamoDBSink:
+    """The sink registry's factory: Glue's DynamoDB write options (the run's temporary
+    folder comes with the run, in ``join``)."""
+    return DynamoDBSink({k: v for k, v in options.items() if k.startswith("dynamodb.")}, ctx or None)

@@ -7,8 +7,9 @@ module and its entry below. Files, JDBC and table formats keep their own paths, 
 their formats, staging tables and snapshots.
 
 A factory is ``"module:function"`` (a module of this package), imported only when a
-sink of its kind is made; it takes the connection options, and ``ctx`` and
-``temp_dir`` by keyword, and returns a sink for ``runtime.write_sink``."""
+sink of its kind is made; it takes the connection options and ``ctx`` by keyword, and
+returns a sink for ``runtime.write_sink`` (what it needs of the run, it takes in
+``join``)."""
 
 from __future__ import annotations
 
