@@ -20,10 +20,11 @@ from ..args import as_passed
 from ..engine.models import RunRecord, RunState
 from ..engine.schema import utcnow
 from ..errors import NotFound, RunFinished, UnknownRun
+from ..workflow.capacity import PYTHON_SHELL, run_fields
 from ..workflow.definition import JobDefinition
 from ..workflow.records import ActionRecord, ActionState
 from ..workflow.report import bookmark_entry
-from .logs import JOBS_LOG_GROUP
+from .logs import JOBS_LOG_GROUP, PYTHON_JOBS_LOG_GROUP
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import Service, handler, page, refuse_named_by_triggers
 
@@ -31,10 +32,23 @@ from .service import Service, handler, page, refuse_named_by_triggers
 def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None, modified: datetime | None):
     kept = {k: v for k, v in glue.items() if k not in ACTED_ON}
     command = dict(glue.get("Command") or {})
-    command.setdefault("Name", "glueetl")
+    command["Name"] = job.Command
     command["ScriptLocation"] = job.Script
+    if job.PythonVersion is not None:
+        command["PythonVersion"] = job.PythonVersion
+    capacity = {
+        k: v
+        for k, v in {
+            "MaxCapacity": job.MaxCapacity,
+            "WorkerType": job.WorkerType,
+            "NumberOfWorkers": job.NumberOfWorkers,
+            "ExecutionClass": job.ExecutionClass,
+        }.items()
+        if v is not None
+    }
     return {
         **kept,
+        **capacity,
         "Name": job.Name,
         "Description": job.Description or None,
         "Command": command,
@@ -212,13 +226,14 @@ def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
         docs.append(doc)
     docs += [_run_doc(None, a) for a in actions.values()]  # queued, or ended before recording a run
     definition = _jobs(svc).get(job, {})
+    command = (definition.get("Command") or {}).get("Name") or "glueetl"
+    shell = command == PYTHON_SHELL
     for doc in docs:
         # Glue gives the script --JOB_NAME; the run's Arguments are what it was started with.
         doc["Arguments"] = {k: v for k, v in (doc.get("Arguments") or {}).items() if k != "--JOB_NAME"}
-        doc["LogGroupName"] = JOBS_LOG_GROUP
+        doc["LogGroupName"] = PYTHON_JOBS_LOG_GROUP if shell else JOBS_LOG_GROUP
         doc["GlueVersion"] = definition.get("GlueVersion") or GLUE_VERSION
-        doc["WorkerType"] = definition.get("WorkerType") or "G.1X"
-        doc["NumberOfWorkers"] = definition.get("NumberOfWorkers") or 1
+        doc.update(run_fields(definition, command))
     return sorted(docs, key=lambda d: d["StartedOn"], reverse=True)
 
 

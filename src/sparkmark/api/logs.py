@@ -27,7 +27,14 @@ from .protocol import GlueApiError, invalid
 from .service import CATALOG_ID, Service, handler
 
 JOBS_LOG_GROUP = "/aws-glue/jobs"  # JobRun.LogGroupName: its streams are under /output and /error
-GROUPS = {f"{JOBS_LOG_GROUP}/output": "output", f"{JOBS_LOG_GROUP}/error": "error"}
+PYTHON_JOBS_LOG_GROUP = "/aws-glue/python-jobs"  # the same, for Python shell jobs' runs
+# A group: which of a run's two logs it holds, and whether it holds Python shell jobs' runs.
+Group = tuple[str, bool]
+GROUPS: dict[str, Group] = {
+    f"{base}/{which}": (which, base == PYTHON_JOBS_LOG_GROUP)
+    for base in (JOBS_LOG_GROUP, PYTHON_JOBS_LOG_GROUP)
+    for which in ("output", "error")
+}
 
 
 def _no_group(name: str) -> GlueApiError:
@@ -38,15 +45,17 @@ def _no_stream(name: str) -> GlueApiError:
     return GlueApiError("ResourceNotFoundException", f"The specified log stream does not exist: {name}")
 
 
-def _group(name: str | None) -> str:
+def _group(name: str | None) -> Group:
     if name not in GROUPS:
         raise _no_group(str(name))
     return GROUPS[name]
 
 
-def _file(svc: Service, which: str, stream: str) -> Path | None:
-    """The file holding ``stream`` (a run id) of the group ``which``, or None: the
-    scheduler's log of a run it started, else the copy a run from a terminal kept."""
+def _file(svc: Service, group: Group, stream: str) -> Path | None:
+    """The file holding ``stream`` (a run id) of ``group``, or None: the scheduler's log
+    of a run it started, else the copy a run from a terminal kept. A Python shell job's
+    runs are in the python-jobs groups only, a Spark job's in the jobs groups only."""
+    which, shell = group
     try:
         action = svc.workflows.action(stream)
     except NotFound:
@@ -54,13 +63,16 @@ def _file(svc: Service, which: str, stream: str) -> Path | None:
     if action is not None:
         if action.kind != "JOB" or not action.log_path:
             return None
-        path = Path(action.log_path)
+        path, job = Path(action.log_path), action.name
     else:
         try:
             record = svc.state.get_run(stream)
         except NotFound:
             return None
-        path = log_path(svc.settings.home, "JOB", record.job_name, stream)
+        path, job = log_path(svc.settings.home, "JOB", record.job_name, stream), record.job_name
+    definition = svc.project.jobs.get(job)
+    if (definition is not None and definition.python_shell) != shell:
+        return None
     return path if which == "output" else error_path(path)
 
 
@@ -152,7 +164,7 @@ class _Stream:
         return {"timestamp": self.timestamp, "message": line[1], "ingestionTime": self.timestamp}
 
 
-def _streams(svc: Service, which: str, names: list[str] | None, prefix: str | None) -> list[_Stream]:
+def _streams(svc: Service, which: Group, names: list[str] | None, prefix: str | None) -> list[_Stream]:
     if names is None:
         actions = svc.workflows.actions_of(kind="JOB")
         names = sorted(a.action_id for a in actions if a.log_path)

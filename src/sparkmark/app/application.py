@@ -26,6 +26,7 @@ class App:
         self.glue_url: str | None = None
         self.glue_token: str | None = None
         self._stop_services: threading.Event | None = None
+        self._wake_scheduler = threading.Event()  # set when a door queues something
         self._scheduler_thread: threading.Thread | None = None
         self._runs_endpoint: Any = None
 
@@ -43,7 +44,7 @@ class App:
             from ..workflow.scheduler import lead_in_background
 
             self._scheduler_thread = lead_in_background(
-                self.state, self.settings, self.source, self._stop_services, endpoint
+                self.state, self.settings, self.source, self._stop_services, endpoint, self._wake_scheduler
             )
 
     @staticmethod
@@ -66,6 +67,7 @@ class App:
         connections."""
         if self._stop_services is not None:
             self._stop_services.set()
+            self._wake_scheduler.set()
             if self._scheduler_thread is not None:
                 self._scheduler_thread.join(timeout=10)
             from ..pool.pool import close_home
@@ -88,15 +90,17 @@ class App:
 
     def endpoint_environment(self, url: str, token: str | None) -> dict[str, str]:
         """The variables that point a run's or a session's boto3 at the Glue endpoint
-        ``url``: for its Glue and CloudWatch clients, a region, and, when this process
+        ``url``: for its Glue, CloudWatch and CloudWatch Logs clients, a region, and, when this process
         has no AWS credentials of its own, ``token`` to sign with (with credentials of
         its own, the run keeps them, for S3, and the endpoint accepts a signature made
         with them). Nothing points at AWS by default."""
         import botocore.session
 
         env = {"AWS_ENDPOINT_URL_GLUE": url}
-        if not self.settings.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH"):
-            env["AWS_ENDPOINT_URL_CLOUDWATCH"] = url
+        # put_metric_data lands with the run's metrics; get_log_events reads the runs' logs.
+        for service in ("AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"):
+            if not self.settings.environ.get(service):
+                env[service] = url
         session = botocore.session.get_session()
         if session.get_config_variable("region") is None:
             env["AWS_DEFAULT_REGION"] = self.settings.aws_region or "us-east-1"
@@ -214,11 +218,15 @@ class App:
         self, job: str, arguments: dict[str, str] | None = None, *, timeout_minutes: float | None = None
     ) -> str:
         """Queue one run of ``job``, outside any workflow; its run id."""
-        return self.scheduler().start_job_run(job, arguments, timeout_minutes=timeout_minutes)
+        run_id = self.scheduler().start_job_run(job, arguments, timeout_minutes=timeout_minutes)
+        self._wake_scheduler.set()
+        return run_id
 
     def start_workflow_run(self, workflow: str, properties: dict[str, str] | None = None) -> str | None:
         """Start a run of ``workflow`` through its start trigger; its run id."""
-        return self.scheduler().start_workflow_run(workflow, supervisor=None, properties=properties)
+        run_id = self.scheduler().start_workflow_run(workflow, supervisor=None, properties=properties)
+        self._wake_scheduler.set()
+        return run_id
 
     def stop_workflow_run(self, workflow: str, run_id: str):
         """Ask a running workflow run to stop."""

@@ -12,21 +12,33 @@ from ..errors import ArgumentError
 ACTED_ON = frozenset(
     {"Name", "Command", "DefaultArguments", "Description", "MaxRetries", "Timeout", "ExecutionProperty"}
 )
-COMMANDS = (None, "glueetl", "pythonshell", "gluestreaming")
+# Glue's capacity fields: checked by the definition (``workflow/capacity.py``), acted on
+# by its runs, and shown back as given.
+CAPACITY_FIELDS = ("MaxCapacity", "WorkerType", "NumberOfWorkers", "ExecutionClass")
 
 
 def job_definition(name: str, glue: dict[str, Any]) -> dict[str, Any]:
     """The definition a run of job ``name`` uses, from its Glue fields; raises
     :class:`ArgumentError` or :class:`ConfigError` for what a run could not use."""
+    from ..workflow.capacity import RAY, RAY_REFUSED
     from ..workflow.definition import JobDefinition, _validate
 
     command = glue.get("Command") or {}
+    if command.get("Name") == RAY:
+        raise ArgumentError(RAY_REFUSED)
     script = command.get("ScriptLocation")
     if not script:
         raise ArgumentError("Command.ScriptLocation is required: it is the script sparkmark runs")
-    if command.get("Name") not in COMMANDS:
-        raise ArgumentError(f"Command.Name {command.get('Name')!r} is not a Glue job command")
-    doc: dict[str, Any] = {"Script": script, "Description": glue.get("Description") or ""}
+    doc: dict[str, Any] = {
+        "Script": script,
+        "Description": glue.get("Description") or "",
+        "Command": command.get("Name") or "glueetl",
+    }
+    if command.get("PythonVersion") is not None:
+        doc["PythonVersion"] = str(command["PythonVersion"])
+    for field in CAPACITY_FIELDS:
+        if glue.get(field) is not None:
+            doc[field] = glue[field]
     for field in ("DefaultArguments", "MaxRetries", "Timeout"):
         if glue.get(field) is not None:
             doc[field] = glue[field]

@@ -188,7 +188,7 @@ def main() -> None:
     mask_logging()
     for noisy in ("py4j", "sqlalchemy", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from ..workflow.launcher import launched_document, record_exit
+    from ..host.handover import launched_document, record_exit
 
     sent = launched_document()
     if sent is not None and "argv" in sent:

@@ -27,6 +27,9 @@ class RunRequest(BaseModel):
     config: str | None = None  # the project file the job is declared in
     spark_master: str | None = None
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    # Glue's Command.Name: a "pythonshell" run is plain Python (host/python_shell.py).
+    command: str = "glueetl"
+    max_capacity: float | None = None  # a Python shell run's DPUs (its memory)
 
     @classmethod
     def checked(cls, document: dict[str, Any]) -> RunRequest:

@@ -204,7 +204,7 @@ def _skip_without_spark(script: Path, resolved: job_args.JobArguments, settings:
     )
 
 
-def _fetch_script(location: str, settings: Settings) -> Path:
+def fetch_script(location: str, settings: Settings) -> Path:
     """A script named by URL (``s3://bucket/job.py``, as Glue's ScriptLocation), copied
     under the home to run; the copy is taken again at every run."""
     import hashlib
@@ -294,7 +294,7 @@ def run_request(
     settings = Settings.from_env()
     script_name = request.script
     if "://" in script_name and not script_name.startswith("file://"):
-        script = _fetch_script(script_name, settings)
+        script = fetch_script(script_name, settings)
     else:
         script = Path(script_name.removeprefix("file://"))
     if not script.is_file():

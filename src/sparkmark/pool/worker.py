@@ -127,7 +127,7 @@ class Warm:
     def job(self, message: HostJob) -> tuple[int, str | None]:
         """Host one run; (its exit code, why this process should be replaced or None)."""
         from ..host import RunRequest, run_request
-        from ..workflow.launcher import EXIT_FILE_ENV, write_exit
+        from ..host.handover import EXIT_FILE_ENV, write_exit
 
         saved_env = dict(os.environ)
         saved_cwd = os.getcwd()

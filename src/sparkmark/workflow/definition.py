@@ -37,7 +37,7 @@ from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.names import check_name
 from ..errors import ArgumentError, ConfigError, UndeclaredReference, first_problem
 from ..tomlfile import read_toml
-from . import cron
+from . import capacity, cron
 
 SECTIONS = ("jobs", "triggers", "workflows", "crawlers", "connections", "pool")
 
@@ -106,11 +106,36 @@ class JobDefinition(_Model):
     MaxConcurrentRuns: int = Field(default=1, ge=1)
     Spark: SparkSettings = Field(default_factory=SparkSettings)
     Streaming: StreamingBounds = Field(default_factory=StreamingBounds)
+    # Glue's Command.Name and capacity fields (``capacity.py`` says what each does here).
+    Command: str = "glueetl"
+    PythonVersion: str | None = None
+    MaxCapacity: float | None = None
+    WorkerType: str | None = None
+    NumberOfWorkers: int | None = None
+    ExecutionClass: str | None = None
 
     @field_validator("DefaultArguments")
     @classmethod
     def _dashed(cls, value: dict[str, str]) -> dict[str, str]:
         return _check_arguments(value)
+
+    @model_validator(mode="after")
+    def _capacity(self) -> JobDefinition:
+        capacity.check(
+            self.Command,
+            max_capacity=self.MaxCapacity,
+            worker_type=self.WorkerType,
+            workers=self.NumberOfWorkers,
+            execution_class=self.ExecutionClass,
+            python_version=self.PythonVersion,
+        )
+        if self.Command == capacity.PYTHON_SHELL:
+            capacity.library_set(self.DefaultArguments.get("--library-set"))
+        return self
+
+    @property
+    def python_shell(self) -> bool:
+        return self.Command == capacity.PYTHON_SHELL
 
     def arguments(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """DefaultArguments overlaid with a run's own, and --JOB_NAME set to the job."""

@@ -26,14 +26,11 @@ from typing import Any
 
 from ..engine.owner import is_dead
 from ..engine.run_logs import error_path
+from ..host.handover import ARGV_PIPE_ENV, EXIT_FILE_ENV, exit_path, read_exit
 from ..pool.protocol import HostJob
 from ..state.handle import private_dir, private_file
 from ..table_formats import JVM_PARAMETERS
-
-EXIT_FILE_ENV = "SPARKMARK_EXIT_FILE"
-# Set for a child whose work comes through its stdin: a run's arguments (a password among
-# them, perhaps) never appear in its argv, which any local user can read.
-ARGV_PIPE_ENV = "SPARKMARK_ARGV_ON_STDIN"
+from .capacity import PYTHON_SHELL
 
 
 @dataclass(frozen=True)
@@ -73,6 +70,12 @@ def session_settings(conf: dict[str, str]) -> bool:
     return all(k.startswith("spark.sql.") and not k.startswith(STATIC_SQL) for k in conf)
 
 
+def python_shell(spec: LaunchSpec) -> bool:
+    """Whether the spec is a Python shell job's run (plain Python, no Spark)."""
+    request = spec.document.get("run") if spec.kind == "JOB" else None
+    return isinstance(request, dict) and request.get("command") == PYTHON_SHELL
+
+
 def poolable(spec: LaunchSpec, master: str) -> bool:
     """Whether a job run may be hosted by a warm process: a batch run whose Spark is the
     pool's (no master, table formats, jars or settings fixed at start of its own; its
@@ -82,7 +85,8 @@ def poolable(spec: LaunchSpec, master: str) -> bool:
         return False
     arguments = list(request.get("arguments") or [])
     return (
-        session_settings(dict(request.get("spark_conf") or {}))
+        request.get("command") != PYTHON_SHELL
+        and session_settings(dict(request.get("spark_conf") or {}))
         and request.get("spark_master") in (None, "", master)
         and not request.get("remote")
         and not request.get("until_caught_up")
@@ -129,6 +133,19 @@ class Launcher:
         exit_file = exit_path(spec.log_path)
         exit_file.unlink(missing_ok=True)
         env = {**os.environ, **spec.env, EXIT_FILE_ENV: str(exit_file), ARGV_PIPE_ENV: "1"}
+        program = [sys.executable, "-m", "sparkmark"]
+        if python_shell(spec):
+            # Plain Python, no JVM: its boto3 is pointed at the door's Glue endpoint here
+            # (a Spark run's process finds one itself, as `sparkmark run` does).
+            program = [sys.executable, "-m", "sparkmark.host.python_shell"]
+            if self.endpoint is not None and not env.get("AWS_ENDPOINT_URL_GLUE"):
+                env.update(
+                    {
+                        k: v
+                        for k, v in self.endpoint().items()
+                        if k == "AWS_ENDPOINT_URL_GLUE" or not env.get(k)
+                    }
+                )
         env.pop("PYSPARK_SUBMIT_ARGS", None)  # each run builds its own Spark arguments
         private_dir(spec.log_path.parent)
         fd = os.open(spec.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -136,7 +153,7 @@ class Launcher:
         with open(fd, "ab") as log, open(err_fd, "ab") as err:
             private_file(spec.log_path)  # made by an earlier version under a loose umask
             child = subprocess.Popen(
-                [sys.executable, "-m", "sparkmark"],
+                program,
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=err,
@@ -214,47 +231,6 @@ def _is_zombie(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
-
-
-def exit_path(log_path: Path) -> Path:
-    return log_path.with_suffix(".exit")
-
-
-def read_exit(log_path: str | None) -> int | None:
-    if not log_path:
-        return None
-    try:
-        return int(json.loads(exit_path(Path(log_path)).read_text(encoding="utf-8"))["code"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def launched_document() -> dict[str, Any] | None:
-    """What a launcher sent through stdin, when this process was started so: ``{"run":
-    request}`` for a job, ``{"argv": [...]}`` for another command."""
-    if not os.environ.pop(ARGV_PIPE_ENV, None):
-        return None
-    document = json.loads(sys.stdin.read() or "{}")
-    argv = document.get("argv") if isinstance(document, dict) else None
-    if not isinstance(document, dict) or not (
-        isinstance(document.get("run"), dict)
-        or (isinstance(argv, list) and all(isinstance(a, str) for a in argv))
-    ):
-        raise ValueError('the document sent on stdin is neither {"run": {...}} nor {"argv": [...]}')
-    return document
-
-
-def record_exit(code: int) -> None:
-    """Called by the ``sparkmark`` program as it exits, when run by a scheduler."""
-    target = os.environ.get(EXIT_FILE_ENV)
-    if target:
-        write_exit(Path(target), code)
-
-
-def write_exit(path: Path, code: int) -> None:
-    """A run's exit status, where its scheduler reads it (``read_exit``)."""
-    with contextlib.suppress(OSError):
-        path.write_text(json.dumps({"code": code}), encoding="utf-8")
 
 
 def log_tail(log_path: str | None, lines: int = 8) -> str:

@@ -460,7 +460,7 @@ def pooled_launcher(
 
     config = load_pool_config(settings.config)
     if not config.jobs or config.size == 0:
-        return Launcher()
+        return Launcher(endpoint=endpoint)  # Python shell runs are still told the endpoint
     return Launcher(shared_pool(settings, start=start), settings.spark_master, endpoint)
 
 
@@ -470,9 +470,13 @@ def lead_in_background(
     source: ProjectSource,
     stop: threading.Event,
     endpoint: Callable[[], dict[str, str]] | None = None,
+    wake: threading.Event | None = None,
 ) -> threading.Thread:
     """A daemon thread that starts what a service queues (job runs, crawls, workflow
-    runs, scheduled triggers): it leads whenever no other scheduler does, until ``stop``."""
+    runs, scheduled triggers): it leads whenever no other scheduler does, until ``stop``.
+    Between passes it waits half a second, or until ``wake`` is set (the service queued
+    something: a Python shell run starts at once instead of at the next pass)."""
+    bell = wake or stop
 
     def loop() -> None:
         launcher = pooled_launcher(settings, endpoint=endpoint)
@@ -485,7 +489,9 @@ def lead_in_background(
             if scheduler.launcher.has_children():
                 scheduler.launcher.wait_any(0.5)
             else:
-                stop.wait(0.5)
+                bell.wait(0.5)
+            if bell is not stop:
+                bell.clear()
         if scheduler.is_leader:
             scheduler.store.resign(scheduler.owner)
 

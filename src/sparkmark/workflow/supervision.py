@@ -20,8 +20,10 @@ from ..engine.schema import utcnow
 from ..engine.sealing import Sealer
 from ..engine.store import StateStore
 from ..errors import ConfigError, NotFound, RunFinished, SparkmarkError
+from ..host.handover import read_exit_error
 from ..host.request import RunRequest
 from ..settings import Settings
+from . import capacity
 from .definition import Project, is_url
 from .launcher import Launcher, LaunchSpec, log_tail
 from .records import ActionRecord, ActionState, WorkflowRunStatus, moves_bookmark
@@ -175,10 +177,11 @@ class ActionSupervisor:
             if run is not None:  # the process died before the run could end itself
                 self._close_records(action, ActionState.FAILED, why)
                 return ActionState.FAILED, f"{why}: {tail}" if tail else why
+            told = read_exit_error(action.log_path)  # a Python shell run's own line
             ended = (
                 (ActionState.SUCCEEDED, None)
                 if code == 0
-                else (ActionState.FAILED, f"{why}: {tail}" if tail else why)
+                else (ActionState.FAILED, told or (f"{why}: {tail}" if tail else why))
             )
             self._record_run(action, *ended)
             return ended
@@ -200,6 +203,9 @@ class ActionSupervisor:
         """A job's process ended without a run record (it died before its script could
         record one): the run is recorded here, so the run store holds every run."""
         option = action.arguments.get("--job-bookmark-option", BookmarkOption.DISABLE.value)
+        job = self.project.jobs.get(action.name)
+        if job is not None and job.python_shell:
+            option = BookmarkOption.DISABLE.value  # Python shell jobs have no bookmarks
         # Recorded meanwhile, or the store is out of reach: the action keeps the outcome.
         with contextlib.suppress(SparkmarkError, IntegrityError):
             self.state.record_ended_run(
@@ -315,6 +321,8 @@ class ActionSupervisor:
             run = self.store.workflow_run(action.workflow_run_id)
             arguments["--WORKFLOW_NAME"] = run.workflow
             arguments["--WORKFLOW_RUN_ID"] = run.run_id
+        master = job.Spark.master or self.settings.spark_master
+        sized = capacity.spark_conf(master, arguments, job.WorkerType, job.NumberOfWorkers)
         request = RunRequest(
             script=str(job.Script),
             arguments=[part for key, value in arguments.items() for part in (key, value)],
@@ -323,7 +331,9 @@ class ActionSupervisor:
             attempt=action.attempt,
             config=str(self.project.path),
             spark_master=job.Spark.master or None,
-            spark_conf=dict(job.Spark.conf),
+            spark_conf={**sized, **job.Spark.conf},  # the job's own settings win
+            command=job.Command,
+            max_capacity=job.MaxCapacity,
         )
         document = {"run": request.model_dump(mode="json")}
         return LaunchSpec(action.action_id, "JOB", job.Name, action.attempt, document, {}, log_path)
