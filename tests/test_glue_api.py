@@ -1474,7 +1474,9 @@ def test_a_runs_logs_are_served_as_cloudwatch_logs_glue_tools_read(glue, endpoin
     drive(lambda: glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]["JobRunState"] == "SUCCEEDED")
     run = glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]
     assert run["LogGroupName"] == "/aws-glue/jobs"
-    assert (run["GlueVersion"], run["WorkerType"], run["NumberOfWorkers"]) == ("5.0", "G.1X", 1)
+    # A job that names no capacity runs, on Glue, on its default of 10 G.1X workers.
+    assert (run["GlueVersion"], run["WorkerType"], run["NumberOfWorkers"]) == ("5.0", "G.1X", 10)
+    assert run["ExecutionClass"] == "STANDARD"
     assert run["Arguments"] == {"--day": "2026-11-26"}
 
     logs = logs_client(endpoint.url)

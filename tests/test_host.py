@@ -9,8 +9,7 @@ import json
 import pytest
 
 from sparkmark.errors import ArgumentError
-from sparkmark.host import RunRequest
-from sparkmark.workflow import launcher
+from sparkmark.host import RunRequest, handover
 
 
 def test_a_request_gives_the_script_the_settings_it_names():
@@ -64,23 +63,23 @@ def test_a_bad_request_is_one_line_naming_what_is_wrong(document, message):
 
 def test_the_launched_document_is_read_once_from_stdin(monkeypatch):
     sent = {"run": {"script": "job.py", "arguments": ["--JOB_NAME", "j"]}}
-    monkeypatch.setenv(launcher.ARGV_PIPE_ENV, "1")
+    monkeypatch.setenv(handover.ARGV_PIPE_ENV, "1")
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(sent)))
-    assert launcher.launched_document() == sent
-    assert launcher.launched_document() is None  # the variable is taken: a child of the job reads nothing
+    assert handover.launched_document() == sent
+    assert handover.launched_document() is None  # the variable is taken: a child of the job reads nothing
 
 
 @pytest.mark.parametrize("sent", [["run", "job.py"], {"argv": "run job.py"}, {"run": "job.py"}, {}])
 def test_a_launched_document_of_another_shape_is_refused(monkeypatch, sent):
-    monkeypatch.setenv(launcher.ARGV_PIPE_ENV, "1")
+    monkeypatch.setenv(handover.ARGV_PIPE_ENV, "1")
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(sent)))
     with pytest.raises(ValueError, match="neither"):
-        launcher.launched_document()
+        handover.launched_document()
 
 
 def test_no_document_without_the_launchers_variable(monkeypatch):
-    monkeypatch.delenv(launcher.ARGV_PIPE_ENV, raising=False)
-    assert launcher.launched_document() is None
+    monkeypatch.delenv(handover.ARGV_PIPE_ENV, raising=False)
+    assert handover.launched_document() is None
 
 
 def test_a_hosted_scripts_spark_context_is_the_running_one(spark):
