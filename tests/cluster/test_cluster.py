@@ -13,12 +13,16 @@ import sys
 import uuid
 from pathlib import Path
 
+import boto3
 import psycopg
 import pyarrow.parquet as pq
 import pytest
 
+from sparkmark.access import local_token
+from sparkmark.api.server import start_in_thread
 from sparkmark.devservices.cluster import spark_home, start_cluster
 from sparkmark.engine.store import StateStore
+from sparkmark.settings import Settings
 
 from ..conftest import PG_DSN, pg_url
 
@@ -263,3 +267,175 @@ def test_a_master_that_does_not_answer_is_one_line_at_once(tmp_path):
     assert errors == [
         f"error: the Spark master {nobody} does not answer: start the cluster (`make cluster` starts one here), or point SPARKMARK_SPARK_MASTER at a running one"
     ]
+
+
+# ------------------------------------------------------------------ execution classes and capacity
+# AWS's job run statuses page: a Flex run waits (WAITING) while the service lacks capacity;
+# its auto scaling page: executors are added and removed with the load, up to the job's
+# workers. Here the cluster's capacity is what standard runs hold, and auto scaling is
+# Spark's dynamic allocation, shown by the executor events in Spark's own event log.
+
+SCALING_SCRIPT = """
+import sys, time
+from pyspark.context import SparkContext
+sc = SparkContext.getOrCreate()
+# a backlog of one-second tasks: dynamic allocation asks for more executors
+sc.parallelize(range(24), 24).map(lambda x: (time.sleep(1), x)[1]).count()
+deadline = time.time() + 90  # idle executors are given back after the idle timeout
+while time.time() < deadline and sc._jsc.sc().getExecutorIds().size() > 0:
+    time.sleep(0.5)
+print("executors left", sc._jsc.sc().getExecutorIds().size())
+"""
+
+HOLDING_SCRIPT = """
+import sys, time
+from pathlib import Path
+from pyspark.context import SparkContext
+sc = SparkContext.getOrCreate()
+go = Path(sys.argv[sys.argv.index("--go") + 1])
+deadline = time.time() + 120
+while not go.exists() and time.time() < deadline:  # holds the cluster until the test says
+    sc.parallelize(range(2), 2).count()
+    time.sleep(0.2)
+"""
+
+QUICK_SCRIPT = """
+from pyspark.context import SparkContext
+print("counted", SparkContext.getOrCreate().parallelize(range(10), 2).count())
+"""
+
+
+def _capacity_project(tmp_path: Path, cluster, jobs: str, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SPARKMARK_HOME", str(home))
+    monkeypatch.delenv("SPARKMARK_STATE_URL", raising=False)
+    monkeypatch.delenv("SPARKMARK_SPARK_MASTER", raising=False)
+    path = tmp_path / "sparkmark.toml"
+    path.write_text(jobs.replace("MASTER", cluster.master_url))
+    monkeypatch.setenv("SPARKMARK_CONFIG", str(path))
+    return path
+
+
+def _scheduler(path: Path):
+    from sparkmark.workflow.registry import ProjectSource
+    from sparkmark.workflow.scheduler import Scheduler
+
+    state = StateStore.from_settings()
+    return Scheduler(ProjectSource(path, state).current(), state, owner=f"test-{uuid.uuid4().hex[:6]}")
+
+
+def _events(folder: Path) -> list[dict]:
+    (log,) = [p for p in folder.iterdir() if p.is_file()]
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_auto_scaling_grows_executors_past_one_and_gives_them_all_back(cluster, tmp_path, monkeypatch):
+    events = tmp_path / "events"
+    events.mkdir()
+    (tmp_path / "scale.py").write_text(SCALING_SCRIPT)
+    path = _capacity_project(
+        tmp_path,
+        cluster,
+        f"""
+[jobs.scaling]
+Script = "scale.py"
+DefaultArguments = {{ "--enable-auto-scaling" = "true" }}
+Spark = {{ master = "MASTER", conf = {{ "spark.executor.memory" = "768m", "spark.executor.cores" = "1",
+          "spark.dynamicAllocation.executorIdleTimeout" = "2s",
+          "spark.dynamicAllocation.schedulerBacklogTimeout" = "1s",
+          "spark.eventLog.enabled" = "true", "spark.eventLog.dir" = "{events}" }} }}
+""",
+        monkeypatch,
+    )
+    scheduler = _scheduler(path)
+    run_id = scheduler.start_job_run("scaling")
+    assert scheduler.run(
+        until=lambda: scheduler.store.action(run_id).state.value not in ("WAITING", "RUNNING"),
+        max_seconds=240,
+        poll_seconds=0.2,
+    )
+    action = scheduler.store.action(run_id)
+    assert action.state.value == "SUCCEEDED", action.error
+    log = _events(events)
+    added = [e for e in log if e["Event"] == "SparkListenerExecutorAdded"]
+    removed = [e for e in log if e["Event"] == "SparkListenerExecutorRemoved"]
+    assert len(added) >= 2  # grew past one executor under the backlog
+    assert {e["Executor ID"] for e in removed} == {e["Executor ID"] for e in added}  # and back to zero
+    assert any("idle" in e.get("Removed Reason", "") for e in removed)
+    (record,) = scheduler.state.list_runs("scaling")
+    measured = record.metrics["capacity"]
+    assert measured["executors_added"] == len(added) and measured["dpu_seconds"] > 0
+
+
+
+    endpoint = start_in_thread(Settings.from_env())
+    try:
+        glue = boto3.client(
+            "glue", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="t",
+            aws_secret_access_key=local_token(Settings.from_env().home),
+        )  # fmt: skip
+        shown = glue.get_job_run(JobName="scaling", RunId=run_id)["JobRun"]
+        assert shown["DPUSeconds"] == measured["dpu_seconds"]  # an auto-scaling run reports it, as on Glue
+    finally:
+        endpoint.stop()
+
+
+def test_a_flex_run_waits_while_a_standard_run_holds_the_cluster_then_runs(cluster, tmp_path, monkeypatch):
+    go = tmp_path / "go"
+    (tmp_path / "hold.py").write_text(HOLDING_SCRIPT)
+    (tmp_path / "quick.py").write_text(QUICK_SCRIPT)
+    conf = '{ "spark.executor.memory" = "768m", "spark.executor.cores" = "1" }'
+    path = _capacity_project(
+        tmp_path,
+        cluster,
+        f"""
+[jobs.standard]
+Script = "hold.py"
+DefaultArguments = {{ "--go" = "{go}" }}
+Spark = {{ master = "MASTER", conf = {conf} }}
+
+[jobs.flexible]
+Script = "quick.py"
+ExecutionClass = "FLEX"
+Spark = {{ master = "MASTER", conf = {conf} }}
+
+[jobs.elsewhere]
+Script = "quick.py"
+ExecutionClass = "FLEX"
+Spark = {{ master = "local[1]" }}
+""",
+        monkeypatch,
+    )
+    scheduler = _scheduler(path)
+    standard = scheduler.start_job_run("standard")
+    flexible = scheduler.start_job_run("flexible")
+    elsewhere = scheduler.start_job_run("elsewhere")  # another Spark: nothing holds it
+    state = lambda run_id: scheduler.store.action(run_id).state.value  # noqa: E731
+    assert scheduler.run(
+        until=lambda: state(standard) == "RUNNING" and state(elsewhere) == "SUCCEEDED",
+        max_seconds=180,
+        poll_seconds=0.2,
+    )
+    for _ in range(5):  # passes of the scheduler while the standard run holds the cluster
+        scheduler.tick()
+        assert state(flexible) == "WAITING"
+
+
+
+    endpoint = start_in_thread(Settings.from_env())
+    try:
+        glue = boto3.client(
+            "glue", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="t",
+            aws_secret_access_key=local_token(Settings.from_env().home),
+        )  # fmt: skip
+        shown = glue.get_job_run(JobName="flexible", RunId=flexible)["JobRun"]
+        assert (shown["JobRunState"], shown["ExecutionClass"]) == ("WAITING", "FLEX")
+    finally:
+        endpoint.stop()
+    go.write_text("go")
+    assert scheduler.run(
+        until=lambda: state(flexible) not in ("WAITING", "RUNNING"), max_seconds=240, poll_seconds=0.2
+    )
+    held, flex = scheduler.store.action(standard), scheduler.store.action(flexible)
+    assert (held.state.value, flex.state.value) == ("SUCCEEDED", "SUCCEEDED"), (held.error, flex.error)
+    assert flex.started_at >= held.ended_at  # it ran once the cluster was free

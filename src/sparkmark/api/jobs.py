@@ -20,6 +20,7 @@ from ..args import as_passed
 from ..engine.models import RunRecord, RunState
 from ..engine.schema import utcnow
 from ..errors import NotFound, RunFinished, UnknownRun
+from ..workflow import capacity
 from ..workflow.capacity import PYTHON_SHELL, run_fields
 from ..workflow.definition import JobDefinition
 from ..workflow.records import ActionRecord, ActionState
@@ -137,7 +138,20 @@ def start_job_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     for key in arguments:
         if not key.startswith("--"):
             raise invalid(f"argument names start with '--': {key!r}")
-    run_id = svc.start_job_run(name, arguments, timeout_minutes=p.get("Timeout"))
+    job = svc.project.jobs[name]
+    try:  # a run's own capacity is checked as Glue checks it; its ExecutionClass is kept
+        capacity.check(
+            job.Command,
+            max_capacity=p.get("MaxCapacity"),
+            worker_type=p.get("WorkerType"),
+            workers=p.get("NumberOfWorkers"),
+            execution_class=p.get("ExecutionClass"),
+        )
+    except ValueError as exc:
+        raise invalid(str(exc)) from None
+    run_id = svc.start_job_run(
+        name, arguments, timeout_minutes=p.get("Timeout"), execution_class=p.get("ExecutionClass")
+    )
     return {"JobRunId": run_id}
 
 
@@ -208,10 +222,12 @@ _GLUE_STATES = {
 
 def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
     actions = {a.action_id: a for a in svc.workflows.actions_of(kind="JOB", name=job)}
+    every = dict(actions)
     try:
         records = svc.state.list_runs(job)
     except NotFound:
         records = []
+    measured = {r.run_id: (r.metrics or {}).get("capacity") or {} for r in records}
     docs = []
     for record in records:
         action = actions.pop(record.run_id, None)
@@ -229,12 +245,35 @@ def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
     command = (definition.get("Command") or {}).get("Name") or "glueetl"
     shell = command == PYTHON_SHELL
     for doc in docs:
+        _capacity_shown(doc, definition, command, every.get(doc["Id"]), measured.get(doc["Id"]))
         # Glue gives the script --JOB_NAME; the run's Arguments are what it was started with.
         doc["Arguments"] = {k: v for k, v in (doc.get("Arguments") or {}).items() if k != "--JOB_NAME"}
         doc["LogGroupName"] = PYTHON_JOBS_LOG_GROUP if shell else JOBS_LOG_GROUP
         doc["GlueVersion"] = definition.get("GlueVersion") or GLUE_VERSION
-        doc.update(run_fields(definition, command))
     return sorted(docs, key=lambda d: d["StartedOn"], reverse=True)
+
+
+def _capacity_shown(
+    doc: dict[str, Any],
+    definition: dict[str, Any],
+    command: str,
+    action: ActionRecord | None,
+    measured: dict[str, Any] | None,
+) -> None:
+    """A run's capacity as Glue shows it: a Python shell run's MaxCapacity, or a Spark
+    run's workers and execution class (its own, when StartJobRun gave one); a queued Flex
+    run is WAITING; a Flex or auto-scaling run has the DPUSeconds its executors measured."""
+    doc.update(run_fields(definition, command))
+    if command == PYTHON_SHELL:
+        return
+    if action is not None and action.execution_class:
+        doc["ExecutionClass"] = action.execution_class
+    flex = doc["ExecutionClass"] == "FLEX"
+    if flex and doc["JobRunState"] == "STARTING":
+        doc["JobRunState"] = "WAITING"  # waiting for capacity, as Glue shows a Flex run
+    scaling = capacity.truthy((doc.get("Arguments") or {}).get("--enable-auto-scaling"))
+    if (flex or scaling) and measured and "dpu_seconds" in measured:
+        doc["DPUSeconds"] = measured["dpu_seconds"]
 
 
 @handler("GetJobRun")

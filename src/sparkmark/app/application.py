@@ -215,10 +215,17 @@ class App:
     # queued here, and started by the scheduler that leads.
 
     def start_job_run(
-        self, job: str, arguments: dict[str, str] | None = None, *, timeout_minutes: float | None = None
+        self,
+        job: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        timeout_minutes: float | None = None,
+        execution_class: str | None = None,
     ) -> str:
         """Queue one run of ``job``, outside any workflow; its run id."""
-        run_id = self.scheduler().start_job_run(job, arguments, timeout_minutes=timeout_minutes)
+        run_id = self.scheduler().start_job_run(
+            job, arguments, timeout_minutes=timeout_minutes, execution_class=execution_class
+        )
         self._wake_scheduler.set()
         return run_id
 

@@ -588,3 +588,21 @@ def deltas(previous: Mapping[str, float], current: Mapping[str, float]) -> dict[
 
 def utc_ms(when: datetime) -> int:
     return int(when.astimezone(UTC).timestamp() * 1000)
+
+
+VCPUS_PER_DPU = 4  # a DPU is 4 vCPUs and 16 GB (AWS's worker types page)
+
+
+def dpu_seconds(lives: list[tuple[str, int, float]]) -> float:
+    """Glue's DPUSeconds of a run from its executors' measured lives (id, cores, seconds):
+    each executor counts its cores ÷ 4 DPUs for as long as it lived. The driver is a
+    worker too, as Glue counts it: of its own cores on a local master, else of the size
+    of the largest executor (Glue's driver is a worker of the job's type), one DPU when
+    there was none."""
+    executors = [(cores, seconds) for name, cores, seconds in lives if name != "driver"]
+    largest = max((cores for cores, _ in executors), default=VCPUS_PER_DPU)
+    total = sum(cores / VCPUS_PER_DPU * seconds for cores, seconds in executors)
+    for name, cores, seconds in lives:
+        if name == "driver":
+            total += (cores or largest) / VCPUS_PER_DPU * seconds
+    return round(total, 3)

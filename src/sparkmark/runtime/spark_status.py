@@ -154,6 +154,32 @@ class SparkStatusReader:
         if self.read(began) is not None:
             _WARM.add(located[0])
 
+    def executor_lives(self, now: datetime) -> list[tuple[str, int, float]] | None:
+        """Each executor the application has had, the driver's entry too: (id, cores,
+        seconds from its start to its removal, or to ``now`` when it is still there),
+        from Spark's ``allexecutors``; None when Spark cannot be asked."""
+        with self._lock:
+            located = self._locate()
+        if located is None:
+            return None
+        found = self._get(f"{located[0]}/allexecutors")
+        if not isinstance(found, list):
+            return None
+        lives = []
+        for executor in found:
+            added = _when(executor.get("addTime"))
+            if added is None:
+                continue
+            removed = _when(executor.get("removeTime")) or now
+            lives.append(
+                (
+                    str(executor.get("id")),
+                    int(executor.get("totalCores") or 0),
+                    (removed - added).total_seconds(),
+                )
+            )
+        return lives
+
     # ------------------------------------------------------------ one reading
 
     def read(self, began: datetime) -> SparkStatus | None:
@@ -200,3 +226,13 @@ class SparkStatusReader:
                 filesystems=filesystems,
                 local_master=local and sc is not None,
             )
+
+
+def _when(value: Any) -> datetime | None:
+    """A time as Spark's REST API writes it (``2026-11-30T04:30:00.123GMT``)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.strptime(value.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return None

@@ -83,6 +83,7 @@ actions = Table(
     Column("ended_at", UTCDateTime),
     Column("error", Text),
     Column("log_path", Text),
+    Column("execution_class", String(8)),  # a run's own ExecutionClass (StartJobRun's); version 3
     Index("sm_wf_actions_by_run", "workflow_run_id"),
     Index("sm_wf_actions_by_state", "state"),
 )
@@ -130,12 +131,19 @@ def _supervisors_and_sealed_arguments(conn: Connection) -> None:
     components.add_column(conn, actions.name, Column("host", String(255)))
 
 
+def _execution_class(conn: Connection) -> None:
+    """Version 3: the ExecutionClass a run was started with (FLEX or STANDARD), when it
+    gave its own."""
+    components.add_column(conn, actions.name, Column("execution_class", String(8)))
+
+
 COMPONENT = components.declare(
     "workflows",
     "workflow_schema_version",
     metadata,
     [triggers, firings, workflow_runs, actions, events, meta],
     _supervisors_and_sealed_arguments,  # 2
+    _execution_class,  # 3
 )
 
 
@@ -182,6 +190,7 @@ class ActionRecord:
     ended_at: datetime | None
     error: str | None
     log_path: str | None
+    execution_class: str | None = None  # the run's own, when StartJobRun gave one
 
     @property
     def previous_id(self) -> str | None:

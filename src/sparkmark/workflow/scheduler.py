@@ -186,8 +186,10 @@ class Scheduler(ActionSupervisor):
         *,
         supervisor: str | None = None,
         timeout_minutes: float | None = None,
+        execution_class: str | None = None,
     ) -> str:
-        """Queue one run of a declared job, outside any workflow."""
+        """Queue one run of a declared job, outside any workflow (``execution_class``:
+        the run's own, over the job's)."""
         definition = self.project.job(job)
         now = self.clock()
         given = definition.arguments(arguments)
@@ -201,6 +203,7 @@ class Scheduler(ActionSupervisor):
                 timeout_minutes=timeout_minutes or definition.Timeout,
                 supervisor=supervisor,
                 sealed=self._sealed(given),
+                execution_class=execution_class,
             )
 
     @cached_property

@@ -146,6 +146,7 @@ class WorkflowStore(Leadership, WorkflowRunStore):
         attempt: int = 0,
         first_id: str | None = None,
         sealed: str | None = None,
+        execution_class: str | None = None,
     ) -> str:
         """Queue an action; ``arguments`` are stored masked, and ``sealed`` (the secret
         values, sealed by the caller) beside them for the run to receive."""
@@ -166,6 +167,7 @@ class WorkflowStore(Leadership, WorkflowRunStore):
                 timeout_minutes=timeout_minutes,
                 supervisor=supervisor,
                 queued_at=now,
+                execution_class=execution_class,
             )
         )
         if sealed is not None and attempt == 0:
@@ -201,6 +203,7 @@ class WorkflowStore(Leadership, WorkflowRunStore):
             row.ended_at,
             row.error,
             row.log_path,
+            row.execution_class,
         )
 
     def action(self, action_id: str) -> ActionRecord:
@@ -352,6 +355,7 @@ class WorkflowStore(Leadership, WorkflowRunStore):
                     supervisor=action.supervisor,
                     attempt=action.attempt + 1,
                     first_id=action.first_id,
+                    execution_class=action.execution_class,
                 )
             conn.execute(
                 insert(events).values(

@@ -24,7 +24,7 @@ from ..host.handover import read_exit_error
 from ..host.request import RunRequest
 from ..settings import Settings
 from . import capacity
-from .definition import Project, is_url
+from .definition import JobDefinition, Project, is_url
 from .launcher import Launcher, LaunchSpec, log_tail
 from .records import ActionRecord, ActionState, WorkflowRunStatus, moves_bookmark
 from .store import WorkflowStore
@@ -236,8 +236,10 @@ class ActionSupervisor:
             except ConfigError as exc:
                 self.store.finish_action(action, ActionState.ERROR, now, error=str(exc))
                 continue
-            if action.kind == "JOB" and not self._reserve(action, spec, now):
-                continue  # waits for a running one to end
+            if action.kind == "JOB" and (
+                self._flex_waits(action, now) or not self._reserve(action, spec, now)
+            ):
+                continue  # waits for capacity, or for a running one to end
             try:
                 pid = self.launcher.start(spec)
             except OSError as exc:
@@ -293,6 +295,37 @@ class ActionSupervisor:
                 limit,
             )
         return reserved
+
+    def _flex_waits(self, action: ActionRecord, now: datetime) -> bool:
+        """Whether a FLEX run waits: while standard runs hold its Spark (running on the
+        same master, or queued to), as Glue's Flex runs wait for capacity. After
+        ``capacity.FLEX_FORCED_START_MINUTES`` it is started anyway, as Glue forces a start."""
+        job = self.project.jobs.get(action.name)
+        if job is None or execution_class(action, job) != "FLEX":
+            return False
+        waited = (now - action.queued_at).total_seconds() / 60
+        if waited >= capacity.FLEX_FORCED_START_MINUTES:
+            if action.action_id not in self._told_serial:
+                self._told_serial.add(action.action_id)
+                log.info(
+                    "job %s: FLEX run %s waited %.0f minutes: forced start",
+                    job.Name,
+                    action.action_id,
+                    waited,
+                )
+            return False
+        master = job.Spark.master or self.settings.spark_master
+        for other in self.store.active_actions():
+            held = self.project.jobs.get(other.name) if other.kind == "JOB" else None
+            if (
+                held is not None
+                and other.action_id != action.action_id
+                and not held.python_shell
+                and execution_class(other, held) != "FLEX"
+                and (held.Spark.master or self.settings.spark_master) == master
+            ):
+                return True
+        return False
 
     def _stop_unstarted(self, action: ActionRecord, now: datetime) -> None:
         self.store.finish_action(
@@ -365,3 +398,8 @@ class ActionSupervisor:
         return out
 
     # ------------------------------------------------------------------ workflow runs
+
+
+def execution_class(action: ActionRecord, job: JobDefinition) -> str:
+    """A run's execution class: its own (StartJobRun's), else its job's, else STANDARD."""
+    return action.execution_class or job.ExecutionClass or "STANDARD"
