@@ -256,3 +256,83 @@ def test_the_shell_process_runs_the_script_and_leaves_its_status(tmp_path):
 def test_the_shell_process_is_started_by_the_scheduler_only(tmp_path):
     done, _ = _shell_process(tmp_path, None, "print('never')\n")
     assert done.returncode == 2 and "started by sparkmark's scheduler" in done.stderr
+
+
+def test_dpu_seconds_count_each_executors_life_at_its_cores_over_four():
+    from sparkmark.runtime.glue_metrics import dpu_seconds
+
+    # a cluster: the driver (no cores of its own) counts as a worker of the executors' size
+    lives = [("driver", 0, 100.0), ("0", 4, 60.0), ("1", 4, 30.0)]
+    assert dpu_seconds(lives) == 100.0 + 60.0 + 30.0
+    assert dpu_seconds([("driver", 0, 10.0), ("0", 8, 10.0)]) == 20.0 + 20.0  # G.2X-sized: 2 DPU each
+    assert dpu_seconds([("driver", 2, 40.0)]) == 20.0  # local[2]: the driver is the executor
+    assert dpu_seconds([("driver", 0, 8.0)]) == 8.0  # no executor ever came: one DPU
+    assert dpu_seconds([]) == 0
+
+
+def test_spark_rest_times_are_read_and_bad_ones_skipped():
+    from datetime import UTC, datetime
+
+    from sparkmark.runtime.spark_status import _when
+
+    assert _when("2026-11-30T04:32:36.123GMT") == datetime(2026, 11, 30, 4, 32, 36, 123000, tzinfo=UTC)
+    assert _when(None) is None and _when("") is None and _when("yesterday") is None
+
+
+def _scheduler_over(tmp_path, toml: str, clock=None):
+    from sparkmark.engine.store import StateStore
+    from sparkmark.workflow.scheduler import Scheduler
+
+    path = tmp_path / "sparkmark.toml"
+    path.write_text(toml)
+    (tmp_path / "job.py").write_text("print(1)\n")
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    settings = Settings.from_env().model_copy(update={"home": tmp_path / "home", "spark_master": "local[*]"})
+    return Scheduler(load_project(path), store, settings=settings, clock=clock, owner="test:1")
+
+
+def test_the_run_request_carries_the_command_and_the_worker_types_executors(tmp_path):
+    scheduler = _scheduler_over(
+        tmp_path,
+        '[jobs.shell]\nScript = "job.py"\nCommand = "pythonshell"\nMaxCapacity = 1.0\n'
+        '[jobs.sized]\nScript = "job.py"\nWorkerType = "G.2X"\nNumberOfWorkers = 3\n'
+        'Spark = { master = "spark://127.0.0.1:7077", conf = { "spark.executor.memory" = "2g" } }\n'
+        '[jobs.local]\nScript = "job.py"\nWorkerType = "G.2X"\nNumberOfWorkers = 3\n',
+    )
+    requests = {}
+    for job in ("shell", "sized", "local"):
+        action = scheduler.store.action(scheduler.start_job_run(job))
+        requests[job] = scheduler._spec(action).document["run"]
+    assert (requests["shell"]["command"], requests["shell"]["max_capacity"]) == ("pythonshell", 1.0)
+    assert requests["sized"]["spark_conf"] == {
+        "spark.executor.cores": "8",
+        "spark.executor.memory": "2g",  # the job's own setting wins over the table's 32g
+        "spark.cores.max": "16",
+    }
+    assert requests["local"]["spark_conf"] == {}  # local[*]: shown back only
+
+
+def test_a_flex_run_waits_behind_a_standard_one_on_its_master_and_is_forced_after_15_minutes(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    now = [datetime(2026, 11, 30, 4, 0, tzinfo=UTC)]
+    scheduler = _scheduler_over(
+        tmp_path,
+        '[jobs.std]\nScript = "job.py"\n'
+        '[jobs.flex]\nScript = "job.py"\nExecutionClass = "FLEX"\n'
+        '[jobs.shell]\nScript = "job.py"\nCommand = "pythonshell"\n'
+        '[jobs.other]\nScript = "job.py"\nExecutionClass = "FLEX"\nSpark = { master = "spark://elsewhere:7077" }\n',
+        clock=lambda: now[0],
+    )
+    flex = scheduler.store.action(scheduler.start_job_run("flex"))
+    assert not scheduler._flex_waits(flex, now[0])  # nothing holds the Spark: it starts
+    scheduler.start_job_run("shell")  # a Python shell run holds no Spark
+    assert not scheduler._flex_waits(flex, now[0])
+    scheduler.start_job_run("std")  # a standard run queued on the same master
+    assert scheduler._flex_waits(flex, now[0])
+    other = scheduler.store.action(scheduler.start_job_run("other"))
+    assert not scheduler._flex_waits(other, now[0])  # another master is not held
+    as_standard = scheduler.store.action(scheduler.start_job_run("flex", execution_class="STANDARD"))
+    assert not scheduler._flex_waits(as_standard, now[0])  # the run's own class wins over the job's
+    assert scheduler._flex_waits(flex, now[0] + timedelta(minutes=14))
+    assert not scheduler._flex_waits(flex, now[0] + timedelta(minutes=15))  # Glue's forced start

@@ -277,14 +277,21 @@ def test_a_master_that_does_not_answer_is_one_line_at_once(tmp_path):
 
 SCALING_SCRIPT = """
 import sys, time
+from awsglue.context import GlueContext
+from awsglue.job import Job
+from awsglue.utils import getResolvedOptions
 from pyspark.context import SparkContext
+args = getResolvedOptions(sys.argv, ["JOB_NAME"])
 sc = SparkContext.getOrCreate()
+job = Job(GlueContext(sc))
+job.init(args["JOB_NAME"], args)
 # a backlog of one-second tasks: dynamic allocation asks for more executors
 sc.parallelize(range(24), 24).map(lambda x: (time.sleep(1), x)[1]).count()
 deadline = time.time() + 90  # idle executors are given back after the idle timeout
 while time.time() < deadline and sc._jsc.sc().getExecutorIds().size() > 0:
     time.sleep(0.5)
 print("executors left", sc._jsc.sc().getExecutorIds().size())
+job.commit()
 """
 
 HOLDING_SCRIPT = """
@@ -340,10 +347,19 @@ def test_auto_scaling_grows_executors_past_one_and_gives_them_all_back(cluster, 
 [jobs.scaling]
 Script = "scale.py"
 DefaultArguments = {{ "--enable-auto-scaling" = "true" }}
-Spark = {{ master = "MASTER", conf = {{ "spark.executor.memory" = "768m", "spark.executor.cores" = "1",
-          "spark.dynamicAllocation.executorIdleTimeout" = "2s",
-          "spark.dynamicAllocation.schedulerBacklogTimeout" = "1s",
-          "spark.eventLog.enabled" = "true", "spark.eventLog.dir" = "{events}" }} }}
+
+[jobs.scaling.Spark]
+master = "MASTER"
+
+[jobs.scaling.Spark.conf]
+"spark.executor.memory" = "768m"
+"spark.executor.cores" = "1"
+"spark.dynamicAllocation.executorIdleTimeout" = "2s"
+"spark.dynamicAllocation.schedulerBacklogTimeout" = "1s"
+"spark.eventLog.enabled" = "true"
+"spark.eventLog.dir" = "{events}"
+"spark.eventLog.rolling.enabled" = "false"
+"spark.eventLog.compress" = "false"
 """,
         monkeypatch,
     )
@@ -361,12 +377,13 @@ Spark = {{ master = "MASTER", conf = {{ "spark.executor.memory" = "768m", "spark
     removed = [e for e in log if e["Event"] == "SparkListenerExecutorRemoved"]
     assert len(added) >= 2  # grew past one executor under the backlog
     assert {e["Executor ID"] for e in removed} == {e["Executor ID"] for e in added}  # and back to zero
-    assert any("idle" in e.get("Removed Reason", "") for e in removed)
+    # removed by the driver (dynamic allocation, once idle) while the application still ran
+    assert all(e["Removed Reason"] == "Executor killed by driver." for e in removed)
+    (end,) = [e for e in log if e["Event"] == "SparkListenerApplicationEnd"]
+    assert max(e["Timestamp"] for e in removed) < end["Timestamp"]
     (record,) = scheduler.state.list_runs("scaling")
     measured = record.metrics["capacity"]
     assert measured["executors_added"] == len(added) and measured["dpu_seconds"] > 0
-
-
 
     endpoint = start_in_thread(Settings.from_env())
     try:
@@ -419,8 +436,6 @@ Spark = {{ master = "local[1]" }}
     for _ in range(5):  # passes of the scheduler while the standard run holds the cluster
         scheduler.tick()
         assert state(flexible) == "WAITING"
-
-
 
     endpoint = start_in_thread(Settings.from_env())
     try:

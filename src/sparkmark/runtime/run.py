@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from .. import outputs as run_outputs
@@ -43,10 +42,10 @@ from ..errors import ArgumentError, OutputLost, RunFinished, SourceError, StateS
 from ..sources.registry import FILES, kind_of_state
 from . import stopping
 from .failures import reading_of
-from .glue_metrics import dpu_seconds
 from .insights import category_of_state, failure_message
 from .run_ledger import RunLedger
 from .run_metrics import MetricsSetup
+from .spark_status import measured_capacity
 
 log = logging.getLogger("sparkmark.run")
 
@@ -242,7 +241,7 @@ class JobRun(RunLedger):
             self._glue = self._sampler.final()
             if self._glue:
                 self.store.add_run_metrics(self.run_id, {"glue": dict(self._glue)})
-            capacity = self._capacity()
+            capacity = measured_capacity(self._sampler.reader)
             if capacity:
                 self.store.add_run_metrics(self.run_id, {"capacity": capacity})
         except Exception as exc:  # noqa: BLE001 - a metric never fails a run
@@ -252,18 +251,6 @@ class JobRun(RunLedger):
             with _LOCK:
                 if threading.current_thread() in _ENDING:
                     _ENDING.remove(threading.current_thread())
-
-    def _capacity(self) -> dict[str, Any]:
-        """What the run's executors measured: Glue's DPUSeconds, and how many executors
-        it was given in all (an auto-scaling run's come and go)."""
-        reader = self._sampler.reader
-        lives = reader.executor_lives(datetime.now(UTC)) if reader is not None else None
-        if not lives:
-            return {}
-        return {
-            "dpu_seconds": dpu_seconds(lives),
-            "executors_added": sum(1 for name, _, _ in lives if name != "driver"),
-        }
 
     def reading(self) -> str | None:
         """What this run has read, for an error that names no file of its own."""

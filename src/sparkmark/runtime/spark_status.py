@@ -19,10 +19,10 @@ import threading
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from .glue_metrics import SparkStatus, stage_key, stages_since
+from .glue_metrics import SparkStatus, dpu_seconds, stage_key, stages_since
 
 log = logging.getLogger("sparkmark.metrics")
 
@@ -236,3 +236,16 @@ def _when(value: Any) -> datetime | None:
         return datetime.strptime(value.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
     except ValueError:
         return None
+
+
+def measured_capacity(reader: SparkStatusReader | None) -> dict[str, Any]:
+    """What a run's executors measured as it ends: Glue's DPUSeconds, and how many
+    executors it was given in all (an auto-scaling run's come and go); nothing when
+    Spark cannot be asked."""
+    lives = reader.executor_lives(datetime.now(UTC)) if reader is not None else None
+    if not lives:
+        return {}
+    return {
+        "dpu_seconds": dpu_seconds(lives),
+        "executors_added": sum(1 for name, _, _ in lives if name != "driver"),
+    }
