@@ -408,7 +408,8 @@ def test_store_check_and_backup_around_an_upgrade(old_store, tmp_path, pg_databa
 def test_a_workflow_store_from_before_supervisors_gains_them(tmp_path):
     """Workflow tables written in the hours before supervisors beat (recorded at version 1,
     with no `host` on actions and no supervisors' table; no fixture commit falls there):
-    step 2 adds both, keeping the action's row."""
+    step 2 adds both, keeping the action's row; step 3 adds a run's own execution class,
+    which a run queued before it has none of."""
     from sparkmark.workflow import records
 
     url = f"sqlite:///{tmp_path / 'wf.db'}"
@@ -436,9 +437,10 @@ def test_a_workflow_store_from_before_supervisors_gains_them(tmp_path):
     try:
         store = WorkflowStore(state)
         found = inspect(state.engine)
-        assert "host" in {c["name"] for c in found.get_columns("sm_wf_actions")}
+        assert {"host", "execution_class"} <= {c["name"] for c in found.get_columns("sm_wf_actions")}
         assert {"sm_wf_supervisors", "sm_wf_sealed_arguments"} <= set(found.get_table_names())
-        assert [a.action_id for a in store.actions_of(kind="JOB", name="nightly")] == ["jr_old"]
-        assert versions(url)["workflow_schema_version"] == "2"
+        (old,) = store.actions_of(kind="JOB", name="nightly")
+        assert (old.action_id, old.execution_class) == ("jr_old", None)
+        assert versions(url)["workflow_schema_version"] == "3"
     finally:
         state.close()
