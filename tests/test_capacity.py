@@ -336,3 +336,15 @@ def test_a_flex_run_waits_behind_a_standard_one_on_its_master_and_is_forced_afte
     assert not scheduler._flex_waits(as_standard, now[0])  # the run's own class wins over the job's
     assert scheduler._flex_waits(flex, now[0] + timedelta(minutes=14))
     assert not scheduler._flex_waits(flex, now[0] + timedelta(minutes=15))  # Glue's forced start
+
+
+def test_the_console_shows_a_declared_python_shell_jobs_type(tmp_path):
+    from types import SimpleNamespace
+
+    from sparkmark.console.jobs import job_type
+
+    path = tmp_path / "sparkmark.toml"
+    path.write_text('[jobs.lister]\nScript = "l.py"\nCommand = "pythonshell"\n[jobs.etl]\nScript = "e.py"\n')
+    service = SimpleNamespace(registry=SimpleNamespace(entries=lambda kind: {}), project=load_project(path))
+    assert job_type(service, "lister", None) == "pythonshell"
+    assert job_type(service, "etl", None) == "glueetl"

@@ -126,6 +126,11 @@ def test_a_python_shell_job_runs_plain_python_with_its_arguments_and_its_own_log
         print("day", args["day"], "job", args["JOB_NAME"])
         print("spark loaded:", sorted(m for m in ("pyspark", "py4j") if m in sys.modules))
         print("to stderr", file=sys.stderr)
+        import boto3  # its endpoints are sparkmark's, as a Spark job's are
+        boto3.client("cloudwatch").put_metric_data(
+            Namespace="ShellJobs", MetricData=[{"MetricName": "listed", "Value": 3.0}])
+        groups = boto3.client("logs").describe_log_groups(logGroupNamePrefix="/aws-glue/python-jobs")
+        print("groups", sorted(g["logGroupName"] for g in groups["logGroups"]))
         """,
         DefaultArguments={"--day": "monday", "--job-bookmark-option": "job-bookmark-enable"},
     )
@@ -144,6 +149,9 @@ def test_a_python_shell_job_runs_plain_python_with_its_arguments_and_its_own_log
     assert f"day tuesday job {job}" in output  # the run's argument wins over the default
     assert "spark loaded: []" in output  # plain Python: no PySpark, no JVM gateway
     assert "to stderr" in log_lines(api, "/aws-glue/python-jobs/error", run_id)
+    assert "groups ['/aws-glue/python-jobs/error', '/aws-glue/python-jobs/output']" in output
+    metrics = api.client("cloudwatch").list_metrics(Namespace="ShellJobs")["Metrics"]
+    assert [m["MetricName"] for m in metrics] == ["listed"]
     logs = api.client("logs")
     with pytest.raises(logs.exceptions.ResourceNotFoundException):  # not a Spark job's stream
         logs.get_log_events(logGroupName="/aws-glue/jobs/output", logStreamName=run_id)

@@ -73,14 +73,17 @@ def next_firings(service, now: datetime) -> dict[str, tuple[datetime, str]]:
 
 
 def job_type(service, name: str, latest: RunRecord | None, entries: dict | None = None) -> str:
-    """Glue's job type (Command.Name): the one a job created through the API gave, else
-    streaming when the job declares streaming bounds or its runs streamed, else ETL.
+    """Glue's job type (Command.Name): the one a job created through the API or declared
+    in the file gave, else streaming when the job declares streaming bounds or its runs
+    streamed, else ETL.
     ``entries`` are the registry's jobs, when the caller has read them already."""
     entry = (service.registry.entries("job") if entries is None else entries).get(name)
     command = ((entry.glue if entry else {}) or {}).get("Command") or {}
     if command.get("Name") in JOB_TYPES:
         return str(command["Name"])
     definition = service.project.jobs.get(name)
+    if definition is not None and definition.Command != "glueetl":  # the file's own Command
+        return str(definition.Command)
     if definition is not None and definition.Streaming.model_dump(exclude_defaults=True):
         return "gluestreaming"
     if latest is not None and latest.metrics.get("streaming"):
