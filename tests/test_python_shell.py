@@ -401,3 +401,32 @@ def test_a_workflow_of_a_python_shell_job_and_two_spark_jobs_passes_run_properti
     assert run["WorkflowRunProperties"] == {"env": "ci", "listed": "a,b,c"}
     for name in spark_jobs:
         assert json.loads(Path(f"{out}-{name}").read_text()) == {"count": 3, "env": "ci"}
+
+
+def test_max_concurrent_runs_queues_a_second_run_until_the_first_ends(glue, tmp_path):
+    go = tmp_path / "go"
+    job = shell_job(
+        glue,
+        tmp_path,
+        f"""
+        import time
+        from pathlib import Path
+        deadline = time.time() + 60
+        while not Path({str(go)!r}).exists() and time.time() < deadline:
+            time.sleep(0.05)
+        """,
+        ExecutionProperty={"MaxConcurrentRuns": 1},
+    )
+    first = glue.start_job_run(JobName=job)["JobRunId"]
+    second = glue.start_job_run(JobName=job)["JobRunId"]
+    deadline = time.monotonic() + 30
+    while glue.get_job_run(JobName=job, RunId=first)["JobRun"]["JobRunState"] != "RUNNING":
+        assert time.monotonic() < deadline, "the first run never started"
+        time.sleep(0.05)
+    for _ in range(10):  # while the first runs, the second stays queued
+        assert glue.get_job_run(JobName=job, RunId=second)["JobRun"]["JobRunState"] == "STARTING"
+        time.sleep(0.1)
+    go.write_text("go")
+    done = {r: wait(glue, job, r) for r in (first, second)}
+    assert [done[r]["JobRunState"] for r in (first, second)] == ["SUCCEEDED", "SUCCEEDED"]
+    assert done[second]["StartedOn"] >= done[first]["CompletedOn"]

@@ -108,11 +108,13 @@ class RunStore:
         state: RunState,
         started_at: datetime,
         error: str | None,
+        ended_at: datetime | None = None,
     ) -> RunRecord:
         """Record a run that has already ended without taking a lease or moving the
         bookmark: a script that started no run of its own (plain Python, as a Python
         shell job is, or one that failed before ``Job.init``) is still one run of its
-        job, with one record that every door reads."""
+        job, with one record that every door reads. ``ended_at``: when its end was
+        seen (a scheduler's pass), else now."""
         with self.engine.begin() as conn:
             previous = _previous_run(conn, job_name)
             conn.execute(
@@ -123,7 +125,7 @@ class RunStore:
                     state=state.value,
                     bookmark_option=option.value,
                     started_at=started_at,
-                    ended_at=max(utcnow(), started_at),
+                    ended_at=max(ended_at or utcnow(), started_at),
                     arguments=rows.to_json(dict(arguments)),
                     error=error,
                     metrics=rows.to_json({}),

@@ -142,7 +142,7 @@ class ActionSupervisor:
                 )
 
     def _ended(self, action: ActionRecord, code: int | None, now: datetime) -> None:
-        state, error = self._outcome(action, code)
+        state, error = self._outcome(action, code, now)
         retry = False
         if state is ActionState.FAILED and action.kind == "JOB":
             job = self.project.jobs.get(action.name)
@@ -162,7 +162,9 @@ class ActionSupervisor:
             f"; retrying as {next_id}" if next_id else "",
         )
 
-    def _outcome(self, action: ActionRecord, code: int | None) -> tuple[ActionState, str | None]:
+    def _outcome(
+        self, action: ActionRecord, code: int | None, now: datetime
+    ) -> tuple[ActionState, str | None]:
         tail = log_tail(action.log_path)
         if action.kind == "JOB":
             try:
@@ -183,7 +185,7 @@ class ActionSupervisor:
                 if code == 0
                 else (ActionState.FAILED, told or (f"{why}: {tail}" if tail else why))
             )
-            self._record_run(action, *ended)
+            self._record_run(action, ended[0], ended[1], now)
             return ended
         record = self.crawlers.crawl(action.action_id)
         if record and record.state in _CRAWL_STATES:
@@ -199,7 +201,7 @@ class ActionSupervisor:
             else (ActionState.FAILED, f"the crawl process ended with status {code}: {tail}")
         )
 
-    def _record_run(self, action: ActionRecord, state: ActionState, error: str | None) -> None:
+    def _record_run(self, action: ActionRecord, state: ActionState, error: str | None, now: datetime) -> None:
         """A job's process ended without a run record (it died before its script could
         record one): the run is recorded here, so the run store holds every run."""
         option = action.arguments.get("--job-bookmark-option", BookmarkOption.DISABLE.value)
@@ -217,6 +219,7 @@ class ActionSupervisor:
                 state=RunState(state.value),
                 started_at=action.started_at or action.queued_at,
                 error=error,
+                ended_at=now,  # the pass that saw it end, which starts what waited for it
             )
 
     def _launch(self, now: datetime) -> None:
