@@ -430,3 +430,30 @@ def test_max_concurrent_runs_queues_a_second_run_until_the_first_ends(glue, tmp_
     done = {r: wait(glue, job, r) for r in (first, second)}
     assert [done[r]["JobRunState"] for r in (first, second)] == ["SUCCEEDED", "SUCCEEDED"]
     assert done[second]["StartedOn"] >= done[first]["CompletedOn"]
+
+
+def test_sparkmark_job_run_runs_a_declared_python_shell_job_that_calls_glue(tmp_path):
+    """`sparkmark job run NAME` from a terminal, with no server running: the run's boto3
+    still reaches sparkmark's Glue API (an endpoint the command starts for it)."""
+    (tmp_path / "lister.py").write_text(
+        "import boto3\njob = boto3.client('glue').get_job(JobName='lister')['Job']\n"
+        "print('command', job['Command']['Name'], job['MaxCapacity'])\n"
+    )
+    config = tmp_path / "sparkmark.toml"
+    config.write_text('[jobs.lister]\nScript = "lister.py"\nCommand = "pythonshell"\nMaxCapacity = 1.0\n')
+    env = {**os.environ, "SPARKMARK_HOME": str(tmp_path / "home"), "SPARKMARK_CONFIG": str(config)}
+    for name in (
+        "AWS_ENDPOINT_URL_GLUE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "SPARKMARK_STATE_URL",
+    ):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "job", "run", "lister", "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["JobRunState"] == "SUCCEEDED"
+    (log,) = (tmp_path / "home" / "logs" / "jobs" / "lister").glob("*.log")
+    assert log.read_text().strip() == "command pythonshell 1.0"

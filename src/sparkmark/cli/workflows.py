@@ -35,21 +35,28 @@ def _config(given: Path | None, settings: Settings) -> Path:
     return given or settings.config
 
 
-def _scheduler(config: Path | None, *, pooled: bool = False, warm_now: bool = False, **kwargs) -> Scheduler:
+def _scheduler(
+    config: Path | None, *, pooled: bool = False, warm_now: bool = False, runs: bool = False, **kwargs
+) -> Scheduler:
     """A scheduler over the definitions; ``pooled``: it runs the jobs it can on warm Spark
     processes (``[pool]``), started now with ``warm_now`` (a workflow run: its jobs come
-    after its first steps, while the pool warms)."""
+    after its first steps, while the pool warms); ``runs``: it starts runs in processes of
+    their own, a Python shell run told the Glue endpoint (one found or started when the
+    first asks)."""
     settings = Settings.from_env()
     state = current_app(settings).state
     source = ProjectSource(_config(config, settings), state)
-    if pooled:
+    if pooled or runs:
         from ..api.server import RunsEndpoint
         from ..app import App
+        from ..workflow.launcher import Launcher
         from ..workflow.scheduler import pooled_launcher
 
         own = settings.model_copy(update={"config": _config(config, settings)})
         endpoint = RunsEndpoint(App(own, state))
-        kwargs["launcher"] = pooled_launcher(own, start=warm_now, endpoint=endpoint)
+        kwargs["launcher"] = (
+            pooled_launcher(own, start=warm_now, endpoint=endpoint) if pooled else Launcher(endpoint=endpoint)
+        )
     return Scheduler(source.current(), state, settings=settings, source=source, **kwargs)
 
 
@@ -312,7 +319,7 @@ def job_run(
     """Run declared job NAME with its DefaultArguments, overridden by --name value pairs
     after NAME; with its timeout and retries. Exits non-zero unless it SUCCEEDED."""
     extra = {f"--{k}": v for k, v in job_args.split_pairs(list(ctx.args)).items()}
-    scheduler = _scheduler(config)
+    scheduler = _scheduler(config, runs=wait)
     action = run_job(scheduler, name, extra, wait=wait)
     if as_json:
         print_json(report.job_run(action))
