@@ -78,6 +78,7 @@ class Scheduler(ActionSupervisor):
         self.is_leader = False
         self.host = socket.gethostname()
         self._told_serial: set[str] = set()  # runs whose wait for the bookmark was logged
+        self._told_forced: set[str] = set()  # FLEX runs whose forced start was logged
         self._synced = False
         self.optimizer_runs = OptimizerRuns(store, self.settings.home / "logs" / "optimizers")
 

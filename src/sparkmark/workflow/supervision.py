@@ -54,6 +54,7 @@ class ActionSupervisor:
     host: str
     settings: Settings
     _told_serial: set[str]
+    _told_forced: set[str]
 
     @property
     def sealer(self) -> Sealer:
@@ -308,8 +309,8 @@ class ActionSupervisor:
             return False
         waited = (now - action.queued_at).total_seconds() / 60
         if waited >= capacity.FLEX_FORCED_START_MINUTES:
-            if action.action_id not in self._told_serial:
-                self._told_serial.add(action.action_id)
+            if action.action_id not in self._told_forced:
+                self._told_forced.add(action.action_id)
                 log.info(
                     "job %s: FLEX run %s waited %.0f minutes: forced start",
                     job.Name,
@@ -358,7 +359,11 @@ class ActionSupervisor:
             arguments["--WORKFLOW_NAME"] = run.workflow
             arguments["--WORKFLOW_RUN_ID"] = run.run_id
         master = job.Spark.master or self.settings.spark_master
-        sized = capacity.spark_conf(master, arguments, job.WorkerType, job.NumberOfWorkers)
+        sized = (
+            {}
+            if job.python_shell
+            else capacity.spark_conf(master, arguments, job.WorkerType, job.NumberOfWorkers)
+        )
         request = RunRequest(
             script=str(job.Script),
             arguments=[part for key, value in arguments.items() for part in (key, value)],
