@@ -37,7 +37,7 @@ def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None,
     command["ScriptLocation"] = job.Script
     if job.PythonVersion is not None:
         command["PythonVersion"] = job.PythonVersion
-    capacity = {
+    given = {
         k: v
         for k, v in {
             "MaxCapacity": job.MaxCapacity,
@@ -49,7 +49,7 @@ def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None,
     }
     return {
         **kept,
-        **capacity,
+        **given,
         "Name": job.Name,
         "Description": job.Description or None,
         "Command": command,
