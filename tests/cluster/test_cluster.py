@@ -331,6 +331,19 @@ def _scheduler(path: Path):
     return Scheduler(ProjectSource(path, state).current(), state, owner=f"test-{uuid.uuid4().hex[:6]}")
 
 
+def _job_run_shown(job: str, run_id: str) -> dict:
+    """The run as GetJobRun shows it, from an endpoint on this test's home."""
+    endpoint = start_in_thread(Settings.from_env())
+    try:
+        glue = boto3.client(
+            "glue", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="t",
+            aws_secret_access_key=local_token(Settings.from_env().home),
+        )  # fmt: skip
+        return glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+    finally:
+        endpoint.stop()
+
+
 def _events(folder: Path) -> list[dict]:
     (log,) = [p for p in folder.iterdir() if p.is_file()]
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
@@ -385,16 +398,8 @@ master = "MASTER"
     measured = record.metrics["capacity"]
     assert measured["executors_added"] == len(added) and measured["dpu_seconds"] > 0
 
-    endpoint = start_in_thread(Settings.from_env())
-    try:
-        glue = boto3.client(
-            "glue", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="t",
-            aws_secret_access_key=local_token(Settings.from_env().home),
-        )  # fmt: skip
-        shown = glue.get_job_run(JobName="scaling", RunId=run_id)["JobRun"]
-        assert shown["DPUSeconds"] == measured["dpu_seconds"]  # an auto-scaling run reports it, as on Glue
-    finally:
-        endpoint.stop()
+    shown = _job_run_shown("scaling", run_id)
+    assert shown["DPUSeconds"] == measured["dpu_seconds"]  # an auto-scaling run reports it, as on Glue
 
 
 def test_a_flex_run_waits_while_a_standard_run_holds_the_cluster_then_runs(cluster, tmp_path, monkeypatch):
@@ -437,16 +442,8 @@ Spark = {{ master = "local[1]" }}
         scheduler.tick()
         assert state(flexible) == "WAITING"
 
-    endpoint = start_in_thread(Settings.from_env())
-    try:
-        glue = boto3.client(
-            "glue", endpoint_url=endpoint.url, region_name="us-east-1", aws_access_key_id="t",
-            aws_secret_access_key=local_token(Settings.from_env().home),
-        )  # fmt: skip
-        shown = glue.get_job_run(JobName="flexible", RunId=flexible)["JobRun"]
-        assert (shown["JobRunState"], shown["ExecutionClass"]) == ("WAITING", "FLEX")
-    finally:
-        endpoint.stop()
+    shown = _job_run_shown("flexible", flexible)
+    assert (shown["JobRunState"], shown["ExecutionClass"]) == ("WAITING", "FLEX")
     go.write_text("go")
     assert scheduler.run(
         until=lambda: state(flexible) not in ("WAITING", "RUNNING"), max_seconds=240, poll_seconds=0.2
