@@ -29,6 +29,7 @@ ALLOWED = {
     "settings.py",
     "glue/shim.py",
     "workflow/launcher.py",
+    "host/handover.py",  # the launcher's variables for its child (how its work comes and where its exit goes)
     "cli/run.py",
     "host/script.py",
     "spark.py",

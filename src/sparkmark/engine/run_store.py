@@ -112,9 +112,8 @@ class RunStore:
     ) -> RunRecord:
         """Record a run that has already ended without taking a lease or moving the
         bookmark: a script that started no run of its own (plain Python, as a Python
-        shell job is, or one that failed before ``Job.init``) is still one run of its
-        job, with one record that every door reads. ``ended_at``: when its end was
-        seen (a scheduler's pass), else now."""
+        shell job is, or one that failed before ``Job.init``) is one run of its job, with
+        one record every door reads, ended at ``ended_at`` (when its end was seen) or now."""
         with self.engine.begin() as conn:
             previous = _previous_run(conn, job_name)
             conn.execute(

@@ -189,8 +189,7 @@ class Scheduler(ActionSupervisor):
         timeout_minutes: float | None = None,
         execution_class: str | None = None,
     ) -> str:
-        """Queue one run of a declared job, outside any workflow (``execution_class``:
-        the run's own, over the job's)."""
+        """Queue one run of a declared job, outside any workflow (with its own ExecutionClass)."""
         definition = self.project.job(job)
         now = self.clock()
         given = definition.arguments(arguments)
