@@ -318,7 +318,7 @@ class ActionSupervisor:
                     waited,
                 )
             return False
-        master = job.Spark.master or self.settings.spark_master
+        master = self._master(job)
         for other in self.store.active_actions():
             held = self.project.jobs.get(other.name) if other.kind == "JOB" else None
             if (
@@ -326,10 +326,14 @@ class ActionSupervisor:
                 and other.action_id != action.action_id
                 and not held.python_shell
                 and execution_class(other, held) != "FLEX"
-                and (held.Spark.master or self.settings.spark_master) == master
+                and self._master(held) == master
             ):
                 return True
         return False
+
+    def _master(self, job: JobDefinition) -> str:
+        """The Spark master a job's runs use: its own, else the settings'."""
+        return job.Spark.master or self.settings.spark_master
 
     def _stop_unstarted(self, action: ActionRecord, now: datetime) -> None:
         self.store.finish_action(
@@ -358,7 +362,7 @@ class ActionSupervisor:
             run = self.store.workflow_run(action.workflow_run_id)
             arguments["--WORKFLOW_NAME"] = run.workflow
             arguments["--WORKFLOW_RUN_ID"] = run.run_id
-        master = job.Spark.master or self.settings.spark_master
+        master = self._master(job)
         sized = (
             {}
             if job.python_shell
