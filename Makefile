@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: wheel install clients services jars browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick bench-clients clean
+.PHONY: wheel install clients services jars runtimes test-glue5 browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick bench-clients clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -122,14 +122,31 @@ demo: install
 # that use apt-get (PostgreSQL and MariaDB, then Chromium) share dpkg's lock, so they
 # run one after the other (`system`).
 test-needs: install
-	$(MAKE) --no-print-directory -j5 clients jars system
+	$(MAKE) --no-print-directory -j5 clients jars system runtimes
+
+# The Glue 5.0 runtime (PySpark 3.5.4 from PyPI, over this install: `sparkmark runtime
+# add`) in .runtimes, and its connector jars from Maven Central. The Maven mirror this
+# project's CI reaches serves Spark's Kafka connector for 3.5.3 and 3.5.7 but not for
+# 3.5.4, so the runtime takes 3.5.3's (the same Scala build and line).
+RUNTIMES := .runtimes
+$(RUNTIMES)/glue-5.0/runtime.json: $(VENV)/.installed
+	SPARKMARK_RUNTIMES_DIR=$(RUNTIMES) $(SM) runtime add 5.0
+
+runtimes: jars $(RUNTIMES)/glue-5.0/runtime.json
+	@SPARKMARK_KAFKA_CONNECTOR_VERSION=3.5.3 bash scripts/jars.sh $(RUNTIMES)/glue-5.0/bin/python
 
 system:
 	@$(MAKE) --no-print-directory services
 	@$(MAKE) --no-print-directory browser
 
+# The suite on sparkmark's own Spark (Glue 6.0), then the fast tests and the end-to-end
+# core (tests marked core35: docs/glue-versions.md lists them) on the Glue 5.0 runtime.
 test: test-needs
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory test-glue5
+
+test-glue5: runtimes
+	SPARKMARK_RUNTIMES_DIR=$(RUNTIMES) $(RUNTIMES)/glue-5.0/bin/python -m pytest -q -p no:cacheprovider -m "fast or core35"
 
 # The inner loop: every test that needs no JVM, database server, broker or browser
 # (tests/conftest.py marks them), in well under two minutes.

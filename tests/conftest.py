@@ -27,6 +27,8 @@ from sparkmark.spark import class_archive_options, hive_confs, session_jars
 # line; a user's own value is kept, and then applies to the suite's session too.
 SHORT_DRIVER = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_DRIVER)
+# The runtimes `make runtimes` adds (the Glue 5.0 one), shared by every test's home.
+os.environ.setdefault("SPARKMARK_RUNTIMES_DIR", str(Path(__file__).resolve().parent.parent / ".runtimes"))
 
 
 @contextlib.contextmanager

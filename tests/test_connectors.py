@@ -12,13 +12,16 @@ import uuid
 from pathlib import Path
 
 import boto3
+import pyspark
 import pytest
 
-from sparkmark import connectors
+from sparkmark import connectors, glue_versions
 from sparkmark.devservices.process import ServerProcess, free_port, port_answers
 from sparkmark.errors import ConfigError
 from sparkmark.settings import Settings
 from sparkmark.spark import jdbc_jars, session_confs
+
+SCALA = glue_versions.scala_version(pyspark.__version__)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +49,9 @@ def _fake_cache(tmp_path: Path, **groups: list[str]) -> Path:
             jar.parent.mkdir(parents=True, exist_ok=True)
             make_jar(jar)
             paths.append(str(jar))
-        (jars_dir / f"{module.replace('_', '-')}.classpath").write_text(":".join(paths))
+        folder = connectors.listing_dir(jars_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{module.replace('_', '-')}.classpath").write_text(":".join(paths))
     return jars_dir
 
 
@@ -82,7 +87,7 @@ def test_a_damaged_jar_leaves_its_connector_out_until_repaired(tmp_path):
     assert connectors.resolved_jars(jars_dir, avro) == []
     assert list(connectors.damaged_jars(jars_dir, avro)) == [str(jar)]
     assert connectors.repair(jars_dir, avro) == [str(jar)]
-    assert not jar.exists() and not (jars_dir / "spark-avro.classpath").exists()
+    assert not jar.exists() and not (connectors.listing_dir(jars_dir) / "spark-avro.classpath").exists()
     assert (tmp_path / "m2" / "commons-pool2.jar").exists()  # a whole jar is kept
     assert connectors.repair(jars_dir, avro) == []
 
@@ -166,7 +171,7 @@ def test_the_real_cache_is_resolved():
     jars_dir = Settings.from_env().jars_dir
     for connector in connectors.CONNECTORS:
         jars = connectors.resolved_jars(jars_dir, connector)
-        assert jars, f"{connector.name} is not resolved in {jars_dir}: run `make jars`"
+        assert jars, f"{connector.name} is not resolved in {jars_dir}: run `make jars` (or `make runtimes`)"
     import pyspark
 
     spark_version, hadoop = connectors.spark_and_hadoop_versions()
@@ -174,7 +179,11 @@ def test_the_real_cache_is_resolved():
     s3 = [Path(j).name for j in connectors.resolved_jars(jars_dir, connectors.BY_NAME["s3"])]
     assert f"hadoop-aws-{hadoop}.jar" in s3  # hadoop-aws must be PySpark's own Hadoop release
     kafka = [Path(j).name for j in connectors.resolved_jars(jars_dir, connectors.BY_NAME["kafka"])]
-    assert f"spark-sql-kafka-0-10_2.13-{spark_version}.jar" in kafka
+    scala = glue_versions.scala_version(spark_version)
+    # Spark's own Kafka connector, or (a Glue 5.x runtime where the mirror lacks its
+    # Spark's) another patch release of its line: Makefile's `runtimes`.
+    line = glue_versions.spark_line(spark_version)
+    assert any(j.startswith(f"spark-sql-kafka-0-10_{scala}-{line}.") for j in kafka), kafka
     pyspark_jars = {p.name for p in (Path(pyspark.__file__).parent / "jars").iterdir()}
     assert not pyspark_jars & set(kafka)  # nothing PySpark ships twice
 
@@ -195,12 +204,12 @@ def test_the_real_cache_is_resolved():
         (
             "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka. Make sure the provider",
             "kafka",
-            "org.apache.spark:spark-sql-kafka-0-10_2.13:4.",
+            f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{pyspark.__version__}",
         ),
         (
             "Failed to find data source: avro. Avro is built-in but external data source module",
             "avro",
-            "org.apache.spark:spark-avro_2.13:4.",
+            f"org.apache.spark:spark-avro_{SCALA}:{pyspark.__version__}",
         ),
     ],
 )
@@ -363,13 +372,17 @@ def test_a_job_that_needs_a_connector_fetches_it_once_on_demand(tmp_path):
         assert "ROWS 3" in done.stdout
         told = [ln for ln in done.stderr.splitlines() if "fetching the avro connector" in ln]
         assert len(told) == (1 if attempt == 1 else 0), done.stderr[-2000:]
-    pinned = (tmp_path / "jars" / "spark-avro.coordinates").read_text().strip()
+    pinned = (connectors.listing_dir(tmp_path / "jars") / "spark-avro.coordinates").read_text().strip()
     assert pinned == connectors.coordinates(connectors.BY_NAME["avro"])
-    assert not (tmp_path / "jars" / "spark-kafka.classpath").exists()  # only what the job needed
+    assert not (
+        connectors.listing_dir(tmp_path / "jars") / "spark-kafka.classpath"
+    ).exists()  # only what the job needed
 
     # spark-avro cut in half, as an interrupted download leaves it: doctor says so, and
     # `connectors fetch avro` removes it and fetches it again.
-    listed = (tmp_path / "jars" / "spark-avro.classpath").read_text().strip().split(":")
+    listed = (
+        (connectors.listing_dir(tmp_path / "jars") / "spark-avro.classpath").read_text().strip().split(":")
+    )
     jar = Path(next(j for j in listed if "spark-avro" in Path(j).name))
     jar.write_bytes(jar.read_bytes()[: jar.stat().st_size // 2])
     found = {f["check"]: f for f in json.loads(sparkmark("doctor", "--json").stdout)}["connector avro"]

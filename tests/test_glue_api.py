@@ -18,9 +18,11 @@ import urllib.request
 from pathlib import Path
 
 import boto3
+import pyspark
 import pytest
 from botocore.config import Config
 
+from sparkmark import glue_versions
 from sparkmark.access import local_token
 from sparkmark.api.server import start_in_thread
 from sparkmark.crawler.store import CrawlerStore
@@ -789,6 +791,7 @@ def test_run_arguments_reach_the_script_as_given_secrets_included(glue, tmp_path
 GLUE_CATALOG_SCRIPT = """
 import sys
 import boto3
+import pyspark
 from awsglue.utils import getResolvedOptions
 
 args = getResolvedOptions(sys.argv, ["JOB_NAME", "database", "table", "day"])
@@ -1474,8 +1477,10 @@ def test_a_runs_logs_are_served_as_cloudwatch_logs_glue_tools_read(glue, endpoin
     drive(lambda: glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]["JobRunState"] == "SUCCEEDED")
     run = glue.get_job_run(JobName="chatty", RunId=run_id)["JobRun"]
     assert run["LogGroupName"] == "/aws-glue/jobs"
-    # A job that names no capacity runs, on Glue, on its default of 10 G.1X workers.
-    assert (run["GlueVersion"], run["WorkerType"], run["NumberOfWorkers"]) == ("5.0", "G.1X", 10)
+    # A job that names no capacity runs, on Glue, on its default of 10 G.1X workers; one that
+    # names no GlueVersion runs on sparkmark's own Spark, and shows the Glue version that is.
+    own = glue_versions.release_for_spark(pyspark.__version__).version
+    assert (run["GlueVersion"], run["WorkerType"], run["NumberOfWorkers"]) == (own, "G.1X", 10)
     assert run["ExecutionClass"] == "STANDARD"
     assert run["Arguments"] == {"--day": "2026-11-26"}
 

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sparkmark import connectors
+from sparkmark import connectors, glue_versions
 from sparkmark.glue import shim
 from sparkmark.settings import Settings
 from sparkmark.spark import connector_needs
 from sparkmark.testing.glue_job import glue_arguments
+
+SCALA = glue_versions.scala_version(connectors.spark_and_hadoop_versions()[0])
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,8 +103,10 @@ def _fetched(jars_dir: Path, connector, coordinates: str) -> list[Path]:
     jar = jars_dir / "ivy" / "cache" / "org.example" / "thing" / "jars" / "thing-1.jar"
     jar.parent.mkdir(parents=True)
     _small_jar(jar)
-    (jars_dir / f"{connector.classpath_file}.classpath").write_text(f"{jar}\n")
-    (jars_dir / f"{connector.classpath_file}.coordinates").write_text(coordinates + "\n")
+    listed = connectors.listing(jars_dir, connector)
+    listed.parent.mkdir(parents=True, exist_ok=True)
+    listed.write_text(f"{jar}\n")
+    listed.with_suffix(".coordinates").write_text(coordinates + "\n")
     return [jar]
 
 
@@ -110,7 +114,13 @@ def test_a_fetch_pinned_to_this_pyspark_is_used_and_one_for_another_is_not(tmp_p
     avro = connectors.BY_NAME["avro"]
     jars = _fetched(tmp_path, avro, connectors.coordinates(avro))
     assert connectors.resolved_jars(tmp_path, avro) == [str(jars[0])]
-    (tmp_path / "spark-avro.coordinates").write_text("org.apache.spark:spark-avro_2.13:3.5.0\n")
+    # pinned for another PySpark: of the other Spark line
+    other = (
+        "org.apache.spark:spark-avro_2.13:4.0.0"
+        if SCALA == "2.12"
+        else "org.apache.spark:spark-avro_2.12:3.5.0"
+    )
+    connectors.listing(tmp_path, avro).with_suffix(".coordinates").write_text(other + "\n")
     assert connectors.resolved_jars(tmp_path, avro) == []  # fetched again when next needed
 
 
@@ -312,6 +322,6 @@ def test_a_fetchs_settings_stay_off_the_jvms_command_line(tmp_path, monkeypatch)
         spark_confs={"spark.jars.repositories": mirror},
     )
     assert found == [str(jar)]
-    assert "s3cret" not in seen["args"] and "--packages org.apache.spark:spark-avro_2.13:" in seen["args"]
+    assert "s3cret" not in seen["args"] and f"--packages org.apache.spark:spark-avro_{SCALA}:" in seen["args"]
     assert f"spark.jars.repositories {mirror}\n" in seen["properties"] and seen["mode"] == 0o600
     assert not list((tmp_path / "jars").glob("*.properties"))  # removed once read

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import glue_versions
 from .engine.masking import mask_text
 from .errors import ConfigError
 
@@ -45,7 +46,9 @@ class Connector:
     name: str  # as SPARKMARK_CONNECTORS names it
     classpath_file: str  # written by `make jars` (the Maven module's artifactId)
     provides: str  # what a user would miss without it
-    coordinates: str  # Maven coordinates for spark.jars.packages; {spark}/{hadoop} filled in
+    # Maven coordinates for spark.jars.packages; {spark}, {hadoop}, {scala}, {line} (Spark's
+    # major.minor), {iceberg} and {delta} (the Glue release's) are filled in.
+    coordinates: str
     # Texts in a JVM error that mean this connector is not on the classpath.
     missing_signs: tuple[str, ...]
 
@@ -66,14 +69,14 @@ CONNECTORS: tuple[Connector, ...] = (
         "kafka",
         "spark-kafka",
         "Spark's Kafka source and sink (format kafka)",
-        "org.apache.spark:spark-sql-kafka-0-10_2.13:{spark}",
+        "org.apache.spark:spark-sql-kafka-0-10_{scala}:{spark}",
         ("Failed to find data source: kafka", "Failed to find the data source: kafka"),
     ),
     Connector(
         "avro",
         "spark-avro",
         "Spark's Avro format (format avro)",
-        "org.apache.spark:spark-avro_2.13:{spark}",
+        "org.apache.spark:spark-avro_{scala}:{spark}",
         ("Failed to find data source: avro", "Failed to find the data source: avro"),
     ),
     Connector(
@@ -107,9 +110,35 @@ def selected(choice: str) -> tuple[Connector, ...]:
 
 
 def coordinates(connector: Connector) -> str:
-    """``connector``'s Maven coordinates for the installed PySpark and its Hadoop."""
+    """``connector``'s Maven coordinates for the installed PySpark, its Hadoop and Scala,
+    and the table formats of the Glue release that Spark is."""
     spark, hadoop = spark_and_hadoop_versions()
-    return connector.coordinates.format(spark=spark, hadoop=hadoop)
+    glue = glue_versions.release_for_spark(spark)
+    return connector.coordinates.format(
+        spark=spark,
+        hadoop=hadoop,
+        scala=glue_versions.scala_version(spark),
+        line=glue_versions.spark_line(spark),
+        iceberg=glue.iceberg,
+        delta=glue.delta,
+    )
+
+
+def listing_dir(jars_dir: Path) -> Path:
+    """Where the installed Spark's classpath files are: the jars folder for the line
+    ``make jars`` fetches for, a folder per Spark version for the others (so two runtimes
+    on one machine never take each other's jars)."""
+    spark = spark_and_hadoop_versions()[0]
+    return (
+        jars_dir
+        if glue_versions.spark_line(spark) == glue_versions.PRIMARY_LINE
+        else jars_dir / f"spark-{spark}"
+    )
+
+
+def listing(jars_dir: Path, connector: Connector) -> Path:
+    """The classpath file of ``connector`` for the installed Spark."""
+    return listing_dir(jars_dir) / f"{connector.classpath_file}.classpath"
 
 
 _END_OF_DIRECTORY = b"PK\x05\x06"
@@ -169,9 +198,8 @@ def jar_problem(path: Path, *, thorough: bool = False) -> str | None:
 
 def damaged_jars(jars_dir: Path, connector: Connector, *, thorough: bool = False) -> dict[str, str]:
     """Each jar the classpath file of ``connector`` lists that is damaged, with why."""
-    listing = jars_dir / f"{connector.classpath_file}.classpath"
     try:
-        jars = [j for j in listing.read_text(encoding="utf-8").strip().split(":") if j]
+        jars = [j for j in listing(jars_dir, connector).read_text(encoding="utf-8").strip().split(":") if j]
     except OSError:
         return {}
     found = {}
@@ -187,12 +215,12 @@ def resolved_jars(jars_dir: Path, connector: Connector) -> list[str]:
     another PySpark (its pinned coordinates differ), or a jar it names is gone or damaged
     since (then the whole set is stale: a damaged jar on Spark's class path fails the
     job far from its cause)."""
-    listing = jars_dir / f"{connector.classpath_file}.classpath"
+    listed = listing(jars_dir, connector)
     try:
-        text = listing.read_text(encoding="utf-8").strip()
+        text = listed.read_text(encoding="utf-8").strip()
     except OSError:
         return []
-    pinned = listing.with_suffix(".coordinates")
+    pinned = listed.with_suffix(".coordinates")
     if pinned.exists() and pinned.read_text(encoding="utf-8").strip() != coordinates(connector):
         return []  # resolved for another PySpark: resolved again when needed
     jars = [j for j in text.split(":") if j]
@@ -201,7 +229,7 @@ def resolved_jars(jars_dir: Path, connector: Connector) -> list[str]:
         log.warning(
             "connector %s: %s lists %d jar(s) that are gone; it is resolved again when needed",
             connector.name,
-            listing,
+            listed,
             len(missing),
         )
         return []
@@ -228,7 +256,7 @@ def repair(jars_dir: Path, connector: Connector, *, thorough: bool = True) -> li
         Path(jar).unlink(missing_ok=True)
         Path(jar + ".sha1").unlink(missing_ok=True)
     if damaged:
-        (jars_dir / f"{connector.classpath_file}.classpath").unlink(missing_ok=True)
+        listing(jars_dir, connector).unlink(missing_ok=True)
     return sorted(damaged)
 
 
@@ -290,10 +318,12 @@ def resolve(
         fd = os.open(properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.writelines(f"{key} {_escaped(value)}\n" for key, value in settings.items())
+        from .spark_lines import also_spark_defaults
+
         args = [
             "--properties-file",
             str(properties),
-            "--load-spark-defaults",
+            *also_spark_defaults(),
             "--packages",
             wanted,
             "pyspark-shell",
@@ -324,9 +354,10 @@ def resolve(
                 "spark.jars.repositories to a mirror (SPARKMARK_SPARK_CONF)"
             )
         jars = [_from_cache(ivy, Path(j)) for j in jars]
-        listing = jars_dir / f"{connector.classpath_file}.classpath"
-        listing.write_text(":".join(jars) + "\n", encoding="utf-8")
-        listing.with_suffix(".coordinates").write_text(wanted + "\n", encoding="utf-8")
+        classpath = listing(jars_dir, connector)
+        classpath.parent.mkdir(parents=True, exist_ok=True)
+        classpath.write_text(":".join(jars) + "\n", encoding="utf-8")
+        classpath.with_suffix(".coordinates").write_text(wanted + "\n", encoding="utf-8")
         log.info("connector %s: %d jar(s) in %s", connector.name, len(jars), ivy)
         return jars
 

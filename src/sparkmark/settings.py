@@ -11,6 +11,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_LEASE_SECONDS`` | lease_seconds | 300 |
 | ``SPARKMARK_SPARK_MASTER`` | spark_master | ``local[*]`` |
 | ``SPARKMARK_JARS_DIR`` | jars_dir | ``$XDG_CACHE_HOME/sparkmark/jars`` or ``~/.cache/sparkmark/jars`` |
+| ``SPARKMARK_RUNTIMES_DIR`` | runtimes_dir | ``$SPARKMARK_HOME/runtimes``: the runtimes ``sparkmark runtime add`` makes, one per Glue version (share one folder between homes by naming it) |
 | ``SPARKMARK_CLASS_ARCHIVE`` | class_archive | on: a driver JVM maps an archive of the classes Spark loads (made by the first driver of its JDK and class path, beside the jars: ``class_archive.py``); ``off``: never |
 | ``SPARKMARK_CONNECTORS`` | connectors | ``auto``: every resolved connector, and those a job needs fetched on demand (or ``none``, or a list of s3, kafka, avro, jdbc: those, fetched when missing) |
 | ``SPARKMARK_CONNECTOR_NEEDS`` | connector_needs | unset; set by ``sparkmark run`` for its script: the connectors its script and arguments show it uses (``connectors.needed_by``) |
@@ -110,6 +111,7 @@ class Settings(BaseModel):
     lease_seconds: float = Field(300, gt=0)
     spark_master: str = "local[*]"
     jars_dir: Path
+    runtimes_dir: Path
     class_archive: bool = True
     connectors: str = "auto"
     connector_needs: str | None = None
@@ -180,6 +182,8 @@ class Settings(BaseModel):
         values["home"] = home
         values.setdefault("state_url", f"sqlite:///{home / 'state.db'}")
         values.setdefault("temp_dir", str(home / "tmp"))
+        runtimes = values.get("runtimes_dir")
+        values["runtimes_dir"] = Path(runtimes).expanduser().absolute() if runtimes else home / "runtimes"
         if "jars_dir" in values:
             values["jars_dir"] = Path(values["jars_dir"]).expanduser().absolute()
         else:

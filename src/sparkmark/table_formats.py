@@ -3,9 +3,11 @@
 class path, and ``--conf`` (Glue's one parameter holding ``k=v --conf k=v …``) gives the
 Spark settings AWS's pages tell users to set (the SQL extensions, the catalogs).
 
-The jars come from ``make jars`` (``jars/iceberg``: Iceberg's Spark 4.1 runtime and its
-AWS bundle; ``jars/delta``: Delta Lake for Spark 4.1). No Hudi bundle for Spark 4.1
-resolves from Maven Central, so ``hudi`` is refused in one line.
+Each format loads the version the job's Glue release ships (``glue_versions``), built for
+its Spark line and Scala. For Glue 6.0 the jars come from ``make jars`` (``jars/iceberg``:
+Iceberg's Spark 4.1 runtime and its AWS bundle; ``jars/delta``: Delta Lake for Spark 4.1);
+a Glue 5.x runtime resolves its own on first use. No Hudi bundle for Spark 4.1 resolves
+from Maven Central, so ``hudi`` is refused in one line.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ FORMATS: dict[str, Connector] = {
         "iceberg",
         "iceberg",
         "Apache Iceberg tables (Iceberg's Spark runtime and its AWS bundle: GlueCatalog, S3FileIO)",
-        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0,org.apache.iceberg:iceberg-aws-bundle:1.11.0",
+        "org.apache.iceberg:iceberg-spark-runtime-{line}_{scala}:{iceberg},org.apache.iceberg:iceberg-aws-bundle:{iceberg}",
         ("Cannot find catalog plugin class", "org.apache.iceberg"),
     ),
     "delta": Connector(
         "delta",
         "delta",
         "Delta Lake tables (delta-spark)",
-        "io.delta:delta-spark_2.13:4.1.0",
+        "io.delta:delta-spark_{scala}:{delta}",
         ("Failed to find the data source: delta", "io.delta"),
     ),
 }

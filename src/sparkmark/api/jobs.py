@@ -15,6 +15,7 @@ import socket
 from datetime import datetime
 from typing import Any
 
+from .. import runtimes
 from ..app.jobs import ACTED_ON
 from ..args import as_passed
 from ..engine.models import RunRecord, RunState
@@ -44,6 +45,7 @@ def _job_doc(job: JobDefinition, glue: dict[str, Any], created: datetime | None,
             "WorkerType": job.WorkerType,
             "NumberOfWorkers": job.NumberOfWorkers,
             "ExecutionClass": job.ExecutionClass,
+            "GlueVersion": job.GlueVersion,
         }.items()
         if v is not None
     }
@@ -156,9 +158,6 @@ def start_job_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 
 
 _QUEUED = {ActionState.WAITING: "STARTING", ActionState.RUNNING: "RUNNING"}
-# What a job that names no GlueVersion reports: the Glue release whose Python (3.11) and
-# Spark generation sparkmark's runs match most closely.
-GLUE_VERSION = "5.0"
 
 
 def _run_doc(run: RunRecord | None, action: ActionRecord | None) -> dict[str, Any]:
@@ -228,6 +227,7 @@ def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
     except NotFound:
         records = []
     measured = {r.run_id: (r.metrics or {}).get("capacity") or {} for r in records}
+    ran_on = {r.run_id: ((r.metrics or {}).get("runtime") or {}).get("glue_version") for r in records}
     docs = []
     for record in records:
         action = actions.pop(record.run_id, None)
@@ -244,12 +244,15 @@ def _runs(svc: Service, job: str) -> list[dict[str, Any]]:
     definition = _jobs(svc).get(job, {})
     command = (definition.get("Command") or {}).get("Name") or "glueetl"
     shell = command == PYTHON_SHELL
+    own_version = runtimes.own().glue_version
     for doc in docs:
         _capacity_shown(doc, definition, command, every.get(doc["Id"]), measured.get(doc["Id"]))
         # Glue gives the script --JOB_NAME; the run's Arguments are what it was started with.
         doc["Arguments"] = {k: v for k, v in (doc.get("Arguments") or {}).items() if k != "--JOB_NAME"}
         doc["LogGroupName"] = PYTHON_JOBS_LOG_GROUP if shell else JOBS_LOG_GROUP
-        doc["GlueVersion"] = definition.get("GlueVersion") or GLUE_VERSION
+        # The Glue version the run ran on; before it says, the one the job names, else the
+        # one sparkmark's own Spark is.
+        doc["GlueVersion"] = ran_on.get(doc["Id"]) or definition.get("GlueVersion") or own_version
     return sorted(docs, key=lambda d: d["StartedOn"], reverse=True)
 
 

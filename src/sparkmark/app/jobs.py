@@ -34,6 +34,8 @@ def job_definition(name: str, glue: dict[str, Any]) -> dict[str, Any]:
         "Description": glue.get("Description") or "",
         "Command": command.get("Name") or "glueetl",
     }
+    if glue.get("GlueVersion") is not None:
+        doc["GlueVersion"] = str(glue["GlueVersion"])
     if command.get("PythonVersion") is not None:
         doc["PythonVersion"] = str(command["PythonVersion"])
     for field in CAPACITY_FIELDS:

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from .. import spark_lines
 from ..errors import SourceError, SparkmarkError
 from .models import Partition, Table
 from .store import CatalogStore
@@ -47,7 +48,7 @@ def prune(
 
 def table_schema(table: Table) -> StructType:
     cols = ", ".join(f"`{c.name}` {c.type}" for c in table.columns + table.partition_keys)
-    schema = StructType.fromDDL(cols)
+    schema = spark_lines.struct_from_ddl(cols)
     if not isinstance(schema, StructType):  # a column list always parses to a struct
         raise SourceError(f"table {table.database}.{table.name} has no columns")
     return schema

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import sys
 import traceback
 
@@ -16,7 +17,7 @@ from ..errors import SparkmarkError
 from ..settings import Settings
 from . import output
 from .context import end_call
-from .output import debug_enabled, err_console, one_line_errors
+from .output import debug_enabled, err_console, fail, one_line_errors
 from .run import run_script
 
 # The sub-commands, imported only when named: `sparkmark run` (and a run skipped for
@@ -40,6 +41,7 @@ SUBCOMMANDS = {
     "aws-profile": ("profile", "profile_command", "command"),
     "monitoring": ("monitoring", "app", "group"),
     "connectors": ("connectors", "app", "group"),
+    "runtime": ("runtime", "app", "group"),
     "doctor": ("doctor", "doctor_command", "command, one-line errors"),
     "store": ("store", "app", "group"),
 }
@@ -126,9 +128,17 @@ def run(
         help="Run the job's Spark work on a Spark Connect server, sc://host:port (or set "
         "SPARK_REMOTE); listing, state and commits stay here. Goes before SCRIPT.",
     ),
+    glue_version: str | None = typer.Option(
+        None,
+        "--glue-version",
+        help="Run on the Spark of this Glue version (5.0, 5.1, 6.0): in its runtime, which "
+        "`sparkmark runtime add` makes. Goes before SCRIPT.",
+    ),
 ) -> None:
     """Run SCRIPT with Glue-style arguments, e.g. --JOB_NAME n --job-bookmark-option
     job-bookmark-enable --my-arg v. Prints the run id; exits non-zero when the run fails."""
+    if glue_version is not None:
+        _in_runtime(glue_version)
     raise typer.Exit(
         run_script(
             script,
@@ -139,6 +149,20 @@ def run(
             remote=remote,
         )
     )
+
+
+def _in_runtime(glue_version: str) -> None:
+    """Carry on in this process when it is the Glue version's runtime; else become the
+    same command in that runtime's Python (which finds itself the right one)."""
+    from .. import runtimes
+
+    try:
+        runtime = runtimes.for_version(Settings.from_env().runtimes_dir, glue_version)
+    except SparkmarkError as exc:
+        fail(str(exc))
+    if not runtime.own:
+        sys.stdout.flush()
+        os.execv(runtime.python, [runtime.python, "-m", "sparkmark", *sys.argv[1:]])
 
 
 def _one_line(paragraph: str) -> str:

@@ -73,6 +73,38 @@ def _pyspark() -> Finding:
     return Finding("pyspark", OK, f"PySpark {spark} with Hadoop {hadoop}")
 
 
+def _runtimes(settings: Settings) -> list[Finding]:
+    """Each runtime, with the Glue version it serves; the Glue versions with none, as one
+    line naming the command that adds them."""
+    from .. import glue_versions, runtimes
+    from ..errors import ConfigError
+
+    try:
+        found = runtimes.every(settings.runtimes_dir)
+    except ConfigError as exc:
+        return [Finding("runtimes", FAIL, str(exc))]
+    out = [
+        Finding(
+            f"runtime glue {r.glue_version}",
+            OK,
+            f"Spark {r.spark}, Python at {r.python}" + ("" if r.own else f" ({r.folder})"),
+        )
+        for r in found
+    ]
+    served = {r.glue_version for r in found}
+    missing = [v for v in glue_versions.RELEASES if v not in served]
+    if missing:
+        out.append(
+            Finding(
+                "runtimes",
+                INFO,
+                f"no runtime for Glue {', '.join(missing)}: jobs naming those versions are refused",
+                " ; ".join(f"sparkmark runtime add {v}" for v in missing),
+            )
+        )
+    return out
+
+
 def _awsglue(settings: Settings) -> Finding:
     import importlib.util
 
@@ -120,7 +152,7 @@ def _connectors(settings: Settings) -> list[Finding]:
                 )
             )
         elif jars:
-            pinned = (settings.jars_dir / f"{connector.classpath_file}.coordinates").exists()
+            pinned = connectors.listing(settings.jars_dir, connector).with_suffix(".coordinates").exists()
             how = "fetched on demand" if pinned else "from make jars"
             found.append(Finding(f"connector {connector.name}", OK, f"{len(jars)} jar(s), {how}: {coords}"))
         elif on_demand:
@@ -260,6 +292,7 @@ def findings(settings: Settings) -> list[Finding]:
         _python(),
         _java(settings),
         _pyspark(),
+        *_runtimes(settings),
         _awsglue(settings),
         *_connectors(settings),
         _state_store(settings),

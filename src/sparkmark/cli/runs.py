@@ -122,6 +122,9 @@ def show(
         ["Arguments", " ".join(f"--{k} {v}" for k, v in sorted(run.arguments.items()))],
         ["Error", run.error],
     ]
+    ran_on = run.metrics.get("runtime")
+    if ran_on:  # kept as the run ends
+        rows.insert(3, ["Runtime", f"Glue {ran_on.get('glue_version')} (Spark {ran_on.get('spark')})"])
     insight = run.metrics.get("insight")
     if insight:  # Glue's job run insights, each on a row of its own
         if insight.get("line"):

@@ -46,13 +46,13 @@ class RunStore:
         arguments: Mapping[str, str],
         owner: str,
         lease_seconds: float,
+        metrics: Mapping[str, Any] | None = None,
     ) -> RunRecord:
-        """Take a lease and record a RUNNING run, atomically: the job's lease when the
-        run moves the bookmark, a lease of the run's own otherwise.
+        """Take a lease and record a RUNNING run (with its first ``metrics``), atomically:
+        the job's lease when the run moves the bookmark, a lease of the run's own otherwise.
 
-        Raises ConcurrentRunsExceeded when another run holds the job's unexpired lease.
-        A lease that expired, or whose process died, is taken over, and the run that
-        held it is marked FAILED.
+        Raises ConcurrentRunsExceeded when another run holds the job's unexpired lease. A
+        lease that expired, or whose process died, is taken over; its run is marked FAILED.
         """
         now = utcnow()
         expires = now + timedelta(seconds=lease_seconds)
@@ -78,7 +78,7 @@ class RunStore:
                         bookmark_option=option.value,
                         started_at=now,
                         arguments=rows.to_json(dict(arguments)),
-                        metrics=rows.to_json({}),
+                        metrics=rows.to_json(dict(metrics or {})),
                         base_version=latest,
                         previous_run_id=previous,
                     )

@@ -14,10 +14,12 @@ from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, StructType, VariantType
+from pyspark.sql.types import ArrayType, DataType, StructType
 
+from .. import spark_lines
 from ..errors import TransformError
 from ..sources.json_records import parse_records, to_ddl
+from ..spark_lines import VariantType
 from . import paths
 
 __all__ = ["parse_records", "to_ddl"]  # JSON records as typed columns live with the sources
@@ -114,11 +116,11 @@ def type_by_catalog(df: DataFrame, columns: dict[str, str]) -> DataFrame:
     for i, (name, hive_type) in enumerate(typed.items()):
         aggs += [
             F.count(value(name)).alias(f"p{i}"),
-            F.count(value(name).try_cast(hive_type)).alias(f"c{i}"),
+            F.count(spark_lines.try_cast(value(name), hive_type)).alias(f"c{i}"),
         ]
     counts = df.agg(*aggs).head(1)[0]
     for i, (name, hive_type) in enumerate(typed.items()):
-        converted = value(name).try_cast(hive_type)
+        converted = spark_lines.try_cast(value(name), hive_type)
         if counts[f"c{i}"] == counts[f"p{i}"]:
             df = df.withColumn(name, converted)
             continue
@@ -189,7 +191,7 @@ def resolve(df: DataFrame, path: str, action: str, types: list[str] | None = Non
         # Glue allows resolving a field that is not a choice: cast still converts it, and a
         # value that does not convert becomes null (under Spark's ANSI mode too).
         if action.startswith("cast:"):
-            return paths.replace(df, parts, lambda c: c.try_cast(spark_type(action[5:])))
+            return paths.replace(df, parts, lambda c: spark_lines.try_cast(c, spark_type(action[5:])))
         return df
     kind, _, target = action.partition(":")
     if kind == "cast":

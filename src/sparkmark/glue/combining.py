@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, VariantType
+from pyspark.sql.types import StringType
 
+from .. import spark_lines
 from ..errors import TransformError
 from . import paths as fieldpaths
 
@@ -157,4 +158,4 @@ def _with_keys(df: DataFrame, keys: list[str], other: DataFrame, other_keys: lis
 
 
 def to_variant(col: Column, data_type) -> Column:
-    return col if isinstance(data_type, VariantType) else col.cast("variant")
+    return spark_lines.as_choice(col, data_type)

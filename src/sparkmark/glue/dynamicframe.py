@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, NullType, StructType, VariantType
+from pyspark.sql.types import ArrayType, NullType, StructType
 
 if TYPE_CHECKING:
     from .context import GlueContext
 
 from ..engine import jdbc as jdbc_keys
 from ..errors import SourceError, SparkmarkError, TransformError
+from ..spark_lines import HAS_VARIANT, VariantType, try_cast, with_json_objects
 from . import choice as choices
 from . import gluetypes, reading, records, writing
 from . import paths as fieldpaths
@@ -242,8 +243,8 @@ class DynamicFrame(Combining, VisualTransforms, DynamoDBJson):
                 value = choices.cast(fieldpaths.column(parts), ttype)
             elif isinstance(found, (StructType, ArrayType)) and ttype.lower() in ("struct", "array"):
                 value = fieldpaths.column(parts)
-            else:
-                value = fieldpaths.column(parts).try_cast(spark_t)  # no conversion: null, as on Glue
+            else:  # no conversion: null, as on Glue
+                value = try_cast(fieldpaths.column(parts), spark_t)
             leaves.append((fieldpaths.split_path(target), value))
         return self._with(self._df.select(*fieldpaths.build(leaves)))
 
@@ -297,12 +298,17 @@ class DynamicFrame(Combining, VisualTransforms, DynamoDBJson):
         if format.lower() != "json":
             raise TransformError(f"unbox supports format 'json', not {format!r}")
         parts, _ = fieldpaths.require(self._df.schema, path)
-        parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(fieldpaths.column(parts)))
-        ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).head(1)[0][0]
-        if not ddl or not ddl.startswith("OBJECT<"):
+        if HAS_VARIANT:
+            parsed = self._df.withColumn("__sm_unbox", F.try_parse_json(fieldpaths.column(parts)))
+            ddl = parsed.agg(F.schema_of_variant_agg("__sm_unbox")).head(1)[0][0] or ""
+            typed = None
+            if ddl.startswith("OBJECT<"):
+                got = F.expr(f"variant_get(__sm_unbox, '$', '{choices.to_ddl(ddl)}')")
+                typed = parsed.withColumn("__sm_unbox", got)
+        else:  # Spark 3.5: the objects typed as its JSON reader types them
+            typed = with_json_objects(self._df, fieldpaths.column(parts), "__sm_unbox")
+        if typed is None:
             raise TransformError(f"field {path!r} holds no JSON objects to unbox")
-        struct_ddl = choices.to_ddl(ddl)
-        typed = parsed.withColumn("__sm_unbox", F.expr(f"variant_get(__sm_unbox, '$', '{struct_ddl}')"))
         out = fieldpaths.replace(typed, parts, lambda _c: F.col("__sm_unbox")).drop("__sm_unbox")
         return self._with(out)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pyspark.sql import types as T
 
+from ..spark_lines import HAS_VARIANT, VariantType
 from .paths import quote
 
 
@@ -308,7 +309,7 @@ def from_spark(
         return MapType(from_spark(data_type.valueType, held, parts))
     if isinstance(data_type, T.DecimalType):
         return DecimalType(data_type.precision, data_type.scale)
-    if isinstance(data_type, T.VariantType):
+    if isinstance(data_type, VariantType):
         names = (held or {}).get(quote(list(parts)))
         if not names:
             return UnknownType()
@@ -329,7 +330,7 @@ def to_spark(data_type: DataType) -> T.DataType:
     if isinstance(data_type, DecimalType):
         return T.DecimalType(data_type.precision, data_type.scale)
     if isinstance(data_type, ChoiceType):
-        return T.VariantType()
+        return VariantType() if HAS_VARIANT else T.StringType()
     if isinstance(data_type, EnumType):
         return T.StringType()
     for spark_type, glue_type in _FROM_SPARK.items():

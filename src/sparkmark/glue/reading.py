@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
+from .. import spark_lines
 from ..catalog.models import GLUE_KEY
 from ..engine import jdbc as jdbc_keys
 from ..engine.options import OPTION_NAMES, parse_bool
@@ -156,7 +157,7 @@ def to_records(df: DataFrame, json_records: bool) -> tuple[DataFrame, DataFrame 
     # row (a cheap test of the first character, then a parse of only those rows), so no
     # Spark job looks at the input first. An array that is not valid JSON stays whole, to
     # become an error record.
-    elements = F.expr("transform(cast(try_parse_json(value) as array<variant>), e -> to_json(e))")
+    elements = spark_lines.json_array_elements("value")
     records = F.when(F.ltrim("value").startswith("["), F.coalesce(elements, F.array("value"))).otherwise(
         F.array("value")
     )

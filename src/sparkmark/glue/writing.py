@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import VariantType
 
 from ..engine import jdbc as jdbc_keys
 from ..engine.options import parse_bool
@@ -20,6 +19,7 @@ from ..sinks import registry as sink_registry
 from ..sinks.files import NO_ROWS_KNOWN, FileSink
 from ..sinks.jdbc import JdbcSink, split_actions
 from ..sinks.tables import TableSink
+from ..spark_lines import VariantType
 from ..table_formats import UNAVAILABLE
 from . import formats
 from .reading import CUSTOM_JDBC, FILE_CONNECTIONS, JDBC_CONNECTIONS, REDSHIFT_NOTE, database

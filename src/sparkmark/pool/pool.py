@@ -41,7 +41,14 @@ Listener = Callable[[Any], None]  # given each protocol.Event
 class WarmProcess:
     """One warm process, from its start to its end."""
 
-    def __init__(self, env: dict[str, str], log_dir: Path, label: str, folder: Path | None = None):
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_dir: Path,
+        label: str,
+        folder: Path | None = None,
+        python: str = sys.executable,
+    ):
         parent_end, child_end = socket.socketpair()
         private_dir(log_dir)
         self.folder = folder  # the process's own files (its metastore), removed when it ends
@@ -58,7 +65,7 @@ class WarmProcess:
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with open(fd, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "sparkmark.pool.worker"],
+                [python, "-m", "sparkmark.pool.worker"],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
@@ -196,9 +203,17 @@ def wait_ready(process: WarmProcess, seconds: float, cancel: threading.Event | N
 class Pool:
     """Up to ``config.size`` warm processes kept ready for this server."""
 
-    def __init__(self, config: PoolConfig, home: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        config: PoolConfig,
+        home: Path,
+        env: dict[str, str] | None = None,
+        python: str = sys.executable,
+    ):
         self.config = config
         self.home = home
+        self.python = python  # the runtime its processes run in (runtimes.py)
+        self._siblings: dict[str, Pool] = {}
         self.log_dir = home / "logs" / "pool"
         self.env = dict(os.environ if env is None else env)
         self._ready: list[WarmProcess] = []
@@ -248,7 +263,7 @@ class Pool:
             folder = self.home / "pool" / name
             folder.mkdir(parents=True, exist_ok=True)
             env["SPARKMARK_METASTORE_URL"] = f"jdbc:derby:;databaseName={folder / 'metastore'};create=true"
-        process = WarmProcess(env, self.log_dir, name, folder)
+        process = WarmProcess(env, self.log_dir, name, folder, self.python)
         log.info("pool: started warm process %d (log %s)", process.pid, process.log_path)
         return process
 
@@ -361,6 +376,19 @@ class Pool:
             raise
         return PooledRun(chosen, self, message)
 
+    def sibling(self, python: str) -> Pool:
+        """The pool of another runtime (a Glue version whose Spark is not this pool's):
+        the same settings, its processes run by ``python``, kept ready from its first job
+        on (never started ahead, whatever ``prestart`` says)."""
+        if python == self.python:
+            return self
+        with self._lock:
+            found = self._siblings.get(python)
+            if found is None or found.closed:
+                config = self.config.model_copy(update={"prestart": False})
+                found = self._siblings[python] = Pool(config, self.home, self.env, python)
+        return found
+
     def ready_count(self) -> int:
         with self._lock:
             return sum(1 for p in self._ready if p.alive and p.ready.is_set())
@@ -426,6 +454,10 @@ class Pool:
         with self._lock:
             everything = self._ready + self._starting
             self._ready, self._starting = [], []
+            siblings = list(self._siblings.values())
+            self._siblings.clear()
+        for sibling in siblings:
+            sibling.close()
         for process in everything:
             with contextlib.suppress(Exception):
                 process.stop(grace_seconds=2)

@@ -15,7 +15,8 @@ _UNREADABLE = re.compile(
     r"(?:FileNotFoundException: (?:File )?(\S+?) \(Permission denied\)"
     r"|AccessDeniedException: (\S+))"
 )
-_READ_FILE = re.compile(r"reading file (\S+?)\.? ")
+# Spark 4 names the file it failed to read; Spark 3.5 says that a file does not exist.
+_READ_FILE = re.compile(r"reading file (\S+?)\.? |SparkFileNotFoundException: File (\S+) does not exist")
 
 
 # Py4J's words when the JVM it talks to is gone; the exception is then a connection
@@ -125,7 +126,7 @@ def describe_error(exc: BaseException, reading: str | None = None) -> str:
     ):
         where = _READ_FILE.search(text)
         summary = (
-            (f"file {where.group(1)}" if where else "a file chosen for this run")
+            (f"file {where.group(1) or where.group(2)}" if where else "a file chosen for this run")
             + " was deleted or replaced before Spark read it; the run commits nothing and "
             "the next run lists the source again. " + summary
         )

@@ -152,6 +152,9 @@ class JobRun(RunLedger):
             )
 
         given_id, given_attempt = _take_expected()
+        from ..spark_lines import runtime_shown  # PySpark: the run's session is up by now
+
+        self._runtime = runtime_shown()
         self.record: RunRecord = store.start_run(
             job_name=name,
             run_id=run_id or given_id or new_run_id(),
@@ -160,6 +163,7 @@ class JobRun(RunLedger):
             arguments=mask_arguments(dict(args)),
             owner=this_process(),
             lease_seconds=lease_seconds,
+            metrics={"runtime": self._runtime},  # the Spark it runs on, shown while it runs
         )
         self.base: BookmarkVersion | None = (
             store.get_version(name, self.record.base_version) if self.record.base_version else None
@@ -201,6 +205,7 @@ class JobRun(RunLedger):
             "sources": dict(self._sources),
             "sinks": list(self._sinks),
             "duration_seconds": round(time.monotonic() - self._started, 3),
+            "runtime": self._runtime,
         }
         if self._script is not None:
             metrics["script"] = self._script
@@ -239,11 +244,14 @@ class JobRun(RunLedger):
         try:
             self._sampler.ended(succeeded, category, version)
             self._glue = self._sampler.final()
+            kept: dict[str, Any] = {}
             if self._glue:
-                self.store.add_run_metrics(self.run_id, {"glue": dict(self._glue)})
+                kept["glue"] = dict(self._glue)
             capacity = measured_capacity(self._sampler.reader)
             if capacity:
-                self.store.add_run_metrics(self.run_id, {"capacity": capacity})
+                kept["capacity"] = capacity
+            if kept:
+                self.store.add_run_metrics(self.run_id, kept)
         except Exception as exc:  # noqa: BLE001 - a metric never fails a run
             log.warning("run %s: its final Glue metrics could not be kept: %s", self.run_id, exc)
         finally:

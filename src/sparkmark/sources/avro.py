@@ -14,9 +14,16 @@ from typing import Any, cast
 import fastavro
 import fsspec
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from .. import spark_lines
 from ..errors import SourceError
+
+try:  # the Python data source API (PySpark 4); Spark 3.5 reads Avro with spark-avro
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+except ImportError:  # pragma: no cover - exercised under the Glue 5.x runtimes
+    DataSource = object  # type: ignore[assignment,misc]
+    DataSourceReader = object  # type: ignore[assignment,misc]
+    InputPartition = object  # type: ignore[assignment,misc]
 
 NAME = "sparkmark_avro"
 
@@ -129,7 +136,32 @@ class _AvroReader(DataSourceReader):
 
 
 def read_avro(spark: SparkSession, files: list[tuple[str, str]]) -> DataFrame:
-    """Read ``(file url, root url)`` pairs; all must share one writer schema."""
+    """Read ``(file url, root url)`` pairs; all must share one writer schema. On Spark 3.5
+    (no Python data sources) Spark's own Avro format reads them: the avro connector."""
+    if not spark_lines.PYTHON_DATA_SOURCES:
+        return _read_with_spark_avro(spark, files)
     spark.dataSource.register(AvroDataSource)
     listed = [{"path": p, "root": r} for p, r in files]
     return spark.read.format(NAME).option("files", json.dumps(listed)).load()
+
+
+def _read_with_spark_avro(spark: SparkSession, files: list[tuple[str, str]]) -> DataFrame:
+    """Spark 3.5's way: spark-avro over each root's files; the Hive partition folders
+    under a root (``dt=…``) become string columns, as the Python reader makes them."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    from ..engine.storage import spark_path
+
+    by_root: dict[str, list[str]] = {}
+    for path, root in files:
+        by_root.setdefault(root, []).append(path)
+    frames = []
+    for root, paths in by_root.items():
+        for path in paths:
+            frame = spark.read.format("avro").load(spark_path(path))
+            for key, value in _partition_values(path, root):
+                frame = frame.withColumn(key, F.lit(value))
+            frames.append(frame)
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from .. import spark_lines
 from ..engine import fileplan
 from ..engine.appends import plan_appends
 from ..engine.faults import crash_when
@@ -31,7 +32,7 @@ SOURCE_FILE = "_sm_source_file"  # beside malformed records: the file they came 
 
 def struct_from_ddl(ddl: str) -> StructType:
     """A schema given as DDL (``"id BIGINT, name STRING"``)."""
-    schema = StructType.fromDDL(ddl)
+    schema = spark_lines.struct_from_ddl(ddl)
     if not isinstance(schema, StructType):
         raise SourceError(f"schema {ddl!r} is not a list of columns, e.g. 'id BIGINT, name STRING'")
     return schema
@@ -60,6 +61,8 @@ def read_selected(
         if isinstance(schema, str):
             schema = struct_from_ddl(schema)
         return spark.createDataFrame([], schema or empty_schema or StructType([]))
+    if fmt == "xml" and not spark_lines.XML_SOURCE:
+        raise SourceError(spark_lines.needs_spark4("format xml (Spark's own XML source)"))
     if fmt == "avro":
         from .avro import read_avro
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .. import spark_lines
 from ..engine import jdbc as kr
 from ..engine.models import CtxCommit
 from ..errors import SourceError
@@ -439,5 +440,5 @@ def apply_type_mapping(df: DataFrame, mapping: dict[str, str]) -> DataFrame:
         names = ("DECIMAL", "NUMERIC") if simple == "decimal" else _JDBC_TYPE_NAMES.get(simple, ())
         target = next((mapping[n] for n in names if n in mapping), None)
         col = F.col(f"`{f.name}`")
-        cols.append(col.try_cast(target).alias(f.name) if target else col)
+        cols.append(spark_lines.try_cast(col, target).alias(f.name) if target else col)
     return df.select(*cols)

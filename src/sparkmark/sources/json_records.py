@@ -14,6 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from .. import spark_lines
+
 
 def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[DataFrame, DataFrame]:
     """JSON text, one record per row, → typed columns; conflicting fields stay VARIANT.
@@ -21,6 +23,8 @@ def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[Dat
     Returns the records and the rows that are not JSON objects (malformed text, or a
     bare value): those become error records rather than being dropped silently.
     """
+    if not spark_lines.HAS_VARIANT:
+        return _parse_without_variant(df, text_column, keep)
     parsed = df.select(
         F.col(text_column).alias("__sm_text"), F.try_parse_json(F.col(text_column)).alias("__sm_v"), *keep
     )
@@ -42,6 +46,26 @@ def parse_records(df: DataFrame, text_column: str, keep: list[str]) -> tuple[Dat
     record_type = typed.schema["__sm_r"].dataType
     fields = record_type.fieldNames() if isinstance(record_type, StructType) else []
     order = _file_order(good, fields, _keys(first_text))
+    return typed.select(*[F.col("__sm_r").getField(name).alias(name) for name in order], *keep), bad
+
+
+def _parse_without_variant(df: DataFrame, text_column: str, keep: list[str]) -> tuple[DataFrame, DataFrame]:
+    """Spark 3.5's :func:`parse_records`: the records typed as Spark's JSON reader types
+    them (a field whose records disagree is a string, not a choice), in the file's order."""
+    parsed = df.select(F.col(text_column).alias("__sm_text"), *keep)
+    is_record = spark_lines.is_json_object(F.col("__sm_text"))
+    bad = parsed.where(~is_record | is_record.isNull()).select(
+        F.lit("not a JSON record").alias("error"),
+        F.col("__sm_text").alias("record"),
+        F.lit("read").alias("transformation"),
+    )
+    good = parsed.where(is_record)
+    record_type = spark_lines.inferred_json_type(good, "__sm_text")
+    if record_type is None:  # no records at all
+        return good.select(*keep), bad
+    first = good.select("__sm_text", _row_order()).agg(F.min_by("__sm_text", "__sm_at")).head(1)[0][0]
+    typed = good.select(F.from_json("__sm_text", record_type).alias("__sm_r"), "__sm_text", *keep)
+    order = _file_order(good, record_type.fieldNames(), _keys(first))
     return typed.select(*[F.col("__sm_r").getField(name).alias(name) for name in order], *keep), bad
 
 

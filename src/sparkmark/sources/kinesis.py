@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import spark_lines
 from ..errors import SourceError, aws_error
 from .base import ReadContext, SourceOutcome
 from .streams import ORIGIN_COLUMN, StreamSource, parse_values
@@ -476,6 +477,8 @@ class KinesisSource(StreamSource):
         from pyspark.sql import functions as F
 
         spark = context.spark
+        if not spark_lines.PYTHON_DATA_SOURCES:
+            raise SourceError(spark_lines.needs_spark4(f"reading {self.describe()} (a Python data source)"))
         spark.dataSource.register(KinesisDataSource)
         reader = spark.readStream.format(FORMAT)
         options = self.reader_options()

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .. import glue_versions
 from ..crawler.definition import CrawlerDefinition, load_definition
 from ..engine.names import check_name
 from ..errors import ArgumentError, ConfigError, UndeclaredReference, first_problem
@@ -113,6 +114,16 @@ class JobDefinition(_Model):
     WorkerType: str | None = None
     NumberOfWorkers: int | None = None
     ExecutionClass: str | None = None
+    # The Glue version whose Spark its runs use (``runtimes.for_version``); none: sparkmark's own.
+    GlueVersion: str | None = None
+
+    @field_validator("GlueVersion")
+    @classmethod
+    def _glue_version(cls, value: str | None) -> str | None:
+        try:
+            return glue_versions.check(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("DefaultArguments")
     @classmethod

@@ -42,6 +42,8 @@ class LaunchSpec:
     document: dict[str, Any]  # {"run": a RunRequest} or {"argv": the command line after the program name}
     env: dict[str, str]
     log_path: Path
+    # The runtime's interpreter, for a job whose GlueVersion is not sparkmark's own Spark.
+    python: str | None = None
 
 
 # Spark SQL settings fixed when Spark starts (the others are set on the run's own session).
@@ -114,9 +116,10 @@ class Launcher:
     def start(self, spec: LaunchSpec) -> int:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.pool is not None and poolable(spec, self.master):
+            pool = self.pool if spec.python is None else self.pool.sibling(spec.python)
             private_dir(spec.log_path.parent)
             exit_path(spec.log_path).unlink(missing_ok=True)
-            hosted = self.pool.host_job(
+            hosted = pool.host_job(
                 lambda: HostJob(
                     request=spec.document["run"],
                     log=str(spec.log_path),
@@ -133,7 +136,7 @@ class Launcher:
         exit_file = exit_path(spec.log_path)
         exit_file.unlink(missing_ok=True)
         env = {**os.environ, **spec.env, EXIT_FILE_ENV: str(exit_file), ARGV_PIPE_ENV: "1"}
-        program = [sys.executable, "-m", "sparkmark"]
+        program = [spec.python or sys.executable, "-m", "sparkmark"]
         if python_shell(spec):
             # Plain Python, no JVM: its boto3 is pointed at the door's Glue endpoint here
             # (a Spark run's process finds one itself, as `sparkmark run` does).

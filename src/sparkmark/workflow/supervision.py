@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
+from .. import runtimes
 from ..crawler.store import CrawlerStore
 from ..engine import run_logs
 from ..engine.masking import MASK
@@ -381,7 +382,11 @@ class ActionSupervisor:
             max_capacity=job.MaxCapacity,
         )
         document = {"run": request.model_dump(mode="json")}
-        return LaunchSpec(action.action_id, "JOB", job.Name, action.attempt, document, {}, log_path)
+        python = None
+        if not job.python_shell:  # a Python shell job runs on Glue's Python, not a Spark
+            runtime = runtimes.for_version(self.settings.runtimes_dir, job.GlueVersion, job=job.Name)
+            python = None if runtime.own else runtime.python
+        return LaunchSpec(action.action_id, "JOB", job.Name, action.attempt, document, {}, log_path, python)
 
     def _arguments(self, action: ActionRecord) -> dict[str, str]:
         """The run's arguments as they were given. Values masked in the state store come
