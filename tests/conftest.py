@@ -59,8 +59,27 @@ HEAVY_FIXTURES = frozenset(
 )  # fmt: skip
 
 
+# The end-to-end core also run on the Glue 5.0 runtime (Spark 3.5: `make test-glue5`):
+# bookmarked files and S3, JDBC, the Glue façade, the catalog, one streaming job, and the
+# Iceberg and Delta jobs of AWS's pages.
+CORE35_MODULES = frozenset(
+    {
+        "test_file_bookmarks.py",
+        "test_object_storage.py",
+        "test_jdbc.py",
+        "test_glue_facade.py",
+        "test_catalog.py",
+        "test_table_formats.py",
+    }
+)
+CORE35_TESTS = frozenset({"test_streaming_kafka.py::test_glue_streaming_script_runs_until_caught_up_and_again"})
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        module = Path(str(item.fspath)).name
+        if module in CORE35_MODULES or f"{module}::{item.name}" in CORE35_TESTS:
+            item.add_marker(pytest.mark.core35)
         if item.get_closest_marker("slow") or item.get_closest_marker("cluster"):
             continue
         if HEAVY_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):

@@ -31,9 +31,10 @@ def _format_packages() -> dict[str, str]:
     version of those jars (read from their Maven coordinates in table_formats.py, so the
     two never drift), installed without its dependencies (it would otherwise bring a
     PySpark of its own)."""
+    from .connectors import coordinates
     from .table_formats import FORMATS
 
-    version = FORMATS["delta"].coordinates.rsplit(":", 1)[-1]
+    version = coordinates(FORMATS["delta"]).rsplit(":", 1)[-1]
     return {"delta": f"delta-spark=={version}"}
 
 

@@ -56,6 +56,21 @@ def try_cast(col: Column, data_type: str) -> Column:
     return F.expr(f"try_cast({col._jc.expr().sql()} AS {data_type})")  # type: ignore[operator]
 
 
+def jdbc_column_refused(columns: list[str]) -> str | None:
+    """Why Spark cannot read these JDBC columns safely, or None. Spark 3.5 quotes a column
+    name in the SQL it sends without escaping a quote inside it (a ``"`` or a backtick), so
+    such a name breaks the query or writes into it; Spark 4 escapes it."""
+    if HAS_VARIANT:
+        return None
+    bad = next((c for c in columns if '"' in c or "`" in c), None)
+    if bad is None:
+        return None
+    return (
+        f"column {bad!r} holds a quote character, which Spark {SPARK_VERSION} puts into its SQL "
+        "unescaped: rename or alias it (a query source), or set the job's GlueVersion to 6.0"
+    )
+
+
 def needs_spark4(what: str) -> str:
     """The one line refusing a feature this Spark lacks."""
     return (

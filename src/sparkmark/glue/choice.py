@@ -125,8 +125,12 @@ def type_by_catalog(df: DataFrame, columns: dict[str, str]) -> DataFrame:
             df = df.withColumn(name, converted)
             continue
         column = F.col(paths.quote([name]))
-        mixed = F.when(converted.isNotNull(), converted.cast("variant")).when(
-            value(name).isNotNull(), column.cast("variant")
+        mixed = (  # Spark 3.5 has no VARIANT: such a column stays its text
+            F.when(converted.isNotNull(), converted.cast("variant")).when(
+                value(name).isNotNull(), column.cast("variant")
+            )
+            if spark_lines.HAS_VARIANT
+            else column
         )
         int_name = _GLUE_INTS.get(hive_type.lower(), "int")
         df = df.withColumn(name, mixed).withMetadata(name, {INT_NAME: int_name})

@@ -22,7 +22,7 @@ from typing import Any
 from ..engine.owner import this_process
 from ..engine.schema import utcnow
 from ..engine.store import StateStore
-from ..errors import ArgumentError, SparkmarkError
+from ..errors import ArgumentError, ConfigError, SparkmarkError
 from ..pool.pool import Cancelled, Pool, WarmProcess, wait_ready
 from ..pool.protocol import (
     BecomeSession,
@@ -120,6 +120,7 @@ class SessionManager:
         arguments = {str(k): str(v) for k, v in (definition.get("DefaultArguments") or {}).items()}
         environment = self.environment()
         extra = self._jvm_settings(arguments, environment)
+        pool = self._pool_of(definition.get("GlueVersion"))
         with self._create_lock:  # counted and created as one step: two creates cannot both pass
             running = [r for r in self.store.all() if r.owner == self.owner and r.status not in ENDED]
             if len(running) >= self.pool.config.max_sessions:
@@ -134,11 +135,25 @@ class SessionManager:
                 self._born[session_id] = record.created_on
         threading.Thread(
             target=self._provision,
-            args=(session_id, arguments, extra, cancel, record.created_on, environment),
+            args=(session_id, arguments, extra, cancel, record.created_on, environment, pool),
             name=f"provision-{session_id}",
             daemon=True,
         ).start()
         return record
+
+    def _pool_of(self, glue_version: Any) -> Pool:
+        """The pool whose processes run the session's Glue version (``%glue_version``):
+        the server's own, or its sibling in that version's runtime; a version with no
+        runtime is refused in one line naming the command that adds it."""
+        from .. import runtimes
+
+        try:
+            runtime = runtimes.for_version(
+                self.settings.runtimes_dir, None if glue_version in (None, "") else str(glue_version)
+            )
+        except ConfigError as exc:
+            raise ArgumentError(str(exc)) from None
+        return self.pool if runtime.own else self.pool.sibling(runtime.python)
 
     def _jvm_settings(self, arguments: dict[str, str], environment: dict[str, str]) -> dict[str, str] | None:
         """The environment of a process of the session's own, for arguments that shape
@@ -176,12 +191,14 @@ class SessionManager:
         cancel: threading.Event,
         born: datetime,
         environment: dict[str, str] | None = None,
+        pool: Pool | None = None,
     ) -> None:
+        pool = pool or self.pool
         try:
             if extra is None:
-                process = self.pool.take(cancel=cancel)
+                process = pool.take(cancel=cancel)
             else:
-                process = self.pool.start_process(extra, label=f"session-{session_id}"[:80])
+                process = pool.start_process(extra, label=f"session-{session_id}"[:80])
                 if not wait_ready(process, 600, cancel):
                     if cancel.is_set():
                         process.stop(grace_seconds=1)

@@ -185,6 +185,12 @@ def _hashed(spark, url, dbtable, props, source, req, hashfield) -> tuple[DataFra
     return frame, f"hash({hashfield or req.hashexpression})", len(predicates)
 
 
+def _check_columns(frame: DataFrame, req) -> None:
+    why = spark_lines.jdbc_column_refused(frame.columns)
+    if why:
+        raise SourceError(f"cannot read {req.table or 'the query'}: {why}")
+
+
 def _read_whole(spark, conn, req, hashfield: str | None) -> SourceOutcome:
     """A read no bookmark follows (no ``Job.init``, no transformation_ctx), of a table
     without a primary key or a query without keys: every row, as Glue reads it; split by
@@ -195,6 +201,7 @@ def _read_whole(spark, conn, req, hashfield: str | None) -> SourceOutcome:
     frame, partitioning, partitions = _hashed(spark, url, dbtable, props, source, req, hashfield)
     if frame is None:
         frame = spark.read.jdbc(url, dbtable, properties=props)
+    _check_columns(frame, req)
     rows = kr.execute(conn, source.count_sql(sa.true())).scalar()
     metrics = {"rows_read": rows, "partitions": partitions, "partitioning": partitioning, "key_range": None}
     return SourceOutcome(frame, None, metrics)
@@ -311,6 +318,7 @@ def _read(spark, conn, req, *, ctx, previous, bookmarked, commit_state, bounds, 
                 partitioning, partitions = f"range({keys[0]})", count
     if frame is None:
         frame = spark.read.jdbc(url, dbtable, properties=props)
+    _check_columns(frame, req)
 
     metrics: dict[str, Any] = {
         "rows_read": in_range,

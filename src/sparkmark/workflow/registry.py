@@ -144,7 +144,11 @@ def _entry(row) -> Entry:
 
 def stored_definition(entry: Entry):
     section, model = KINDS[entry.kind]
-    return _validate(model, section, entry.name, entry.definition)
+    definition = entry.definition
+    if entry.kind == "job" and "GlueVersion" not in definition and entry.glue.get("GlueVersion"):
+        # Kept beside the definition by stores older than runtimes: it now picks the Spark.
+        definition = {**definition, "GlueVersion": str(entry.glue["GlueVersion"])}
+    return _validate(model, section, entry.name, definition)
 
 
 def load_project(config: Path | str | None, state: StateStore | None = None) -> Project:
