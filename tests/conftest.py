@@ -72,7 +72,9 @@ CORE35_MODULES = frozenset(
         "test_table_formats.py",
     }
 )
-CORE35_TESTS = frozenset({"test_streaming_kafka.py::test_glue_streaming_script_runs_until_caught_up_and_again"})
+CORE35_TESTS = frozenset(
+    {"test_streaming_kafka.py::test_glue_streaming_script_runs_until_caught_up_and_again"}
+)
 
 
 def pytest_collection_modifyitems(config, items):

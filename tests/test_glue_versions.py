@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -256,3 +257,115 @@ def test_the_runtime_command_says_what_it_would_add_or_remove(tmp_path):
         assert done.returncode == 1 and said in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "rt").exists() or not any((tmp_path / "rt").iterdir())
+
+
+# ------------------------------------------------------------------ the pytest plugin
+
+
+def test_the_plugin_runs_on_this_spark_and_stops_when_told_another_glue_version(tmp_path):
+    """A user's tests run on whichever PySpark their environment has; told the Glue
+    version they are for, a session on another version's Spark stops in one line."""
+    (tmp_path / "test_mine.py").write_text(
+        "def test_version(glue_version):\n    print('GLUE', glue_version)\n    assert glue_version\n"
+    )
+    own = runtimes.own().glue_version
+    other = next(v for v in glue_versions.RELEASES if v != own)
+
+    def pytest_run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    plain = pytest_run()
+    assert plain.returncode == 0 and f"GLUE {own}" in plain.stdout, plain.stdout + plain.stderr
+    assert pytest_run("--glue-version", own).returncode == 0
+    refused = pytest_run("--glue-version", other)
+    assert refused.returncode == 4  # pytest's usage error: nothing ran
+    assert f"these tests are for Glue {other}" in refused.stderr
+    assert f"sparkmark runtime add {other}" in refused.stderr
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\nsparkmark_glue_version = {other}\n")
+    assert pytest_run().returncode == 4
+    unknown = pytest_run("--glue-version", "4.0")
+    assert unknown.returncode == 4 and "PySpark 3.3 does not support" in unknown.stderr
+
+
+# ------------------------------------------------------------------ the upgrade check
+
+UPGRADE = Path(__file__).parent / "fixtures" / "upgrade"
+# Each script of the corpus exercises one documented change from Glue 5.0 to 6.0, and the
+# change the check must tie its difference to.
+EXPECTED = {
+    "ansi_cast": "ansi-cast",
+    "divide_by_zero": "ansi-divide-by-zero",
+    "remainder_by_zero": "ansi-remainder-by-zero",
+    "int_overflow": "ansi-overflow",
+    "cast_overflow": "ansi-cast-overflow",
+    "decimal_range": "ansi-decimal-range",
+    "array_index": "ansi-array-index",
+    "datetime_value": "ansi-datetime-value",
+    "datetime_pattern": "datetime-parser-policy",
+    "bang_not": "bang-not",
+    "empty_in": "null-in-empty-list",
+    "size_of_null": "size-of-null",
+    "json_choice": "choice-on-variant",
+}
+
+
+@pytest.mark.slow
+def test_the_upgrade_check_flags_each_documented_change_and_nothing_in_clean_jobs(tmp_path, glue5_runtime):
+    scripts = sorted((UPGRADE / "changes").glob("*.py")) + sorted((UPGRADE / "clean").glob("*.py"))
+    assert sorted(p.stem for p in (UPGRADE / "changes").glob("*.py")) == sorted(EXPECTED)
+    home, out = tmp_path / "home", tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "sparkmark", "upgrade-check", "--json", "--key", "id", *map(str, scripts)]
+        + ["--output", str(out), "--input", str(UPGRADE / "mixed.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPARKMARK_HOME": str(home)},
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]  # 1: there are differences
+    report = json.loads(done.stdout)
+    assert (report["from"], report["to"]) == ("5.0", "6.0")
+    found: dict[str, list[dict]] = {}
+    for difference in report["differences"]:
+        found.setdefault(difference["job"], []).append(difference)
+    for job, change in EXPECTED.items():
+        assert job in found, f"{job}: no difference found"
+        assert [d["change"] for d in found[job]] == [change], found[job]
+    for clean in (p.stem for p in (UPGRADE / "clean").glob("*.py")):
+        assert clean not in found and report["jobs"][clean] == {"old": "succeeded", "new": "succeeded"}
+    # Nothing was written where the jobs write, and the user's home holds no run.
+    assert not out.exists()
+    assert not (home / "state.db").exists()
+
+
+def test_the_upgrade_check_refuses_what_it_cannot_run(tmp_path):
+    env = {
+        **os.environ,
+        "SPARKMARK_HOME": str(tmp_path / "home"),
+        "SPARKMARK_RUNTIMES_DIR": str(tmp_path / "rt"),
+    }
+    script = tmp_path / "job.py"
+    script.write_text("print('hi')\n")
+    own = runtimes.own().glue_version
+    other = next(v for v in glue_versions.RELEASES if v != own)
+    for args, said in (
+        ([str(script), "--from", own, "--to", own], f"--from and --to are both Glue {own}"),
+        (["--from", other, "--to", own, str(script)], f"run `sparkmark runtime add {other}`"),
+        (["--from", own, "--to", other, str(tmp_path / "gone.py")], "gone.py' does not exist"),
+        (["--from", own, "--to", other], "name at least one job script"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "sparkmark", "upgrade-check", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 1 and said in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1

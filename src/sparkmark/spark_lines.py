@@ -12,6 +12,7 @@ frames that would join two types in one field hold that field as text too
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pyspark
 from pyspark.sql import Column, DataFrame
@@ -89,6 +90,14 @@ def also_spark_defaults() -> list[str]:
     ``--properties-file``: Spark 4 takes ``--load-spark-defaults``; Spark 3.5 has no such
     option (and reads only the properties file)."""
     return ["--load-spark-defaults"] if HAS_VARIANT else []
+
+
+def progress_document(progress: Any) -> dict[str, Any]:
+    """A streaming query's progress as its JSON document: PySpark 4 gives progress
+    objects (their ``json``), PySpark 3.5 the parsed documents themselves."""
+    if isinstance(progress, dict):
+        return progress
+    return json.loads(progress.json)
 
 
 def runtime_shown() -> dict[str, str]:

@@ -42,9 +42,12 @@ SUBCOMMANDS = {
     "monitoring": ("monitoring", "app", "group"),
     "connectors": ("connectors", "app", "group"),
     "runtime": ("runtime", "app", "group"),
+    "upgrade-check": ("upgrade", "upgrade_check_command", "command, one-line errors"),
     "doctor": ("doctor", "doctor_command", "command, one-line errors"),
     "store": ("store", "app", "group"),
 }
+
+_TAKES_JOB_ARGS = {"upgrade-check"}  # commands that pass Glue-style job arguments on, as `run` does
 
 _app = typer.Typer(
     help="Glue-style job bookmarks on any Spark.",
@@ -80,7 +83,14 @@ def register(names: list[str] | None = None) -> typer.Typer:
         if kind == "group":
             _app.add_typer(target, name=name)
         else:
-            _app.command(name)(one_line_errors(target) if kind.endswith("one-line errors") else target)
+            settings = (
+                {"allow_extra_args": True, "ignore_unknown_options": True}
+                if name in _TAKES_JOB_ARGS
+                else None
+            )
+            _app.command(name, context_settings=settings)(
+                one_line_errors(target) if kind.endswith("one-line errors") else target
+            )
     return _app
 
 

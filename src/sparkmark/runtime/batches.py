@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from fsspec.core import url_to_fs
 
 from .. import outputs as run_outputs
+from .. import spark_lines
 from ..engine.faults import crash_point
 from ..engine.manifest import private_parent
 from ..engine.models import CtxCommit, OutputRecord, OutputState
@@ -335,7 +336,7 @@ class MicroBatches:
     def _progress(self, query) -> None:
         for progress in query.recentProgress:
             try:
-                sources = json.loads(progress.json).get("sources") or []
+                sources = spark_lines.progress_document(progress).get("sources") or []
             except (AttributeError, TypeError, ValueError):
                 continue
             for i, source in enumerate(sources):

@@ -10,6 +10,7 @@ from ..engine.models import BookmarkOption
 from ..sources.base import ReadContext, Source
 from ..sources.registry import DELTA, FILES, ICEBERG, JDBC, kind_of_metrics
 from ..sources.streams import StreamSource
+from . import capture
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -23,7 +24,7 @@ def read_source(spark: SparkSession, source: Source, run: JobRun | None) -> Data
     """Read ``source`` for ``run`` (its bookmark decides what is new, and the state to
     commit is kept with the run), or, with no run, read all of it and keep nothing."""
     if run is None:
-        return source.read(ReadContext(spark=spark, ctx=source.ctx)).frame
+        return _sampled(source, source.read(ReadContext(spark=spark, ctx=source.ctx)).frame)
     run.require_running()
     began = time.monotonic()
     bookmark_ctx = run.claim_source(source.ctx, source.describe())
@@ -73,4 +74,9 @@ def read_source(spark: SparkSession, source: Source, run: JobRun | None) -> Data
         run.add_stream_source(source, bookmark_ctx)
     if outcome.commit is not None and bookmark_ctx is not None:
         run.stage_commit(outcome.commit)
-    return outcome.frame
+    return _sampled(source, outcome.frame)
+
+
+def _sampled(source: Source, frame: DataFrame) -> DataFrame:
+    """An upgrade check's sample of a batch source (``capture``); the frame otherwise."""
+    return frame if isinstance(source, StreamSource) else capture.sampled(frame)

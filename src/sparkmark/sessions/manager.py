@@ -147,10 +147,10 @@ class SessionManager:
         runtime is refused in one line naming the command that adds it."""
         from .. import runtimes
 
+        if glue_version in (None, ""):
+            return self.pool
         try:
-            runtime = runtimes.for_version(
-                self.settings.runtimes_dir, None if glue_version in (None, "") else str(glue_version)
-            )
+            runtime = runtimes.for_version(self.settings.runtimes_dir, str(glue_version))
         except ConfigError as exc:
             raise ArgumentError(str(exc)) from None
         return self.pool if runtime.own else self.pool.sibling(runtime.python)

@@ -15,7 +15,11 @@ Settings, in the ``[pytest]`` (or ``[tool.pytest.ini_options]``) section:
 
 - ``sparkmark_connectors``: connectors the session starts with, beyond S3 (which it gets
   when a test uses ``s3``): ``kafka``, ``avro``, ``jdbc``. Each is fetched once, on demand;
-- ``sparkmark_spark_conf``: Spark settings, one ``key=value`` per line.
+- ``sparkmark_spark_conf``: Spark settings, one ``key=value`` per line;
+- ``sparkmark_glue_version`` (or ``pytest --glue-version 5.0``): the Glue version the
+  tests are meant for. The tests run on whichever PySpark the environment has; when it
+  is not that Glue version's Spark, the session stops at once, in one line, rather than
+  passing on another Spark. The ``glue_version`` fixture is the environment's version.
 """
 
 from __future__ import annotations
@@ -49,12 +53,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "sparkmark_spark_conf", "Spark settings for sparkmark's session, key=value per line", type="linelist"
     )
+    parser.addini("sparkmark_glue_version", "the Glue version the tests assert they run on (5.0, 5.1, 6.0)")
+    parser.addoption(
+        "--glue-version",
+        dest="sparkmark_glue_version",
+        default=None,
+        help="the Glue version these tests are for; the run stops when PySpark is another version's Spark",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from ..glue import shim
 
     shim.install()  # `import awsglue` in tests, also where the .pth hook is not installed
+    wanted = config.getoption("sparkmark_glue_version") or config.getini("sparkmark_glue_version")
+    if wanted:
+        problem = glue_version_problem(str(wanted))
+        if problem:
+            raise pytest.UsageError(problem)
+
+
+def glue_version_problem(wanted: str) -> str | None:
+    """Why this environment cannot run tests meant for Glue ``wanted``, or None."""
+    from .. import glue_versions, runtimes
+    from ..errors import ConfigError
+
+    try:
+        release = glue_versions.release(wanted)
+        here = runtimes.own()
+    except ConfigError as exc:
+        return f"sparkmark_glue_version: {exc}"
+    if glue_versions.spark_line(here.spark) == release.spark_line and here.glue_version == release.version:
+        return None
+    return (
+        f"these tests are for Glue {release.version} (Spark {release.spark}), but this environment "
+        f"has PySpark {here.spark} (Glue {here.glue_version}): pip install pyspark=={release.spark}, "
+        f"or run pytest in the runtime `sparkmark runtime add {release.version}` makes"
+    )
+
+
+@pytest.fixture(scope="session")
+def glue_version() -> str:
+    """The Glue version whose Spark this environment has (``6.0`` for PySpark 4.1)."""
+    from .. import runtimes
+
+    return runtimes.own().glue_version
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
