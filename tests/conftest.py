@@ -60,8 +60,8 @@ HEAVY_FIXTURES = frozenset(
 
 
 # The end-to-end core also run on the Glue 5.0 runtime (Spark 3.5: `make test-glue5`):
-# bookmarked files and S3, JDBC, the Glue façade, the catalog, one streaming job, and the
-# Iceberg and Delta jobs of AWS's pages.
+# bookmarked files and S3, JDBC, the Glue façade, the catalog, one streaming job, the
+# Iceberg and Delta jobs of AWS's pages, and the corpus of public Glue scripts.
 CORE35_MODULES = frozenset(
     {
         "test_file_bookmarks.py",
@@ -70,6 +70,8 @@ CORE35_MODULES = frozenset(
         "test_glue_facade.py",
         "test_catalog.py",
         "test_table_formats.py",
+        "test_script_corpus.py",  # the public Glue scripts the tests run
+        "test_glue_scripts.py",
     }
 )
 CORE35_TESTS = frozenset(

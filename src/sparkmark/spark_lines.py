@@ -11,10 +11,14 @@ frames that would join two types in one field hold that field as text too
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pyspark
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructType
@@ -29,6 +33,10 @@ HAS_VARIANT: bool = int(SPARK_VERSION.split(".", maxsplit=1)[0]) >= 4
 PYTHON_DATA_SOURCES: bool = HAS_VARIANT
 # Spark's own XML source (format "xml"): Spark 4.0 and later.
 XML_SOURCE: bool = HAS_VARIANT
+
+# What a failed Spark query raises: PySpark 4 converts a task's failure into a
+# PySparkException subclass; PySpark 3.5 raises some (an action's) as py4j's error.
+QUERY_ERRORS: tuple[type[BaseException], ...] = (PySparkException, Py4JJavaError)
 
 try:
     from pyspark.sql.types import VariantType
@@ -70,6 +78,25 @@ def jdbc_column_refused(columns: list[str]) -> str | None:
         f"column {bad!r} holds a quote character, which Spark {SPARK_VERSION} puts into its SQL "
         "unescaped: rename or alias it (a query source), or set the job's GlueVersion to 6.0"
     )
+
+
+@contextlib.contextmanager
+def ansi_mode(session: Any) -> Iterator[None]:
+    """Spark 4's default ANSI mode for what runs inside, on Spark 3.5 too (whose default is
+    off): a cast that does not convert raises rather than giving null. A session whose
+    user set the mode keeps it."""
+    if HAS_VARIANT or session.conf.get("spark.sql.ansi.enabled", "false") == "true":
+        yield
+        return
+    explicit = session.sparkContext.getConf().contains("spark.sql.ansi.enabled")
+    if explicit:  # the user's own choice for their job
+        yield
+        return
+    session.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        yield
+    finally:
+        session.conf.set("spark.sql.ansi.enabled", "false")
 
 
 def needs_spark4(what: str) -> str:

@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from .. import spark_lines
 from .rules import Check, Context, RuleFailure, check_rule, compile_rule, grouped_metrics
 from .ruleset import DQDLError, Entry, Rule, Ruleset, parse_ruleset
 
@@ -144,19 +144,22 @@ def evaluate(
     groups = list(dict.fromkeys((c.grouped, c.rule.where) for c in compiled if c.grouped))
     for columns, where in groups:
         plans.append(partial(grouped_metrics, df, columns, where))
-    try:
-        for part in _run_at_once(plans):
-            results.update(part)
-    except PySparkException:
-        # One rule the data cannot answer (a cast that fails, say) fails the shared pass:
-        # each rule is evaluated on its own, and the ones that fail say why.
-        results, failures = _one_by_one(df, compiled)
-    for check in compiled:
-        if check.separate is not None and id(check) not in failures:
-            try:
-                results.update(check.separate())
-            except RuleFailure as exc:
-                failures[id(check)] = str(exc)
+    # A rule the data cannot answer (a number compared with a word) is known by the error
+    # its cast raises: Spark 4's ANSI mode, which the metrics are computed under on Spark 3.5 too.
+    with spark_lines.ansi_mode(df.sparkSession):
+        try:
+            for part in _run_at_once(plans):
+                results.update(part)
+        except spark_lines.QUERY_ERRORS:
+            # One rule the data cannot answer fails the shared pass: each rule is
+            # evaluated on its own, and the ones that fail say why.
+            results, failures = _one_by_one(df, compiled)
+        for check in compiled:
+            if check.separate is not None and id(check) not in failures:
+                try:
+                    results.update(check.separate())
+                except RuleFailure as exc:
+                    failures[id(check)] = str(exc)
     for key, leaf_check in list(checks.items()):  # row-level outcomes leave the failed rules out
         if isinstance(leaf_check, Check) and id(leaf_check) in failures:
             checks[key] = RuleFailure(failures[id(leaf_check)])
@@ -187,7 +190,7 @@ def _one_by_one(df: DataFrame, compiled: list[Check]) -> tuple[dict[str, Any], d
                 results.update(_one_pass(df, check.aggregates))
             if check.grouped:
                 results.update(grouped_metrics(df, check.grouped, check.rule.where))
-        except PySparkException as exc:
+        except spark_lines.QUERY_ERRORS as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             failures[id(check)] = f"the rule could not be evaluated on this data: {first}"
     return results, failures
