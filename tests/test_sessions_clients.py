@@ -181,6 +181,7 @@ NOTEBOOK = [
     "spark.sql('select count(*) from shop.orders').collect()[0][0]",
     "spark.sql('select count(*) from shop.shipped_orders').collect()[0][0]",
     "1 / 0",
+    "spark.version",  # %glue_version 5.0: the session runs on Glue 5.0's Spark, in its runtime
     "%stop_session",
 ]
 
@@ -288,7 +289,8 @@ def test_the_glue_jupyter_kernel_runs_a_notebook_against_sparkmark(api, dbt_proj
     assert texts[10].strip() == "5"  # the table dbt's session made, seen from the notebook's
     assert texts[11].strip() == "3"  # dbt's view, made in this session's metastore from the catalog
     assert "ZeroDivisionError: division by zero" in texts[12]  # the kernel shows the statement's error
-    assert "Stopped session" in texts[13]
+    assert "3.5.4" in texts[13], texts[13]
+    assert "Stopped session" in texts[14]
     notebook_sessions = [s for s in glue.list_sessions()["Sessions"] if s["Id"] != "dbt-shop"]
     assert len(notebook_sessions) == 1
     found = notebook_sessions[0]

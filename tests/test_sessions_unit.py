@@ -452,3 +452,25 @@ def test_a_session_deleted_through_another_server_has_its_process_stopped(sessio
     sessions.delete("gone")
     manager.check_timeouts()
     assert process.stopped and "gone" not in manager._processes
+
+
+def test_each_runtime_has_a_pool_of_its_own_that_starts_on_first_need_and_closes_with_the_servers(tmp_path):
+    """Glue versions: the server's pool serves its own Spark; a runtime's processes are a
+    sibling pool's, with the same settings, never started ahead, closed with the server's."""
+    import sys
+
+    from sparkmark.pool.pool import Pool
+
+    pool = Pool(PoolConfig(size=0, max_sessions=2, prestart=True), tmp_path, {})
+    try:
+        assert pool.sibling(sys.executable) is pool and pool.python == sys.executable
+        other = pool.sibling("/opt/runtimes/glue-5.0/bin/python")
+        assert other is not pool and other.python == "/opt/runtimes/glue-5.0/bin/python"
+        assert pool.sibling("/opt/runtimes/glue-5.0/bin/python") is other  # one per runtime
+        assert other.config.max_sessions == 2 and other.config.prestart is False and other.home == tmp_path
+        assert other.ready_count() == 0 and other._dormant
+        # its processes' folders (each a metastore of its own) are named for its runtime
+        assert (pool.tag, other.tag) == ("", "-glue-5.0")
+    finally:
+        pool.close()
+    assert other.closed

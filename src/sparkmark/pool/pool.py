@@ -213,6 +213,7 @@ class Pool:
         self.config = config
         self.home = home
         self.python = python  # the runtime its processes run in (runtimes.py)
+        self.tag = "" if python == sys.executable else f"-{Path(python).parent.parent.name}"
         self._siblings: dict[str, Pool] = {}
         self.log_dir = home / "logs" / "pool"
         self.env = dict(os.environ if env is None else env)
@@ -256,7 +257,8 @@ class Pool:
         with self._lock:
             self._count += 1
             number = self._count
-        name = f"{label}-{os.getpid()}-{number}"
+        # A sibling's processes are named for its runtime: their folders (a metastore each) never meet.
+        name = f"{label}{self.tag}-{os.getpid()}-{number}"
         env = self.spark_env(extra)
         folder = None
         if not env.get("SPARKMARK_METASTORE_URL"):
