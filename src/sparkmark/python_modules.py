@@ -113,7 +113,7 @@ def for_run(arguments: dict[str, str], formats: Sequence[str], home: Path) -> li
     """The folders a run's path gains: its ``--additional-python-modules`` (with
     ``--python-modules-installer-option``) and its table formats' Python packages."""
     found = []
-    known = _format_packages()
+    known = _format_packages() if formats else {}  # (it reads PySpark's version: none for a shell job)
     packages = [known[f] for f in formats if f in known]
     for folder in (
         install(packages, home, no_deps=True),

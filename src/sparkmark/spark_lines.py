@@ -121,10 +121,12 @@ def also_spark_defaults() -> list[str]:
 
 def progress_document(progress: Any) -> dict[str, Any]:
     """A streaming query's progress as its JSON document: PySpark 4 gives progress
-    objects (their ``json``), PySpark 3.5 the parsed documents themselves."""
-    if isinstance(progress, dict):
-        return progress
-    return json.loads(progress.json)
+    objects (their ``json``; they are dicts too, of objects), PySpark 3.5 the parsed
+    documents themselves."""
+    text = getattr(progress, "json", None)
+    if isinstance(text, str):
+        return json.loads(text)
+    return dict(progress)
 
 
 def runtime_shown() -> dict[str, str]:
