@@ -1,13 +1,13 @@
-"""G1, G2: Glue versions. What running a job on the Glue 5.0 runtime costs against running it
+"""V1, V2: Glue versions. What running a job on the Glue 5.0 runtime costs against running it
 on sparkmark's own Spark (Glue 6.0), and what the upgrade check of a corpus costs.
 
-G1: ``sparkmark run --glue-version 5.0`` of a small Glue job (its own bookmark, 2,000
+V1: ``sparkmark run --glue-version 5.0`` of a small Glue job (its own bookmark, 2,000
     rows read from JSON, written as Parquet) ÷ ``sparkmark run`` of the same job on
     sparkmark's own Spark; the median of each, interleaved in this process (goal ≤ 1.2:
     the runtime adds no cost of its own beyond its Spark's).
-G2: ``sparkmark upgrade-check`` of the 16 scripts in tests/fixtures/upgrade (13 that
+V2: ``sparkmark upgrade-check`` of the 16 scripts in tests/fixtures/upgrade (13 that
     differ, 3 that do not), both versions side by side ÷ one ``sparkmark run`` of the
-    G1 job (goal ≤ 8: the check of 16 jobs under two Sparks costs no more than 8 single
+    V1 job (goal ≤ 8: the check of 16 jobs under two Sparks costs no more than 8 single
     runs).
 
 Needs the Glue 5.0 runtime (``make runtimes``; SPARKMARK_RUNTIMES_DIR is set to the
@@ -94,29 +94,29 @@ def main() -> None:
         old.append(timed(lambda: run("--glue-version", "5.0")))
         own.append(timed(run))
     checks = [timed(check) for _ in range(max(1, repeats // 2))]
-    g1 = statistics.median(old) / statistics.median(own)
-    g2 = statistics.median(checks) / statistics.median(own)
+    v1 = statistics.median(old) / statistics.median(own)
+    v2 = statistics.median(checks) / statistics.median(own)
     results = {
-        "G1": {
-            "value": round(g1, 2), "goal": "<= 1.2", "met": g1 <= 1.2,
+        "V1": {
+            "value": round(v1, 2), "goal": "<= 1.2", "met": v1 <= 1.2,
             "glue_5_0_s": round(statistics.median(old), 3), "glue_6_0_s": round(statistics.median(own), 3),
             "repeats": repeats,
         },
-        "G2": {
-            "value": round(g2, 2), "goal": "<= 8", "met": g2 <= 8,
+        "V2": {
+            "value": round(v2, 2), "goal": "<= 8", "met": v2 <= 8,
             "check_s": round(statistics.median(checks), 3), "one_run_s": round(statistics.median(own), 3),
             "jobs": 16, "repeats": len(checks),
         },
     }  # fmt: skip
     print(
-        f"G1 a job on Glue 5.0's runtime ÷ on sparkmark's own Spark: {g1:.2f} "
+        f"V1 a job on Glue 5.0's runtime ÷ on sparkmark's own Spark: {v1:.2f} "
         f"({statistics.median(old):.2f} s ÷ {statistics.median(own):.2f} s, median of {repeats})"
     )
     print(
-        f"G2 the upgrade check of 16 jobs ÷ one run: {g2:.2f} "
+        f"V2 the upgrade check of 16 jobs ÷ one run: {v2:.2f} "
         f"({statistics.median(checks):.2f} s ÷ {statistics.median(own):.2f} s)"
     )
-    record(results, {"G1_repeats": repeats})
+    record(results, {"V1_repeats": repeats})
 
 
 if __name__ == "__main__":
