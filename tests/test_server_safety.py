@@ -576,26 +576,31 @@ def test_bodies_in_flight_share_one_budget(project, sparkmark_home):
     where = urlsplit(url)
     holders: list[socket.socket] = []
 
-    def hold() -> socket.socket:
-        """A request declaring an 8 MiB body that sends 1 MiB of it, then waits."""
+    def hold(refused: bool) -> tuple[socket.socket, bytes]:
+        """A request declaring an 8 MiB body. One over the budget is answered after its
+        head, before any of its body is read (the server then closes it, so sending the
+        body could only meet a closed socket); one within it sends 1 MiB, then waits."""
         conn = socket.create_connection((where.hostname, where.port), timeout=30)
         conn.sendall(
             f"POST / HTTP/1.1\r\nHost: {where.netloc}\r\nContent-Type: application/x-amz-json-1.1\r\n"
             f"X-Amz-Target: AWSGlue.GetDatabases\r\nContent-Length: {8 * mib}\r\n\r\n".encode()
         )
+        if refused:
+            conn.settimeout(15)
+            return conn, conn.recv(200)
         conn.sendall(b" " * mib)
-        return conn
-
-    def answered(conn: socket.socket) -> bytes:
         conn.settimeout(0.5)
         try:
-            return conn.recv(200)
+            return conn, conn.recv(200)
         except TimeoutError:
-            return b""
+            return conn, b""
 
     try:
-        holders = [hold() for _ in range(6)]
-        heads = [answered(c) for c in holders]
+        heads: list[bytes] = []
+        for i in range(6):
+            conn, head = hold(refused=i >= 2)
+            holders.append(conn)
+            heads.append(head)
         assert [h[:12] for h in heads[:2]] == [b"", b""]  # two are being read: 16 of 20 MiB
         assert all(h.startswith(b"HTTP/1.1 503") for h in heads[2:]), heads
         assert glue_client(url, local_token(sparkmark_home)).get_databases()["DatabaseList"] == []

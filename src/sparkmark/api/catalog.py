@@ -16,7 +16,8 @@ from typing import Any
 
 from ..catalog.models import GLUE_KEY, Column, Database, Partition, Table
 from ..catalog.partition_index import MAX_INDEXES, check_index, matching_partitions
-from ..errors import NotFound, SparkmarkError
+from ..catalog.store import TableChanged
+from ..errors import AlreadyExists, NotFound, SparkmarkError
 from .protocol import GlueApiError, exists, invalid, not_found
 from .service import CATALOG_ID, Service, handler, page
 
@@ -324,13 +325,14 @@ def _table(svc: Service, database: str, name: str) -> Table:
 def create_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     db = _database(svc, p["DatabaseName"])
     table = table_from_input(db, p["TableInput"])
-    if any(t.name == table.name for t in svc.catalog.tables(db)):
-        raise exists(f"Table {table.name} already exists.")
     table.parameters[VERSION_KEY] = "1"
     indexes = p.get("PartitionIndexes") or []
     for i, index in enumerate(indexes):  # all checked before the table is made
         check_index(table, index["Keys"], {x["IndexName"]: x["Keys"] for x in indexes[:i]})
-    svc.catalog.put_table(table)
+    try:
+        svc.catalog.put_table(table, new=True)
+    except AlreadyExists:
+        raise exists(f"Table {table.name} already exists.") from None
     for index in indexes:
         svc.catalog.create_partition_index(table.database, table.name, index["IndexName"], index["Keys"])
     return {}
@@ -406,7 +408,10 @@ def update_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         )
     new = table_from_input(old.database, given)
     new.parameters[VERSION_KEY] = str(int(current or 0) + 1)
-    svc.catalog.put_table(new)
+    try:  # the check above and this write as one: a writer in between fails here
+        svc.catalog.put_table(new, replacing=old if p.get("VersionId") is not None else None)
+    except TableChanged as exc:
+        raise GlueApiError("ConcurrentModificationException", str(exc)) from None
     return {}
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from .. import serving
 from ..access import FailureLimiter, RequestGuard, client_address, resolve_token, token_path
 from ..settings import Settings
-from . import auth, protocol, sts
+from . import auth, iceberg_rest, protocol, sts
 from .service import Service
 
 if TYPE_CHECKING:
@@ -79,33 +79,51 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
     secrets = [listen.token, *also_accept]
     limiter = FailureLimiter()
 
+    def check(request: Request, body: bytes, url: str | None = None) -> None:
+        """The request's signature, or GlueApiError; wrong signatures are counted per
+        address and credential."""
+        try:
+            auth.check_signature(
+                secrets,
+                method=request.method,
+                url=url or str(request.url),
+                headers=request.headers,
+                body=body,
+            )
+        except protocol.GlueApiError:
+            # Counted only when a credential was presented, under its access key id:
+            # an unsigned request (any web page's <img>) is never counted, and a
+            # correctly signed one never gets here, whatever others did.
+            presented = auth.access_key(request.headers)
+            if presented and limiter.failed(client_address(request.scope), presented):
+                raise protocol.GlueApiError(
+                    "ThrottlingException",
+                    "too many requests with a wrong signature from this address: wait a minute",
+                    429,
+                ) from None
+            raise
+
+    async def signed(request: Request, body: bytes) -> None:
+        """For REST paths: signed over the path as sent (a namespace's %1F stays as the
+        client signed it), not as decoded."""
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        query = request.url.query
+        url = f"{request.url.scheme}://{request.url.netloc}{raw.decode('latin-1')}" + (
+            f"?{query}" if query else ""
+        )
+        check(request, body, url)
+
     async def glue(request: Request) -> Response:
         body = await request.body()
         headers = {"Content-Type": protocol.CONTENT_TYPE}
         name = "?"
         kind = "glue"
-        client = client_address(request.scope)
         # STS is called in the query protocol and answered in XML, its errors too.
         querying = request.headers.get("x-amz-target") is None and sts.is_sts(
             request.headers.get("content-type"), body
         )
         try:
-            try:
-                auth.check_signature(
-                    secrets, method=request.method, url=str(request.url), headers=request.headers, body=body
-                )
-            except protocol.GlueApiError:
-                # Counted only when a credential was presented, under its access key id:
-                # an unsigned request (any web page's <img>) is never counted, and a
-                # correctly signed one never gets here, whatever others did.
-                presented = auth.access_key(request.headers)
-                if presented and limiter.failed(client, presented):
-                    raise protocol.GlueApiError(
-                        "ThrottlingException",
-                        "too many requests with a wrong signature from this address: wait a minute",
-                        429,
-                    ) from None
-                raise
+            check(request, body)
             if querying:
                 name = "sts"
                 return Response(sts.answer(body, auth.access_key(request.headers)), media_type="text/xml")
@@ -157,6 +175,7 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             Route("/", glue, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
+            iceberg_rest.route(service, signed),
         ]
     )
     return RequestGuard(

@@ -29,10 +29,11 @@ from sqlalchemy import (
 from sqlalchemy import (
     Table as SATable,
 )
+from sqlalchemy.exc import IntegrityError
 
 from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
-from ..errors import AlreadyExists, NotFound
+from ..errors import AlreadyExists, NotFound, SparkmarkError
 from ..state import components
 from .models import Column, Database, Partition, SchemaVersion, Table
 
@@ -125,6 +126,10 @@ COMPONENT = components.declare(
 )
 
 
+class TableChanged(SparkmarkError):
+    """A compare-and-swap of a table found it changed (or dropped) by another writer."""
+
+
 def _cols(doc: str) -> tuple[Column, ...]:
     return tuple(Column(n, t) for n, t in json.loads(doc))
 
@@ -180,8 +185,26 @@ class CatalogStore:
             conn.execute(delete(tables).where(tables.c.database == name))
             conn.execute(delete(databases).where(databases.c.name == name))
 
-    def put_table(self, table: Table, crawl_id: str | None = None) -> int | None:
-        """Record the table; returns the new schema version number when its schema changed."""
+    def put_table(
+        self, table: Table, crawl_id: str | None = None, *, replacing: Table | None = None, new: bool = False
+    ) -> int | None:
+        """Record the table; returns the new schema version number when its schema changed.
+
+        ``replacing`` makes it a compare-and-swap: the table is changed only if it is still
+        exactly ``replacing`` (its parameters, where Glue's VersionId and an Iceberg
+        table's metadata location are kept), else :class:`TableChanged` is raised and
+        nothing is written. ``new`` refuses (AlreadyExists) a table that exists. Either
+        check and the write are one statement, so two writers never both pass."""
+        try:
+            return self._put_table(table, crawl_id, replacing, new)
+        except IntegrityError:  # another writer wrote it between the look and the write
+            if new:
+                raise AlreadyExists(f"table {table.qualified} already exists") from None
+            raise TableChanged(f"table {table.qualified} was changed by another writer") from None
+
+    def _put_table(
+        self, table: Table, crawl_id: str | None, replacing: Table | None, new: bool
+    ) -> int | None:
         now = utcnow()
         values = {
             "location": table.location,
@@ -194,18 +217,27 @@ class CatalogStore:
         with self.state.begin() as conn:
             key = (tables.c.database == table.database) & (tables.c.name == table.name)
             before = conn.execute(select(tables.c.partition_keys).where(key)).first()
-            if before is not None:
+            if before is not None and new:
+                raise AlreadyExists(f"table {table.qualified} already exists")
+            if replacing is not None:
+                if before is None:
+                    raise TableChanged(f"table {table.qualified} was dropped by another writer")
+                expected = json.dumps(replacing.parameters, sort_keys=True)
+                swapped = conn.execute(
+                    update(tables).where(key & (tables.c.parameters == expected)).values(**values)
+                )
+                if swapped.rowcount != 1:
+                    raise TableChanged(f"table {table.qualified} was changed by another writer")
+            elif before is not None:
                 conn.execute(update(tables).where(key).values(**values))
-                if before.partition_keys != values["partition_keys"]:
-                    # An index's entries hold values by the old keys: it no longer fits.
-                    for kept in (partition_indexes, index_entries):
-                        conn.execute(
-                            delete(kept).where(
-                                (kept.c.database == table.database) & (kept.c.table == table.name)
-                            )
-                        )
             else:
                 conn.execute(insert(tables).values(database=table.database, name=table.name, **values))
+            if before is not None and before.partition_keys != values["partition_keys"]:
+                # An index's entries hold values by the old keys: it no longer fits.
+                for kept in (partition_indexes, index_entries):
+                    conn.execute(
+                        delete(kept).where((kept.c.database == table.database) & (kept.c.table == table.name))
+                    )
             vkey = (versions.c.database == table.database) & (versions.c.table == table.name)
             last = conn.execute(
                 select(versions.c.version, versions.c.columns, versions.c.partition_keys)
@@ -228,6 +260,33 @@ class CatalogStore:
                 )
             )
             return number
+
+    def rename_table(self, database: str, name: str, new_database: str, new_name: str) -> None:
+        """Move a table, with its partitions and schema versions, to another name in one
+        transaction (AlreadyExists when that name is taken). Partition indexes are
+        dropped: their entries are looked up by the old name."""
+        try:
+            with self.state.begin() as conn:
+                if conn.execute(
+                    select(tables.c.name).where(
+                        (tables.c.database == new_database) & (tables.c.name == new_name)
+                    )
+                ).first():
+                    raise AlreadyExists(f"table {new_database}.{new_name} already exists")
+                for kept, named in (
+                    (tables, tables.c.name),
+                    (partitions, partitions.c.table),
+                    (versions, versions.c.table),
+                ):
+                    conn.execute(
+                        update(kept)
+                        .where((kept.c.database == database) & (named == name))
+                        .values({"database": new_database, named.key: new_name})
+                    )
+                for kept in (partition_indexes, index_entries):
+                    conn.execute(delete(kept).where((kept.c.database == database) & (kept.c.table == name)))
+        except IntegrityError:
+            raise AlreadyExists(f"table {new_database}.{new_name} already exists") from None
 
     def drop_table(self, database: str, name: str) -> None:
         with self.state.begin() as conn:
