@@ -44,7 +44,23 @@ $(CLIENTS)/jupyter/.installed: Makefile
 	$(CLIENTS)/jupyter/bin/python -m pip install -q "aws-glue-sessions==1.0.9" "nbconvert==7.17.2"
 	touch $@
 
-clients: $(CLIENTS)/airflow/.installed $(CLIENTS)/dbt/.installed $(CLIENTS)/jupyter/.installed
+# Engines beside Spark that read the catalog over Glue's Iceberg REST endpoint and the Glue
+# API: DuckDB with its Iceberg, HTTPFS and Avro extensions from PyPI (the duckdb-ext-*
+# packages of DuckDB's core extensions, so nothing is downloaded at run time), and Daft
+# with PyIceberg.
+$(CLIENTS)/duckdb/.installed: Makefile
+	python3 -m venv $(CLIENTS)/duckdb
+	$(CLIENTS)/duckdb/bin/python -m pip install -q "duckdb==1.4.4" "duckdb-ext-iceberg==1.4.4.20260205" \
+		"duckdb-ext-httpfs==1.4.4.20260205" "duckdb-ext-avro==1.4.4.20260205"
+	touch $@
+
+$(CLIENTS)/daft/.installed: Makefile
+	python3 -m venv $(CLIENTS)/daft
+	$(CLIENTS)/daft/bin/python -m pip install -q "daft==0.7.26" "pyiceberg==0.12.0" "boto3==1.43.117"
+	touch $@
+
+clients: $(CLIENTS)/airflow/.installed $(CLIENTS)/dbt/.installed $(CLIENTS)/jupyter/.installed \
+	$(CLIENTS)/duckdb/.installed $(CLIENTS)/daft/.installed
 
 # dbt-duckdb, for the benches only (S3d: dbt-glue's run beside a local adapter's). The
 # dbt-core dbt-glue pairs with, for the reason above.

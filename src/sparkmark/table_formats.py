@@ -12,6 +12,7 @@ from Maven Central, so ``hudi`` is refused in one line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .connectors import Connector
@@ -81,15 +82,22 @@ def glue_conf(text: str | None) -> dict[str, str]:
 def point_glue_catalogs(
     confs: dict[str, str], glue_url: str | None, region: str, s3_endpoint: str | None
 ) -> list[str]:
-    """Point every Iceberg GlueCatalog the Spark settings ``confs`` declare at a Glue
-    endpoint (``glue.endpoint``, ``client.region``) and at the S3 endpoint (``s3.endpoint``,
-    path-style), where the settings do not already say; ``confs`` is changed in place.
-    Returns the catalogs' names."""
+    """Point every Iceberg catalog over the Glue catalog that the Spark settings ``confs``
+    declare at sparkmark: a GlueCatalog at the Glue endpoint (``glue.endpoint``,
+    ``client.region``), a REST catalog on Glue's Iceberg REST endpoint at the endpoint's
+    ``/iceberg`` (its ``uri``, when that is AWS's or unset, and its signing region); each
+    at the S3 endpoint (``s3.endpoint``, path-style). What the settings already say is
+    kept; ``confs`` is changed in place. Returns the catalogs' names."""
+    rest = set(glue_rest_catalogs(confs.items()))
     catalogs = glue_catalogs(confs.items())
     for name in catalogs:
         prefix = f"spark.sql.catalog.{name}."
         wanted = {"client.region": region}
-        if glue_url:
+        if glue_url and name in rest:
+            if GLUE_REST_URI.match(confs.get(prefix + "uri", "")):  # AWS's endpoint: this one instead
+                confs[prefix + "uri"] = f"{glue_url.rstrip('/')}/iceberg"
+            wanted.update({"uri": f"{glue_url.rstrip('/')}/iceberg", "rest.signing-region": region})
+        elif glue_url:
             wanted["glue.endpoint"] = glue_url
         if s3_endpoint:
             wanted.update({"s3.endpoint": s3_endpoint, "s3.path-style-access": "true"})
@@ -98,11 +106,39 @@ def point_glue_catalogs(
     return catalogs
 
 
+# Glue's Iceberg REST endpoint, as AWS's pages give it: https://glue.REGION.amazonaws.com/iceberg
+GLUE_REST_URI = re.compile(r"^https://glue[.-][a-z0-9-]+\.amazonaws\.com(\.cn)?/iceberg/?$")
+
+
+def glue_rest_catalogs(confs: Iterable[tuple[str, str]]) -> list[str]:
+    """The Spark catalogs declared as Iceberg REST catalogs on Glue's Iceberg REST
+    endpoint: ``type=rest`` with AWS's Glue URI, or signed for Glue (``rest.signing-name=glue``)."""
+    found = dict(confs)
+    names = [
+        key.removeprefix("spark.sql.catalog.").removesuffix(".type")
+        for key, value in found.items()
+        if key.startswith("spark.sql.catalog.") and key.endswith(".type") and value.lower() == "rest"
+    ]
+    return sorted(
+        n
+        for n in names
+        if GLUE_REST_URI.match(found.get(f"spark.sql.catalog.{n}.uri", ""))
+        or found.get(f"spark.sql.catalog.{n}.rest.signing-name", "").lower() == "glue"
+    )
+
+
 def glue_catalogs(confs: Iterable[tuple[str, str]]) -> list[str]:
     """The Spark catalogs that Spark settings declare over the Glue catalog (their
-    ``spark.sql.catalog.NAME.catalog-impl`` is Iceberg's GlueCatalog), sorted."""
+    ``spark.sql.catalog.NAME.catalog-impl`` is Iceberg's GlueCatalog, or they are REST
+    catalogs on Glue's Iceberg REST endpoint), sorted."""
+    given = list(confs)
     return sorted(
-        key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
-        for key, value in confs
-        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == GLUE_CATALOG
+        {
+            key.removeprefix("spark.sql.catalog.").removesuffix(".catalog-impl")
+            for key, value in given
+            if key.startswith("spark.sql.catalog.")
+            and key.endswith(".catalog-impl")
+            and value == GLUE_CATALOG
+        }
+        | set(glue_rest_catalogs(given))
     )

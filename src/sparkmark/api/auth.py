@@ -17,9 +17,18 @@ from .protocol import GlueApiError
 
 MAX_SKEW = timedelta(minutes=15)
 _AUTH = re.compile(
-    r"AWS4-HMAC-SHA256\s+Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
-    r"(?P<service>[^/]+)/aws4_request,\s*SignedHeaders=(?P<signed>[^,]+),\s*Signature=(?P<sig>[0-9a-f]{64})"
+    r"AWS4-HMAC-SHA256\s+Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<scope>[^,]+?)/aws4_request,"
+    r"\s*SignedHeaders=(?P<signed>[^,]+),\s*Signature=(?P<sig>[0-9a-f]{64})"
 )
+
+
+def _scopes(scope: str) -> list[tuple[str, str]]:
+    """The (region, service) pairs a credential scope can be read as. Its parts are
+    one each for AWS's clients; DuckDB's Iceberg catalog, on an endpoint that is not
+    AWS's, signs with its endpoint (``host:port/path``) as both, slashes included, so
+    each split is tried (the signature, computed with the secret, decides)."""
+    parts = scope.split("/")
+    return [("/".join(parts[:i]), "/".join(parts[i:])) for i in range(1, len(parts))]
 
 
 def access_key(headers: Mapping[str, str]) -> str:
@@ -67,11 +76,12 @@ def check_signature(
     request = AWSRequest(method=method, url=url, data=body, headers={h: lowered[h] for h in signed})
     request.context["timestamp"] = stamp
     matched = False
-    for secret in secrets:
-        signer = SigV4Auth(Credentials(found["key"], secret), found["service"], found["region"])
-        canonical = signer.canonical_request(request)
-        expected = signer.signature(signer.string_to_sign(request, canonical), request)
-        matched |= hmac.compare_digest(expected, found["sig"])
+    for region, service in _scopes(found["scope"])[:8]:
+        for secret in secrets:
+            signer = SigV4Auth(Credentials(found["key"], secret), service, region)
+            canonical = signer.canonical_request(request)
+            expected = signer.signature(signer.string_to_sign(request, canonical), request)
+            matched |= hmac.compare_digest(expected, found["sig"])
     if not matched:
         raise _refused(
             "the request signature does not match: sign with the endpoint's token as the secret key"

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .service import Service
 
 log = logging.getLogger("sparkmark.api.iceberg")
+logging.getLogger("pyiceberg").setLevel(logging.WARNING)  # not a line per request ("Loaded FileIO")
 
 METADATA_LOCATION = "metadata_location"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
@@ -63,9 +64,11 @@ def is_iceberg(table: GlueTable) -> bool:
 
 
 def file_io_properties(service: Service) -> dict[str, str]:
-    """How the endpoint reads and writes metadata files: fsspec (s3fs for ``s3://``, as
-    the rest of sparkmark), at the S3 endpoint sparkmark is configured with."""
-    props = {"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"}
+    """How the endpoint reads and writes metadata files: PyArrow's file systems (local
+    and S3, with the process's AWS credentials), at the S3 endpoint sparkmark is
+    configured with. (PyIceberg's fsspec FileIO passes s3fs its keys twice with the
+    s3fs sparkmark pins.)"""
+    props = {"py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO"}
     if service.settings.aws_endpoint_url_s3:
         props["s3.endpoint"] = service.settings.aws_endpoint_url_s3
     if service.settings.aws_region:
@@ -145,8 +148,11 @@ class GlueIcebergCatalog(MetastoreCatalog):
         database, name = database.lower(), name.lower()
         try:
             self.store.database(database)
-        except NotFound:
-            raise NoSuchNamespaceError(f"Namespace does not exist: {database}") from None
+        except NotFound:  # a table's answer, as Iceberg's own catalogs give it: clients
+            # fall back on it (Spark reads ``db.t.history`` as a metadata table after it)
+            raise NoSuchTableError(
+                f"Table does not exist: {database}.{name} (no namespace {database})"
+            ) from None
         try:
             return self.store.table(database, name)
         except NotFound:

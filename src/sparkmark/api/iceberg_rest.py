@@ -94,14 +94,24 @@ def render(err: RestError) -> bytes:
     return json.dumps({"error": {"message": err.message, "type": err.kind, "code": err.status}}).encode()
 
 
-def _namespace(part: str) -> tuple[str, ...]:
-    """A namespace in a path: its levels joined by the unit separator (0x1F)."""
+def _namespace(part: str, creating: bool = False, table: str | None = None) -> tuple[str, ...]:
+    """A namespace in a path: its levels joined by the unit separator (0x1F). Glue's
+    have one level: making a deeper one is refused, and looking one up finds nothing
+    (a table in one is no table: Spark's client then reads ``db.t.history`` as the
+    metadata table of ``db.t``)."""
     levels = tuple(part.split("\x1f"))
     if len(levels) != 1 or not levels[0]:
+        name = ".".join(levels)
+        if creating:
+            raise RestError(
+                400,
+                "BadRequestException",
+                f"namespace {name!r}: Glue's namespaces are databases, of one level",
+            )
+        if table is not None:
+            raise RestError(404, "NoSuchTableException", f"Table does not exist: {name}.{table}")
         raise RestError(
-            400,
-            "BadRequestException",
-            f"namespace {'.'.join(levels)!r}: Glue's namespaces are databases, of one level",
+            404, "NoSuchNamespaceException", f"Namespace does not exist: {name} (Glue's have one level)"
         )
     return levels
 
@@ -168,7 +178,7 @@ class IcebergRest:
                 namespace = tuple(
                     str(level).lower() for level in doc.get("namespace") or ()
                 )  # as Glue names it
-                _namespace("\x1f".join(namespace))
+                _namespace("\x1f".join(namespace), creating=True)
                 cat.create_namespace(namespace, doc.get("properties") or {})
                 return 200, {
                     "namespace": list(namespace),
@@ -208,14 +218,14 @@ class IcebergRest:
                 table = cat.register_table((*_namespace(ns), doc["name"]), doc["metadata-location"])
                 return 200, _loaded(table)
             case "GET", ["namespaces", ns, "tables", name]:
-                return 200, _loaded(cat.load_table((*_namespace(ns), name)))
+                return 200, _loaded(cat.load_table((*_namespace(ns, table=name), name)))
             case "HEAD", ["namespaces", ns, "tables", name]:
-                cat.load_table((*_namespace(ns), name))
+                cat.load_table((*_namespace(ns, table=name), name))
                 return 204, None
             case "POST", ["namespaces", ns, "tables", name]:
-                return 200, self._commit((*_namespace(ns), name), body)
+                return 200, self._commit((*_namespace(ns, table=name), name), body)
             case "DELETE", ["namespaces", ns, "tables", name]:
-                identifier = (*_namespace(ns), name)
+                identifier = (*_namespace(ns, table=name), name)
                 if query.get("purgeRequested", "false").lower() == "true":
                     cat.purge_table(identifier)
                 else:
