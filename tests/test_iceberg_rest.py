@@ -130,6 +130,19 @@ def api(tmp_path_factory, s3_server):
     assert running.token not in err and "Traceback" not in err, err[-3000:]
 
 
+@pytest.fixture(scope="module")
+def trino(api, tmp_path_factory):
+    """Trino with its Hive and Iceberg connectors on the endpoint's Glue API (Trino's Glue
+    metastore), trusting the endpoint's certificate."""
+    from .trino_server import Trino
+
+    server = Trino(tmp_path_factory.mktemp("trino"), api.url, api.token, api.s3_url, cert=api.cert)
+    yield server
+    server.stop()
+    log = server.log.read_text(errors="replace")
+    assert api.token not in log
+
+
 # The start of every PyIceberg client: its REST catalog on Glue's endpoint as AWS's
 # pages configure it (warehouse = the account id, SigV4 with the signing name glue), and
 # its Glue catalog on the Glue API, both reading and writing files on moto's S3.
@@ -410,7 +423,7 @@ def test_duckdb_attaches_the_warehouse_lists_reads_and_inserts(api):
     done = duckdb(
         api,
         """
-        listed = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'glue_lake'").fetchall()
+        listed = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'glue_lake' AND schema_name = 'duck'").fetchall()
         before = con.execute("SELECT id, city FROM glue_lake.duck.cities ORDER BY id").fetchall()
         con.execute("INSERT INTO glue_lake.duck.cities VALUES (3, 'Turku')")
         print("RESULT", json.dumps({"listed": listed, "before": before}))
@@ -542,11 +555,13 @@ REST_CONF = (
 )
 
 
-def test_one_table_written_by_pyiceberg_is_read_by_a_bookmarked_glue_job_and_duckdb_alike(api, tmp_path):
+def test_one_table_written_by_pyiceberg_is_read_by_a_bookmarked_glue_job_duckdb_and_trino_alike(
+    api, trino, tmp_path
+):
     """PyIceberg writes over REST; a Glue job whose Spark reads through Iceberg's REST
     catalog (AWS's settings, pointed at sparkmark by `sparkmark run`) reads with a
     bookmark, so its second run sees only the snapshot added since; the same SQL in
-    Spark and DuckDB gives the same rows."""
+    Spark, DuckDB and Trino (its Iceberg connector on the Glue API) gives the same rows."""
     from .test_table_formats import run
 
     pyiceberg(
@@ -583,4 +598,147 @@ def test_one_table_written_by_pyiceberg_is_read_by_a_bookmarked_glue_job_and_duc
         print("RESULT", json.dumps(rows))
         """,
     )
-    assert result(done) == spark_rows == [[1, 10.0], [2, 20.5], [3, 7.25]]
+    in_trino = trino.query("SELECT id, amount FROM iceberg.every.orders ORDER BY id")
+    assert result(done) == spark_rows == in_trino == [[1, 10.0], [2, 20.5], [3, 7.25]]
+
+
+def test_trino_writes_an_iceberg_table_of_the_glue_catalog_that_pyiceberg_reads(api, trino):
+    trino.query("CREATE SCHEMA iceberg.tri WITH (location = 's3://lake/tri')")
+    trino.query("CREATE TABLE iceberg.tri.parts (id bigint, name varchar)")
+    trino.query("INSERT INTO iceberg.tri.parts VALUES (1, 'bolt'), (2, 'nut')")
+    done = pyiceberg(api, 'print("RESULT", json.dumps(rows(rest().load_table("tri.parts"))))')
+    assert result(done) == [[1, "bolt"], [2, "nut"]]
+    pyiceberg(api, 'rest().load_table("tri.parts").append(pa.table({"id": [3], "name": ["gear"]}))')
+    assert trino.query("SELECT id, name FROM iceberg.tri.parts ORDER BY id") == [
+        [1, "bolt"],
+        [2, "nut"],
+        [3, "gear"],
+    ]
+    assert trino.query("SHOW TABLES FROM iceberg.tri") == [["parts"]]
+    trino.query("DROP TABLE iceberg.tri.parts")
+    done = pyiceberg(api, 'print("RESULT", json.dumps(rest().list_tables("tri")))')
+    assert result(done) == []
+
+
+CRAWLED_SQL = {
+    "sales by month": "SELECT year, month, count(*), sum(amount) FROM {db}.sales GROUP BY year, month ORDER BY year, month",
+    "one partition": "SELECT id, amount FROM {db}.sales WHERE year = '2024' AND month = '02' ORDER BY id",
+    "events of a day": "SELECT kind, count(*) FROM {db}.events WHERE day = '2024-01-02' GROUP BY kind ORDER BY kind",
+    "stores": "SELECT store_id, city FROM {db}.stores ORDER BY store_id",
+    "visits per region": "SELECT region, sum(visits) FROM {db}.visits GROUP BY region ORDER BY region",
+    "a join": (
+        "SELECT s.city, sum(v.visits) FROM {db}.visits v JOIN {db}.stores s ON v.store_id = s.store_id "
+        "WHERE v.region = 'eu' GROUP BY s.city ORDER BY s.city"
+    ),
+    "prices": "SELECT sku, price FROM {db}.prices ORDER BY sku",
+}
+
+CRAWLED_JOB = """
+import json, sys
+from awsglue.context import GlueContext
+from awsglue.utils import getResolvedOptions
+from pyspark.context import SparkContext
+
+args = getResolvedOptions(sys.argv, ["JOB_NAME", "queries"])
+spark = GlueContext(SparkContext.getOrCreate()).spark_session
+answers = {name: [list(r) for r in spark.sql(sql).collect()] for name, sql in json.loads(args["queries"]).items()}
+print("ANSWERS", json.dumps(answers, default=float))
+"""
+
+
+def write_crawled_lake(api: RestApi) -> None:
+    """Five folders of files as a team's lake holds them: Parquet partitioned by year and
+    month, JSON by day, CSV by region, and an unpartitioned CSV and Parquet table."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=api.s3_url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+    def put(key: str, body: bytes) -> None:
+        s3.put_object(Bucket=BUCKET, Key=f"crawled/{key}", Body=body)
+
+    def parquet(table: pa.Table) -> bytes:
+        out = io.BytesIO()
+        pq.write_table(table, out)
+        return out.getvalue()
+
+    n = 0
+    for year, month in (("2023", "12"), ("2024", "01"), ("2024", "02")):
+        ids = list(range(n, n + 4))
+        n += 4
+        put(f"sales/year={year}/month={month}/part-0.parquet",
+            parquet(pa.table({"id": pa.array(ids, pa.int64()), "amount": [i * 2.5 for i in ids]})))  # fmt: skip
+    for day, kinds in (("2024-01-01", ["view", "buy"]), ("2024-01-02", ["view", "view", "buy"])):
+        put(
+            f"events/day={day}/events.json",
+            "".join(json.dumps({"kind": k, "n": i}) + "\n" for i, k in enumerate(kinds)).encode(),
+        )
+    put("stores/stores.csv", b"store_id,city\n1,Lyon\n2,Porto\n3,Turku\n")
+    for region, rows_ in (("eu", "1,10\n2,5\n1,7\n"), ("us", "3,4\n")):
+        put(f"visits/region={region}/visits.csv", b"store_id,visits\n" + rows_.encode())
+    put("prices/prices.parquet", parquet(pa.table({"sku": ["a1", "b2"], "price": [9.5, 12.0]})))
+
+
+def test_trino_queries_five_crawled_tables_with_partition_pruning_as_spark_does(api, trino, tmp_path):
+    """A crawler catalogs five folders on S3; Trino's Hive connector on the Glue API
+    reads them as Spark SQL does, query for query. A partition filter prunes: with one
+    partition's file made unreadable, a query of the others still answers, and one that
+    needs it fails."""
+    from .test_table_formats import run
+
+    write_crawled_lake(api)
+    crawler = tmp_path / "crawler.toml"
+    crawler.write_text(
+        '[crawler]\nName = "c_crawled"\nDatabaseName = "crawled"\n'
+        "[crawler.Targets]\nS3Targets = ["
+        + ", ".join(
+            f'{{ Path = "s3://lake/crawled/{t}/" }}'
+            for t in ("sales", "events", "stores", "visits", "prices")
+        )
+        + "]\n"
+    )
+    env = {**api.env, "SPARKMARK_SPARK_MASTER": "local[2]"}
+    for argv in (["crawler", "create", "--file", str(crawler)], ["crawler", "run", "c_crawled"]):
+        done = subprocess.run([*SPARKMARK, *argv], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    tables = sorted(t["Name"] for t in api.glue().get_tables(DatabaseName="crawled")["TableList"])
+    assert tables == ["events", "prices", "sales", "stores", "visits"]
+
+    in_trino = {name: trino.query(sql.format(db="hive.crawled")) for name, sql in CRAWLED_SQL.items()}
+    script = tmp_path / "crawled_job.py"
+    script.write_text(CRAWLED_JOB)
+    queries = json.dumps({name: sql.format(db="crawled") for name, sql in CRAWLED_SQL.items()})
+    aws = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL_S3": api.s3_url}  # fmt: skip
+    job = run(script, ["--JOB_NAME", "crawled_sql", "--queries", queries], api.home, **aws)
+    assert job.returncode == 0, job.stderr[-6000:]
+    in_spark = json.loads(printed(job, "ANSWERS").removeprefix("ANSWERS "))
+    assert in_trino == in_spark
+    assert in_trino["sales by month"] == [
+        ["2023", "12", 4, 15.0],
+        ["2024", "01", 4, 55.0],
+        ["2024", "02", 4, 95.0],
+    ]
+    assert in_trino["a join"] == [["Lyon", 17], ["Porto", 5]]
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=api.s3_url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    s3.put_object(
+        Bucket=BUCKET, Key="crawled/sales/year=2023/month=12/part-0.parquet", Body=b"not parquet at all"
+    )
+    assert trino.query("SELECT count(*) FROM hive.crawled.sales WHERE year = '2024'") == [[8]]
+    with pytest.raises(Exception, match="(?i)parquet|corrupt|not a valid|magic"):
+        trino.query("SELECT count(*) FROM hive.crawled.sales")

@@ -545,8 +545,27 @@ def get_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 def get_partitions(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     table = _table(svc, p["DatabaseName"], p["TableName"])
     parts = matching_partitions(svc.catalog, table, p.get("Expression") or "")
+    segment = p.get("Segment")
+    if segment:  # Glue's parallel reads (Trino's, Athena's): each segment a disjoint share
+        number, total = int(segment["SegmentNumber"]), int(segment["TotalSegments"])
+        if not 0 <= number < total <= 10:
+            raise invalid("Segment: SegmentNumber must be below TotalSegments, which is 1 to 10")
+        parts = [part for i, part in enumerate(parts) if i % total == number]
     chunk, token = page([_partition_doc(table, part) for part in parts], p, default=1000)
     return {"Partitions": chunk, "NextToken": token}
+
+
+@handler("BatchGetPartition")
+def batch_get_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """The partitions of the values asked for (up to 1,000), in any order; values with no
+    partition are left out, as Glue leaves them out (UnprocessedKeys is for throttling)."""
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    wanted = [tuple(str(v) for v in entry["Values"]) for entry in p.get("PartitionsToGet") or []]
+    if len(wanted) > 1000:
+        raise invalid("PartitionsToGet holds at most 1000 entries")
+    current = {part.values: part for part in svc.catalog.partitions(table.database, table.name)}
+    found = [_partition_doc(table, current[v]) for v in dict.fromkeys(wanted) if v in current]
+    return {"Partitions": found, "UnprocessedKeys": []}
 
 
 @handler("UpdatePartition")
@@ -646,3 +665,27 @@ def search_tables(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         docs.sort(key=lambda d: str(d.get(field) or ""), reverse=criterion.get("Sort") == "DESC")
     chunk, token = page(docs, p)
     return {"TableList": chunk, "NextToken": token}
+
+
+# ------------------------------------------------------------------ column statistics
+
+
+@handler("GetColumnStatisticsForTable")
+def get_column_statistics_for_table(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """No column statistics are kept: the table's columns have none to give (Trino and
+    Athena ask before planning, and plan without them)."""
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    known = {c.name for c in (*table.columns, *table.partition_keys)}
+    unknown = [c for c in p.get("ColumnNames") or [] if c.lower() not in known]
+    if unknown:
+        raise not_found(f"Column {unknown[0]} not found in table {table.qualified}.")
+    return {"ColumnStatisticsList": [], "Errors": []}
+
+
+@handler("GetColumnStatisticsForPartition")
+def get_column_statistics_for_partition(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    table = _table(svc, p["DatabaseName"], p["TableName"])
+    wanted = tuple(str(v) for v in p["PartitionValues"])
+    if not any(part.values == wanted for part in svc.catalog.partitions(table.database, table.name)):
+        raise not_found("Partition not found.")
+    return {"ColumnStatisticsList": [], "Errors": []}
