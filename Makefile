@@ -5,7 +5,7 @@ DEMO   := demo-data
 JOBARGS = --JOB_NAME demo_orders --job-bookmark-option job-bookmark-enable \
           --input $(DEMO)/orders --output $(DEMO)/out
 
-.PHONY: wheel install clients services jars runtimes trino test-glue5 browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick bench-clients clean
+.PHONY: wheel install clients services jars runtimes trino rck test-glue5 browser console-assets console console-screenshots cluster kafka s3 demo test test-needs system test-fast lint soak bench bench-quick bench-clients clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -138,7 +138,12 @@ demo: install
 # that use apt-get (PostgreSQL and MariaDB, then Chromium) share dpkg's lock, so they
 # run one after the other (`system`).
 test-needs: install
-	$(MAKE) --no-print-directory -j5 clients jars system runtimes trino
+	$(MAKE) --no-print-directory -j5 clients jars system runtimes trino rck
+
+# Iceberg's REST Compatibility Kit, the reference catalog tests the REST endpoint is run
+# against (tests/test_iceberg_rest_rck.py), from Maven Central into .rck.
+rck:
+	@bash scripts/rck.sh
 
 # Trino's server with its Hive and Iceberg plugins, from Maven Central, in .trino (Java 25).
 trino:

@@ -303,3 +303,10 @@ def test_the_store_swaps_a_table_only_from_the_version_given(tmp_path):
     catalog.drop_table("db", "t")
     with pytest.raises(TableChanged):
         catalog.put_table(second, replacing=second)
+
+
+def test_a_table_whose_metadata_file_is_gone_is_not_found(rest, tmp_path):
+    loaded = make_table(rest, tmp_path)
+    Path(loaded["metadata-location"]).unlink()
+    err = refused(rest, "GET", "namespaces/sales/tables/orders")
+    assert (err.status, err.kind) == (404, "NotFoundException")

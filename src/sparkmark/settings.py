@@ -43,6 +43,7 @@ down; nothing below them reads the environment.
 | ``SPARKMARK_METRICS_INTERVAL`` | metrics_interval | 30: seconds between a run's metric reports while it runs (0: only as it ends) |
 | ``SPARKMARK_METRICS_RETENTION_DAYS`` | metrics_retention_days | 15: datapoints older than this are forgotten (0: kept) |
 | ``SPARKMARK_SPARK_UI_URL`` | spark_ui_url | unset: the session's own UI; for Spark Connect, the server's UI (``http://host:4040``), where a run's Spark metrics are read |
+| ``SPARKMARK_ICEBERG_WAREHOUSE`` | iceberg_warehouse | unset: an Iceberg table made over the REST endpoint with no location, in a database with no LocationUri, is refused (as Glue refuses it); set, it goes under ``WAREHOUSE/database/table`` |
 | ``SPARKMARK_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, ``OTEL_EXPORTER_OTLP_ENDPOINT``) | otlp_endpoint | unset; an OpenTelemetry collector's OTLP/HTTP URL: each run's metrics are pushed there too |
 | ``SPARKMARK_OTLP_HEADERS`` (or ``OTEL_EXPORTER_OTLP_HEADERS``) | otlp_headers | unset; ``key=value,…`` headers sent with each push (a collector's token) |
 
@@ -147,6 +148,7 @@ class Settings(BaseModel):
     metrics_interval: float = Field(30, ge=0)
     metrics_retention_days: float = Field(15, ge=0)
     spark_ui_url: str | None = None
+    iceberg_warehouse: str | None = None
     otlp_endpoint: str | None = None
     otlp_headers: SecretStr | None = None
     aws_access_key_id: str | None = Field(None, repr=False)

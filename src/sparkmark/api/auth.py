@@ -8,10 +8,14 @@ away from this clock is refused, as AWS refuses it. There is no unsigned mode.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+
+from botocore.auth import SigV4Auth
 
 from .protocol import GlueApiError
 
@@ -41,6 +45,25 @@ def _refused(message: str) -> GlueApiError:
     return GlueApiError("AccessDeniedException", message, status=403)
 
 
+def _payload_hashes(declared: str | None, body: bytes) -> list[str]:
+    """The payload lines the canonical request may have been made with: the body's
+    SHA-256 in hex, and the ``x-amz-content-sha256`` the client sent, once it is checked
+    to be that SHA-256 (Iceberg's Java REST signer sends it in base64)."""
+    digest = hashlib.sha256(body).digest()
+    if declared is None or declared == digest.hex():
+        return [digest.hex()]
+    if declared != base64.b64encode(digest).decode():
+        raise _refused("the request's x-amz-content-sha256 is not the SHA-256 of its body")
+    return [digest.hex(), declared]
+
+
+class _Signer(SigV4Auth):
+    payload_hash: str | None = None
+
+    def payload(self, request):
+        return self.payload_hash or super().payload(request)
+
+
 def check_signature(
     secrets: Sequence[str],
     *,
@@ -54,7 +77,6 @@ def check_signature(
     secrets = [s for s in secrets if s]
     if not secrets:
         raise _refused("this endpoint has no token to check signatures against")
-    from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
@@ -76,9 +98,15 @@ def check_signature(
     request = AWSRequest(method=method, url=url, data=body, headers={h: lowered[h] for h in signed})
     request.context["timestamp"] = stamp
     matched = False
-    for region, service in _scopes(found["scope"])[:8]:
+    candidates = [
+        (region, service, payload)
+        for region, service in _scopes(found["scope"])[:8]
+        for payload in _payload_hashes(lowered.get("x-amz-content-sha256"), body)
+    ]
+    for region, service, payload in candidates:
         for secret in secrets:
-            signer = SigV4Auth(Credentials(found["key"], secret), service, region)
+            signer = _Signer(Credentials(found["key"], secret), service, region)
+            signer.payload_hash = payload
             canonical = signer.canonical_request(request)
             expected = signer.signature(signer.string_to_sign(request, canonical), request)
             matched |= hmac.compare_digest(expected, found["sig"])

@@ -97,7 +97,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         try:
             self.store.put_database(Database(name, comment, location, props), create=True)
         except AlreadyExists:
-            raise NamespaceAlreadyExistsError(f"Namespace {name} already exists") from None
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: {name}") from None
 
     def load_namespace_properties(self, namespace: str | Identifier) -> Properties:
         name = self._database(namespace)
@@ -166,7 +166,10 @@ class GlueIcebergCatalog(MetastoreCatalog):
             )
         location = glue.parameters[METADATA_LOCATION]
         io = load_file_io(properties=self.properties, location=location)
-        metadata = FromInputFile.table_metadata(io.new_input(location))
+        try:
+            metadata = FromInputFile.table_metadata(io.new_input(location))
+        except FileNotFoundError:  # Iceberg's own catalogs' words, which clients match
+            raise FileNotFoundError(f"Failed to open input stream for file: {location}") from None
         return Table(
             identifier=(glue.database, glue.name),
             metadata=metadata,
@@ -230,7 +233,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         self.load_namespace_properties(database)
         try:
             self.store.table(database, name)
-            raise TableAlreadyExistsError(f"Table {database}.{name} already exists")
+            raise TableAlreadyExistsError(f"Table already exists: {database}.{name}")
         except NotFound:
             pass
         staged = self._create_staged_table(
@@ -241,16 +244,19 @@ class GlueIcebergCatalog(MetastoreCatalog):
             self._record(database, name, staged.metadata_location, staged, None)
         except AlreadyExists:
             self._forget(staged)
-            raise TableAlreadyExistsError(f"Table {database}.{name} already exists") from None
+            raise TableAlreadyExistsError(f"Table already exists: {database}.{name}") from None
         return self.load_table((database, name))
 
     def _get_default_warehouse_location(self, database_name: str, table_name: str) -> str:
         props = self.load_namespace_properties(database_name)
         if props.get("location"):
             return f"{props['location'].rstrip('/')}/{table_name}"
+        warehouse = self.service.settings.iceberg_warehouse
+        if warehouse:
+            return f"{warehouse.rstrip('/')}/{database_name}/{table_name}"
         raise ValueError(
             f"no location for {database_name}.{table_name}: give the table a location, or its database a "
-            "LocationUri (the namespace's `location` property)"
+            "LocationUri (the namespace's `location` property), or set SPARKMARK_ICEBERG_WAREHOUSE"
         )
 
     def register_table(
@@ -266,7 +272,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         with contextlib.suppress(NotFound):
             old = self.store.table(database, name)
         if old is not None and not overwrite:
-            raise TableAlreadyExistsError(f"Table {database}.{name} already exists")
+            raise TableAlreadyExistsError(f"Table already exists: {database}.{name}")
         self._record(database, name, metadata_location, table, old)
         return self.load_table((database, name))
 
@@ -282,7 +288,10 @@ class GlueIcebergCatalog(MetastoreCatalog):
             current = self._iceberg(old)
         except NoSuchTableError:
             old, current = None, None
-        staged = self._update_and_stage_table(current, (database, name), requirements, updates)
+        try:  # the wording of Iceberg's own catalogs, which clients match
+            staged = self._update_and_stage_table(current, (database, name), requirements, updates)
+        except CommitFailedException as exc:
+            raise CommitFailedException(f"Cannot commit {database}.{name}: {exc}") from None
         if current is not None and staged.metadata == current.metadata:
             return CommitTableResponse(metadata=current.metadata, metadata_location=current.metadata_location)
         self._write_metadata(staged.metadata, staged.io, staged.metadata_location)
@@ -290,7 +299,9 @@ class GlueIcebergCatalog(MetastoreCatalog):
             self._record(database, name, staged.metadata_location, staged, old)
         except (TableChanged, AlreadyExists) as exc:
             self._forget(staged)
-            raise CommitFailedException(f"{exc}: load the table again and retry the commit") from None
+            raise CommitFailedException(
+                f"Cannot commit {database}.{name}: {exc}: load the table again and retry the commit"
+            ) from None
         return CommitTableResponse(metadata=staged.metadata, metadata_location=staged.metadata_location)
 
     @staticmethod
@@ -317,7 +328,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         try:
             self.store.rename_table(glue.database, glue.name, database, name)
         except AlreadyExists:
-            raise TableAlreadyExistsError(f"Table {database}.{name} already exists") from None
+            raise TableAlreadyExistsError(f"Table already exists: {database}.{name}") from None
         return self.load_table((database, name))
 
     # ------------------------------------------------------------ views (none here)

@@ -75,6 +75,7 @@ def _rest_error(exc: BaseException) -> RestError:
         (ice.NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
         (ice.CommitFailedException, 409, "CommitFailedException"),
         (NotImplementedError, 406, "UnsupportedOperationException"),
+        (FileNotFoundError, 404, "NotFoundException"),  # a table whose metadata file is gone
         ((ValueError, ValidationError, SparkmarkError, KeyError, TypeError), 400, "BadRequestException"),
     ]
     for kinds, status, name in table:

@@ -105,7 +105,21 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
 
     async def signed(request: Request, body: bytes) -> None:
         """For REST paths: signed over the path as sent (a namespace's %1F stays as the
-        client signed it), not as decoded."""
+        client signed it), not as decoded; or, as the REST catalog's own clients
+        authenticate, the endpoint's token as a bearer token (``token`` in Iceberg's
+        catalog properties)."""
+        header = request.headers.get("authorization", "")
+        if header[:7].lower() == "bearer ":
+            given = header[7:].strip()
+            if any(hmac.compare_digest(given.encode(), s.encode()) for s in secrets if s):
+                return
+            if limiter.failed(client_address(request.scope), given[:16]):
+                raise protocol.GlueApiError(
+                    "ThrottlingException", "too many wrong tokens: wait a minute", 429
+                )
+            raise protocol.GlueApiError(
+                "AccessDeniedException", "the bearer token is not the endpoint's token", 403
+            )
         raw = request.scope.get("raw_path") or request.url.path.encode()
         query = request.url.query
         url = f"{request.url.scheme}://{request.url.netloc}{raw.decode('latin-1')}" + (
