@@ -224,6 +224,7 @@ bench: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/partition_index.py
 	$(PY) bench/dynamodb_read.py
 	$(PY) bench/python_shell.py
+	$(PY) bench/iceberg_rest.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars bench-clients $(VENV)/.bench
@@ -246,6 +247,7 @@ bench-quick: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/partition_index.py --quick --repeats 5
 	$(PY) bench/dynamodb_read.py --quick --repeats 2
 	$(PY) bench/python_shell.py --quick
+	$(PY) bench/iceberg_rest.py --quick
 	$(PY) bench/table.py
 
 clean:

@@ -357,6 +357,15 @@ def test_rest_calls_are_refused_as_the_glue_apis_are(api):
     assert bare.status_code == 403 and bare.json()["error"]["type"] == "NotAuthorizedException"
     wrong = signed(api, "GET", config, secret="not-the-token")
     assert wrong.status_code == 403 and "does not match" in wrong.json()["error"]["message"]
+    # The REST catalog's own scheme: the token as a bearer token, and nothing else.
+    bearer = requests.get(
+        api.url + config, headers={"Authorization": f"Bearer {api.token}"}, verify=str(api.cert), timeout=30
+    )
+    assert bearer.status_code == 200
+    guessed = requests.get(
+        api.url + config, headers={"Authorization": "Bearer not-the-token"}, verify=str(api.cert), timeout=30
+    )
+    assert guessed.status_code == 403 and guessed.json()["error"]["type"] == "NotAuthorizedException"
     foreign = signed(api, "GET", config, Host="evil.example")
     assert foreign.status_code == 403
     page = signed(api, "GET", config, Origin="https://evil.example")
