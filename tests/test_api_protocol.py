@@ -204,3 +204,51 @@ def test_responses_are_checked_against_glues_model_and_dated_in_epoch_seconds():
     with pytest.raises(protocol.GlueApiError) as unknown:
         protocol.operation("MakeCoffee")
     assert unknown.value.code == "InvalidAction"
+
+
+def test_a_scope_with_the_endpoint_in_it_and_a_declared_body_hash_are_read_as_clients_send_them():
+    """DuckDB signs for an endpoint that is not AWS's with ``host:port/path`` as both
+    region and service; a client may declare the body's hash (x-amz-content-sha256):
+    it must be the body's, and the signature still decides."""
+    import base64
+    import hashlib
+
+    now = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+    body = b'{"namespace": ["sales"]}'
+    request = AWSRequest(
+        method="POST",
+        url="http://127.0.0.1:4599/iceberg/v1/namespaces",
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "x-amz-content-sha256": hashlib.sha256(body).hexdigest(),
+        },
+    )
+    scope = "127.0.0.1:4599/iceberg"
+    signer = SigV4Auth(Credentials("duck", "the-token"), scope, scope)
+    request.context["timestamp"] = now.strftime("%Y%m%dT%H%M%SZ")
+    request.headers["X-Amz-Date"] = request.context["timestamp"]
+    request.headers["host"] = "127.0.0.1:4599"
+    canonical = signer.canonical_request(request)
+    signature = signer.signature(signer.string_to_sign(request, canonical), request)
+    headers = dict(request.headers.items())
+    headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={signer.scope(request)}, "
+        f"SignedHeaders={signer.signed_headers(signer.headers_to_sign(request))}, Signature={signature}"
+    )
+    url = "http://127.0.0.1:4599/iceberg/v1/namespaces"
+
+    def verify(token: str, sent_headers: dict, sent_body: bytes) -> None:
+        auth.check_signature([token], method="POST", url=url, headers=sent_headers, body=sent_body, now=now)
+
+    verify("the-token", headers, body)
+    with pytest.raises(protocol.GlueApiError, match="does not match"):
+        verify("another-token", headers, body)
+    with pytest.raises(protocol.GlueApiError, match="not the SHA-256 of its body"):
+        verify("the-token", headers, b'{"namespace": ["other"]}')
+    lying = {**headers, "x-amz-content-sha256": base64.b64encode(hashlib.sha256(b"x").digest()).decode()}
+    with pytest.raises(protocol.GlueApiError, match="not the SHA-256 of its body"):
+        verify("the-token", lying, body)
+    unsigned = {**headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD"}
+    with pytest.raises(protocol.GlueApiError, match="not the SHA-256 of its body"):
+        verify("the-token", unsigned, body)

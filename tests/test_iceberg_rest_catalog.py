@@ -310,3 +310,35 @@ def test_a_table_whose_metadata_file_is_gone_is_not_found(rest, tmp_path):
     Path(loaded["metadata-location"]).unlink()
     err = refused(rest, "GET", "namespaces/sales/tables/orders")
     assert (err.status, err.kind) == (404, "NotFoundException")
+
+
+def test_spark_rest_catalogs_on_glues_endpoint_are_pointed_at_sparkmark():
+    """AWS's REST catalog settings name Glue's own URL: under `sparkmark run` that
+    catalog talks to sparkmark's endpoint instead; a REST catalog elsewhere is left
+    alone, and what the settings already say is kept."""
+    from sparkmark.table_formats import glue_catalogs, glue_rest_catalogs, point_glue_catalogs
+
+    confs = {
+        "spark.sql.catalog.aws_rest.type": "rest",
+        "spark.sql.catalog.aws_rest.uri": "https://glue.eu-west-1.amazonaws.com/iceberg",
+        "spark.sql.catalog.signed.type": "rest",
+        "spark.sql.catalog.signed.rest.signing-name": "glue",
+        "spark.sql.catalog.signed.rest.signing-region": "eu-west-1",
+        "spark.sql.catalog.polaris.type": "rest",
+        "spark.sql.catalog.polaris.uri": "https://polaris.example/api/catalog",
+        "spark.sql.catalog.glue.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
+    }
+    assert glue_rest_catalogs(confs.items()) == ["aws_rest", "signed"]
+    assert glue_catalogs(confs.items()) == ["aws_rest", "glue", "signed"]
+    assert point_glue_catalogs(confs, "http://127.0.0.1:4599", "us-east-1", "http://127.0.0.1:9000") == [
+        "aws_rest",
+        "glue",
+        "signed",
+    ]
+    assert confs["spark.sql.catalog.aws_rest.uri"] == "http://127.0.0.1:4599/iceberg"
+    assert confs["spark.sql.catalog.signed.uri"] == "http://127.0.0.1:4599/iceberg"
+    assert confs["spark.sql.catalog.signed.rest.signing-region"] == "eu-west-1"  # kept as given
+    assert confs["spark.sql.catalog.aws_rest.s3.endpoint"] == "http://127.0.0.1:9000"
+    assert confs["spark.sql.catalog.glue.glue.endpoint"] == "http://127.0.0.1:4599"
+    assert confs["spark.sql.catalog.polaris.uri"] == "https://polaris.example/api/catalog"
+    assert not any(k.startswith("spark.sql.catalog.polaris.s3") for k in confs)
