@@ -249,6 +249,23 @@ def test_a_scope_with_the_endpoint_in_it_and_a_declared_body_hash_are_read_as_cl
     lying = {**headers, "x-amz-content-sha256": base64.b64encode(hashlib.sha256(b"x").digest()).decode()}
     with pytest.raises(protocol.GlueApiError, match="not the SHA-256 of its body"):
         verify("the-token", lying, body)
+    # Iceberg's Java signer: the header in base64, the canonical payload line in hex.
+    java = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
+    java.headers["x-amz-content-sha256"] = base64.b64encode(hashlib.sha256(body).digest()).decode()
+    java.headers["X-Amz-Date"] = request.context["timestamp"]
+    java.headers["host"] = "127.0.0.1:4599"
+    java.context["timestamp"] = request.context["timestamp"]
+    glue = SigV4Auth(Credentials("java", "the-token"), "glue", "us-east-1")
+    line = glue.canonical_request(java).rpartition("\n")[0] + "\n" + hashlib.sha256(body).hexdigest()
+    java_headers = dict(java.headers.items())
+    java_headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={glue.scope(java)}, "
+        f"SignedHeaders={glue.signed_headers(glue.headers_to_sign(java))}, "
+        f"Signature={glue.signature(glue.string_to_sign(java, line), java)}"
+    )
+    verify("the-token", java_headers, body)
+    with pytest.raises(protocol.GlueApiError, match="does not match"):
+        verify("another-token", java_headers, body)
     unsigned = {**headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD"}
     with pytest.raises(protocol.GlueApiError, match="not the SHA-256 of its body"):
         verify("the-token", unsigned, body)

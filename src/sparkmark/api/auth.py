@@ -45,23 +45,28 @@ def _refused(message: str) -> GlueApiError:
     return GlueApiError("AccessDeniedException", message, status=403)
 
 
-def _payload_hashes(declared: str | None, body: bytes) -> list[str]:
-    """The payload lines the canonical request may have been made with: the body's
-    SHA-256 in hex, and the ``x-amz-content-sha256`` the client sent, once it is checked
-    to be that SHA-256 (Iceberg's Java REST signer sends it in base64)."""
+def _payload_hash(declared: str | None, body: bytes) -> str:
+    """The canonical request's payload line: the body's SHA-256 in hex, as SigV4 has it.
+    An ``x-amz-content-sha256`` the client sent must be that hash (in hex, or in base64
+    as Iceberg's Java REST signer sends it)."""
     digest = hashlib.sha256(body).digest()
-    if declared is None or declared == digest.hex():
-        return [digest.hex()]
-    if declared != base64.b64encode(digest).decode():
+    if declared is not None and declared not in (digest.hex(), base64.b64encode(digest).decode()):
         raise _refused("the request's x-amz-content-sha256 is not the SHA-256 of its body")
-    return [digest.hex(), declared]
+    return digest.hex()
 
 
 class _Signer(SigV4Auth):
+    """botocore's signer with the canonical request's payload line given: botocore takes
+    an ``x-amz-content-sha256`` header's value for it, which is right for S3's hex
+    hashes but not for a base64 one (its canonical payload line is still hex)."""
+
     payload_hash: str | None = None
 
-    def payload(self, request):
-        return self.payload_hash or super().payload(request)
+    def canonical_request(self, request):
+        made = super().canonical_request(request)
+        if self.payload_hash is None:
+            return made
+        return f"{made.rpartition(chr(10))[0]}\n{self.payload_hash}"
 
 
 def check_signature(
@@ -98,12 +103,8 @@ def check_signature(
     request = AWSRequest(method=method, url=url, data=body, headers={h: lowered[h] for h in signed})
     request.context["timestamp"] = stamp
     matched = False
-    candidates = [
-        (region, service, payload)
-        for region, service in _scopes(found["scope"])[:8]
-        for payload in _payload_hashes(lowered.get("x-amz-content-sha256"), body)
-    ]
-    for region, service, payload in candidates:
+    payload = _payload_hash(lowered.get("x-amz-content-sha256"), body)
+    for region, service in _scopes(found["scope"])[:8]:
         for secret in secrets:
             signer = _Signer(Credentials(found["key"], secret), service, region)
             signer.payload_hash = payload
