@@ -141,6 +141,27 @@ def test_table_name_patterns_agree_with_a_reference_translation(pattern, name):
     assert NamePattern(pattern).matches(name) is expected
 
 
+def sign(
+    request: AWSRequest, signer: SigV4Auth, when: datetime, payload_line: str | None = None
+) -> dict[str, str]:
+    """The request's headers with a SigV4 Authorization made by ``signer`` at ``when``;
+    ``payload_line`` replaces the canonical request's last line (a client that hashes
+    the body itself)."""
+    request.context["timestamp"] = when.strftime("%Y%m%dT%H%M%SZ")
+    request.headers["X-Amz-Date"] = request.context["timestamp"]
+    request.headers["host"] = "127.0.0.1:4599"
+    canonical = signer.canonical_request(request)
+    if payload_line is not None:
+        canonical = canonical.rpartition("\n")[0] + "\n" + payload_line
+    signature = signer.signature(signer.string_to_sign(request, canonical), request)
+    headers = dict(request.headers.items())
+    headers["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={signer.scope(request)}, "
+        f"SignedHeaders={signer.signed_headers(signer.headers_to_sign(request))}, Signature={signature}"
+    )
+    return headers
+
+
 def signed(secret: str, when: datetime, body: bytes = b"{}") -> tuple[dict[str, str], bytes]:
     request = AWSRequest(
         method="POST",
@@ -148,18 +169,7 @@ def signed(secret: str, when: datetime, body: bytes = b"{}") -> tuple[dict[str, 
         data=body,
         headers={"X-Amz-Target": "AWSGlue.GetDatabases", "Content-Type": protocol.CONTENT_TYPE},
     )
-    signer = SigV4Auth(Credentials("AKIDEXAMPLE", secret), "glue", "us-east-1")
-    request.context["timestamp"] = when.strftime("%Y%m%dT%H%M%SZ")
-    request.headers["X-Amz-Date"] = request.context["timestamp"]
-    request.headers["host"] = "127.0.0.1:4599"
-    canonical = signer.canonical_request(request)
-    signature = signer.signature(signer.string_to_sign(request, canonical), request)
-    headers = dict(request.headers.items())
-    headers["Authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential={signer.scope(request)}, "
-        f"SignedHeaders={signer.signed_headers(signer.headers_to_sign(request))}, Signature={signature}"
-    )
-    return headers, body
+    return sign(request, SigV4Auth(Credentials("AKIDEXAMPLE", secret), "glue", "us-east-1"), when), body
 
 
 def check(token, headers, body, now):
@@ -225,17 +235,7 @@ def test_a_scope_with_the_endpoint_in_it_and_a_declared_body_hash_are_read_as_cl
         },
     )
     scope = "127.0.0.1:4599/iceberg"
-    signer = SigV4Auth(Credentials("duck", "the-token"), scope, scope)
-    request.context["timestamp"] = now.strftime("%Y%m%dT%H%M%SZ")
-    request.headers["X-Amz-Date"] = request.context["timestamp"]
-    request.headers["host"] = "127.0.0.1:4599"
-    canonical = signer.canonical_request(request)
-    signature = signer.signature(signer.string_to_sign(request, canonical), request)
-    headers = dict(request.headers.items())
-    headers["Authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential={signer.scope(request)}, "
-        f"SignedHeaders={signer.signed_headers(signer.headers_to_sign(request))}, Signature={signature}"
-    )
+    headers = sign(request, SigV4Auth(Credentials("duck", "the-token"), scope, scope), now)
     url = "http://127.0.0.1:4599/iceberg/v1/namespaces"
 
     def verify(token: str, sent_headers: dict, sent_body: bytes) -> None:
@@ -252,17 +252,8 @@ def test_a_scope_with_the_endpoint_in_it_and_a_declared_body_hash_are_read_as_cl
     # Iceberg's Java signer: the header in base64, the canonical payload line in hex.
     java = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
     java.headers["x-amz-content-sha256"] = base64.b64encode(hashlib.sha256(body).digest()).decode()
-    java.headers["X-Amz-Date"] = request.context["timestamp"]
-    java.headers["host"] = "127.0.0.1:4599"
-    java.context["timestamp"] = request.context["timestamp"]
     glue = SigV4Auth(Credentials("java", "the-token"), "glue", "us-east-1")
-    line = glue.canonical_request(java).rpartition("\n")[0] + "\n" + hashlib.sha256(body).hexdigest()
-    java_headers = dict(java.headers.items())
-    java_headers["Authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential={glue.scope(java)}, "
-        f"SignedHeaders={glue.signed_headers(glue.headers_to_sign(java))}, "
-        f"Signature={glue.signature(glue.string_to_sign(java, line), java)}"
-    )
+    java_headers = sign(java, glue, now, payload_line=hashlib.sha256(body).hexdigest())
     verify("the-token", java_headers, body)
     with pytest.raises(protocol.GlueApiError, match="does not match"):
         verify("another-token", java_headers, body)

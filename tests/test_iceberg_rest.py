@@ -38,6 +38,17 @@ DAFT = REPO / ".venv-clients" / "daft" / "bin" / "python"
 BUCKET = "lake"
 
 
+def moto_s3(url: str):
+    """A boto3 S3 client of moto's server (which takes any key)."""
+    return boto3.client(
+        "s3",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+
+
 class RestApi:
     """``sparkmark api`` over TLS in its own process, on one home."""
 
@@ -119,11 +130,7 @@ class RestApi:
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory, s3_server):
-    s3 = boto3.client(
-        "s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
-        aws_access_key_id="test", aws_secret_access_key="test",
-    )  # fmt: skip
-    s3.create_bucket(Bucket=BUCKET)
+    moto_s3(s3_server.endpoint_url).create_bucket(Bucket=BUCKET)
     running = RestApi(tmp_path_factory.mktemp("iceberg-rest"), s3_server.endpoint_url)
     yield running
     err = running.stop()
@@ -222,13 +229,7 @@ def test_pyiceberg_over_rest_creates_appends_reads_evolves_renames_and_drops(api
     assert table["Parameters"]["table_type"] == "ICEBERG"
     assert table["Parameters"]["metadata_location"].startswith("s3://lake/shop/orders/metadata/00004-")
     assert [c["Name"] for c in table["StorageDescriptor"]["Columns"]] == ["id", "amount", "note"]
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=api.s3_url,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    s3 = moto_s3(api.s3_url)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="shop/orders/")["Contents"]]
     assert sum(k.endswith(".parquet") for k in keys) == 3
 
@@ -326,10 +327,7 @@ def test_two_writers_on_a_postgresql_state_store_lose_no_commit(tmp_path, s3_ser
 
     running = RestApi(tmp_path / "pg", s3_server.endpoint_url, {"SPARKMARK_STATE_URL": pg_url(pg_schemas())})
     try:
-        boto3.client(
-            "s3", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
-            aws_access_key_id="test", aws_secret_access_key="test",
-        ).create_bucket(Bucket=BUCKET)  # fmt: skip
+        moto_s3(s3_server.endpoint_url).create_bucket(Bucket=BUCKET)
     except Exception as exc:  # the module's bucket, made by another test
         assert "BucketAlreadyOwnedByYou" in str(exc)
     try:
@@ -688,13 +686,7 @@ def write_crawled_lake(api: RestApi) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=api.s3_url,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    s3 = moto_s3(api.s3_url)
 
     def put(key: str, body: bytes) -> None:
         s3.put_object(Bucket=BUCKET, Key=f"crawled/{key}", Body=body)
@@ -763,13 +755,7 @@ def test_trino_queries_five_crawled_tables_with_partition_pruning_as_spark_does(
     ]
     assert in_trino["a join"] == [["Lyon", 17], ["Porto", 5]]
 
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=api.s3_url,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
+    s3 = moto_s3(api.s3_url)
     s3.put_object(
         Bucket=BUCKET, Key="crawled/sales/year=2023/month=12/part-0.parquet", Body=b"not parquet at all"
     )
