@@ -809,6 +809,64 @@ assert not result["Errors"], result["Errors"]
 """
 
 
+def test_batch_get_partition_segments_and_column_statistics_as_trino_calls_them(glue, tmp_path):
+    """The calls Trino's Glue metastore makes (AWS's API reference for each): partitions
+    fetched by value, missing ones left out; GetPartitions in segments that together
+    give every partition once; column statistics, of which none are kept."""
+    glue.create_database(DatabaseInput={"Name": "trino"})
+    glue.create_table(DatabaseName="trino", TableInput=orders_table(str(tmp_path / "orders")))
+    made = [[str(year), region] for year in range(2019, 2026) for region in ("eu", "us")]
+    glue.batch_create_partition(
+        DatabaseName="trino", TableName="orders", PartitionInputList=[{"Values": v} for v in made]
+    )
+    got = glue.batch_get_partition(
+        DatabaseName="trino",
+        TableName="orders",
+        PartitionsToGet=[{"Values": ["2020", "eu"]}, {"Values": ["1999", "eu"]}, {"Values": ["2025", "us"]}],
+    )
+    assert sorted(p["Values"] for p in got["Partitions"]) == [["2020", "eu"], ["2025", "us"]]
+    assert got["UnprocessedKeys"] == []
+    assert (
+        glue.batch_get_partition(DatabaseName="trino", TableName="orders", PartitionsToGet=[])["Partitions"]
+        == []
+    )
+
+    segments = [
+        [p["Values"] for p in glue.get_partitions(
+            DatabaseName="trino", TableName="orders", Segment={"SegmentNumber": n, "TotalSegments": 3}
+        )["Partitions"]]
+        for n in range(3)
+    ]  # fmt: skip
+    assert all(segments) and sorted(v for seg in segments for v in seg) == sorted(made)  # each once
+    in_segment = glue.get_partitions(
+        DatabaseName="trino", TableName="orders", Expression="year >= 2024",
+        Segment={"SegmentNumber": 0, "TotalSegments": 1},
+    )["Partitions"]  # fmt: skip
+    assert sorted(p["Values"] for p in in_segment) == [
+        ["2024", "eu"],
+        ["2024", "us"],
+        ["2025", "eu"],
+        ["2025", "us"],
+    ]
+    with pytest.raises(glue.exceptions.InvalidInputException, match="SegmentNumber"):
+        glue.get_partitions(
+            DatabaseName="trino", TableName="orders", Segment={"SegmentNumber": 3, "TotalSegments": 3}
+        )
+
+    stats = glue.get_column_statistics_for_table(DatabaseName="trino", TableName="orders", ColumnNames=["id"])
+    assert (stats["ColumnStatisticsList"], stats["Errors"]) == ([], [])
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_column_statistics_for_table(DatabaseName="trino", TableName="orders", ColumnNames=["nope"])
+    part = glue.get_column_statistics_for_partition(
+        DatabaseName="trino", TableName="orders", PartitionValues=["2020", "eu"], ColumnNames=["id"]
+    )
+    assert part["ColumnStatisticsList"] == []
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_column_statistics_for_partition(
+            DatabaseName="trino", TableName="orders", PartitionValues=["1999", "eu"], ColumnNames=["id"]
+        )
+
+
 def test_a_glue_script_calls_get_table_and_batch_create_partition_under_sparkmark_run(glue, tmp_path):
     glue.create_database(DatabaseInput={"Name": "lake"})
     table = orders_table(str(tmp_path / "events"), name="events")
