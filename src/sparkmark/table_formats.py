@@ -94,9 +94,10 @@ def point_glue_catalogs(
         prefix = f"spark.sql.catalog.{name}."
         wanted = {"client.region": region}
         if glue_url and name in rest:
+            local = f"{glue_url.rstrip('/')}/iceberg"
             if GLUE_REST_URI.match(confs.get(prefix + "uri", "")):  # AWS's endpoint: this one instead
-                confs[prefix + "uri"] = f"{glue_url.rstrip('/')}/iceberg"
-            wanted.update({"uri": f"{glue_url.rstrip('/')}/iceberg", "rest.signing-region": region})
+                confs[prefix + "uri"] = local
+            wanted.update({"uri": local, "rest.signing-region": region})
         elif glue_url:
             wanted["glue.endpoint"] = glue_url
         if s3_endpoint:

@@ -143,9 +143,15 @@ class GlueIcebergCatalog(MetastoreCatalog):
 
     # ------------------------------------------------------------ tables
 
+    def _names(
+        self, identifier: str | Identifier, err: type[ValueError] | type[NoSuchTableError] = ValueError
+    ) -> tuple[str, str]:
+        """(database, table) as Glue names them: in lower case."""
+        database, name = self.identifier_to_database_and_table(identifier, err)
+        return database.lower(), name.lower()
+
     def _glue_table(self, identifier: str | Identifier) -> GlueTable:
-        database, name = self.identifier_to_database_and_table(identifier, NoSuchTableError)
-        database, name = database.lower(), name.lower()
+        database, name = self._names(identifier, NoSuchTableError)
         try:
             self.store.database(database)
         except NotFound:  # a table's answer, as Iceberg's own catalogs give it: clients
@@ -208,14 +214,12 @@ class GlueIcebergCatalog(MetastoreCatalog):
         # table (its optimistic lock is that VersionId) sees a REST commit as a change.
         if old is None:
             glue.parameters[VERSION_KEY] = "1"
+            self.store.put_table(glue, new=True)
         else:
             kept = self.store.versions(old.database, old.name)
             glue.parameters[VERSION_KEY] = str(
                 int(version_id(old, kept[-1].version if kept else None) or 0) + 1
             )
-        if old is None:
-            self.store.put_table(glue, new=True)
-        else:
             self.store.put_table(glue, replacing=old)
 
     def create_table(
@@ -228,8 +232,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         properties: Properties = ...,  # type: ignore[assignment]
     ) -> Table:
         props = dict(properties) if isinstance(properties, dict) else {}
-        database, name = self.identifier_to_database_and_table(identifier)
-        database, name = database.lower(), name.lower()
+        database, name = self._names(identifier)
         self.load_namespace_properties(database)
         try:
             self.store.table(database, name)
@@ -245,7 +248,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         except AlreadyExists:
             self._forget(staged)
             raise TableAlreadyExistsError(f"Table already exists: {database}.{name}") from None
-        return self.load_table((database, name))
+        return Table((database, name), staged.metadata, staged.metadata_location, staged.io, self)
 
     def _get_default_warehouse_location(self, database_name: str, table_name: str) -> str:
         props = self.load_namespace_properties(database_name)
@@ -262,8 +265,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
     def register_table(
         self, identifier: str | Identifier, metadata_location: str, overwrite: bool = False
     ) -> Table:
-        database, name = self.identifier_to_database_and_table(identifier)
-        database, name = database.lower(), name.lower()
+        database, name = self._names(identifier)
         self.load_namespace_properties(database)
         io = load_file_io(properties=self.properties, location=metadata_location)
         metadata = FromInputFile.table_metadata(io.new_input(metadata_location))
@@ -274,19 +276,33 @@ class GlueIcebergCatalog(MetastoreCatalog):
         if old is not None and not overwrite:
             raise TableAlreadyExistsError(f"Table already exists: {database}.{name}")
         self._record(database, name, metadata_location, table, old)
-        return self.load_table((database, name))
+        return table
 
     def commit_table(
         self, table: Table, requirements: tuple[TableRequirement, ...], updates: tuple[TableUpdate, ...]
     ) -> CommitTableResponse:
-        database, name = self.identifier_to_database_and_table(table.name(), NoSuchTableError)
-        database, name = database.lower(), name.lower()
+        return self.commit(table.name(), requirements, updates)
+
+    def commit(
+        self,
+        identifier: str | Identifier,
+        requirements: tuple[TableRequirement, ...],
+        updates: tuple[TableUpdate, ...],
+        *,
+        must_exist: bool = False,
+    ) -> CommitTableResponse:
+        """Apply a commit to the table as the catalog has it now, and swap its pointer;
+        with ``must_exist`` (the REST commit), a table that is not there is NoSuchTable
+        rather than one to create."""
+        database, name = self._names(identifier, NoSuchTableError)
         old: GlueTable | None
         current: Table | None
         try:
             old = self._glue_table((database, name))
             current = self._iceberg(old)
         except NoSuchTableError:
+            if must_exist:
+                raise
             old, current = None, None
         try:  # the wording of Iceberg's own catalogs, which clients match
             staged = self._update_and_stage_table(current, (database, name), requirements, updates)
@@ -322,8 +338,7 @@ class GlueIcebergCatalog(MetastoreCatalog):
         glue = self._glue_table(from_identifier)
         if not is_iceberg(glue):
             raise NoSuchIcebergTableError(f"{glue.qualified} is not an Iceberg table")
-        database, name = self.identifier_to_database_and_table(to_identifier)
-        database, name = database.lower(), name.lower()
+        database, name = self._names(to_identifier)
         self.load_namespace_properties(database)
         try:
             self.store.rename_table(glue.database, glue.name, database, name)

@@ -289,17 +289,14 @@ class IcebergRest:
         return _loaded(table)
 
     def _commit(self, identifier: tuple[str, ...], body: bytes) -> dict[str, Any]:
-        from pyiceberg.table import CommitTableRequest, Table
+        from pyiceberg.table import CommitTableRequest
 
         doc = _json(body)  # the identifier is optional in the spec: the path names the table
         doc.setdefault("identifier", {"namespace": list(identifier[:-1]), "name": identifier[-1]})
         request = CommitTableRequest.model_validate(doc)
-        cat = self.catalog
-        current = cat.load_table(identifier)  # a commit names a table that exists, else the spec's 404
-        response = cat.commit_table(
-            Table(identifier, current.metadata, current.metadata_location, current.io, cat),
-            tuple(request.requirements),
-            tuple(request.updates),
+        # A commit names a table that exists, else the spec's 404.
+        response = self.catalog.commit(
+            identifier, tuple(request.requirements), tuple(request.updates), must_exist=True
         )
         return {
             "metadata-location": response.metadata_location,
