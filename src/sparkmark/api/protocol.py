@@ -53,8 +53,13 @@ def exists(message: str) -> GlueApiError:
 # The services the endpoint speaks, by the X-Amz-Target prefix their clients send: Glue,
 # the CloudWatch Logs operations Glue's tools read a run's logs with, and CloudWatch's
 # metric operations (botocore speaks AWS JSON 1.0 to it, the first of the protocols its
-# model lists that botocore prefers).
-SERVICES = {TARGET_PREFIX: "glue", "Logs_20140328.": "logs", "GraniteServiceVersion20100801.": "cloudwatch"}
+# model lists that botocore prefers), and Athena's API.
+SERVICES = {
+    TARGET_PREFIX: "glue",
+    "Logs_20140328.": "logs",
+    "GraniteServiceVersion20100801.": "cloudwatch",
+    "AmazonAthena.": "athena",
+}
 CONTENT_TYPES = {"cloudwatch": "application/x-amz-json-1.0"}
 
 

@@ -43,6 +43,7 @@ log = logging.getLogger("sparkmark.api")
 
 # Operations register themselves on import.
 from . import (  # noqa: E402, F401
+    athena,
     catalog,
     classifiers,
     cloudwatch,
@@ -158,9 +159,8 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             return Response(protocol.render_error(exc), status_code=exc.status, headers={**headers, **extra})
         except Exception:  # an endpoint answers every request, with Glue's error shape
             log.exception("%s failed", name)
-            failure = protocol.GlueApiError(
-                "InternalServiceException", f"{name} failed inside sparkmark", 500
-            )
+            code = "InternalServerException" if kind == "athena" else "InternalServiceException"
+            failure = protocol.GlueApiError(code, f"{name} failed inside sparkmark", 500)
             return Response(protocol.render_error(failure), status_code=500, headers=headers)
 
     async def health(_request: Request) -> Response:

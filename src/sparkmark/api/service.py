@@ -18,7 +18,13 @@ Handler = Callable[["Service", dict[str, Any]], dict[str, Any]]
 HANDLERS: dict[str, Handler] = {}  # Glue's operations
 LOGS_HANDLERS: dict[str, Handler] = {}  # CloudWatch Logs' operations (a run's logs)
 METRICS_HANDLERS: dict[str, Handler] = {}  # CloudWatch's metric operations (PutMetricData …)
-BY_SERVICE = {"glue": HANDLERS, "logs": LOGS_HANDLERS, "cloudwatch": METRICS_HANDLERS}
+ATHENA_HANDLERS: dict[str, Handler] = {}  # Athena's operations (queries on the Glue catalog)
+BY_SERVICE = {
+    "glue": HANDLERS,
+    "logs": LOGS_HANDLERS,
+    "cloudwatch": METRICS_HANDLERS,
+    "athena": ATHENA_HANDLERS,
+}
 # Run after an operation succeeds, with its name and parameters (tags given on create).
 AFTER: list[Callable[[Service, str, dict[str, Any]], None]] = []
 # Glue resources that have no local meaning, refused in one line that says why.

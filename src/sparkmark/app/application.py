@@ -76,6 +76,8 @@ class App:
             stop = getattr(self._runs_endpoint, "stop", None)
             if stop is not None:
                 stop()
+        if "athena" in self.__dict__:
+            self.athena.close()
         if "sessions" in self.__dict__:
             self.sessions.close()
         self.state.close()
@@ -198,6 +200,13 @@ class App:
         from ..sessions.manager import SessionManager
 
         return SessionManager(self.state, self.settings, self.pool, environment=self.session_environment)
+
+    @cached_property
+    def athena(self):
+        """Athena's queries, workgroups and named queries; the queries this process runs."""
+        from ..athena.engine import AthenaEngine
+
+        return AthenaEngine(self)
 
     @property
     def project(self):

@@ -4,6 +4,7 @@ registers its component when its module is imported; this module imports them al
 
 from __future__ import annotations
 
+from ..athena.records import COMPONENT as ATHENA
 from ..catalog.kept_documents import COMPONENT as CATALOG_DOCUMENTS
 from ..catalog.schema_registry import COMPONENT as SCHEMA_REGISTRY
 from ..catalog.store import COMPONENT as CATALOG
@@ -34,6 +35,7 @@ COMPONENTS: tuple[Component, ...] = (
     CONNECTIONS,
     METRICS,
     TAGS,
+    ATHENA,
 )
 
 

@@ -1,0 +1,363 @@
+"""Athena's SQL on Spark: what kind of statement a query is, and the Spark SQL that runs
+it.
+
+Athena's engine speaks Trino's dialect for queries and Hive's for most DDL. Queries
+(``SELECT``, ``WITH``, ``VALUES``, ``INSERT INTO``, a view's body, ``EXPLAIN``'s) are
+translated by sqlglot's Trino-to-Spark translation; Hive DDL (``CREATE EXTERNAL TABLE``,
+``MSCK REPAIR TABLE``, ``ALTER TABLE … ADD PARTITION``, ``DROP``, ``SHOW``,
+``DESCRIBE``) is what Spark's own parser reads, and runs as written. ``CREATE TABLE …
+WITH (…) AS`` (CTAS) and ``UNLOAD`` are Athena's own; their properties are read here
+and the write is planned from them.
+
+What cannot be translated is refused in one line that names the construct, in
+Athena's error style (``SYNTAX_ERROR: line 1:8: …``, ``NOT_SUPPORTED: …``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SparkmarkError
+
+
+class AthenaSqlError(SparkmarkError):
+    """A query Athena's API here cannot run, in one line naming the construct."""
+
+
+# Athena's StatementType of each kind of statement.
+DML, DDL, UTILITY = "DML", "DDL", "UTILITY"
+
+# What a statement is, by its first words (comments and parentheses before them skipped).
+_QUERY = ("SELECT", "WITH", "VALUES", "TABLE")
+_PASSED = {  # Hive DDL and utility statements Spark's parser reads as Athena's users write them
+    "MSCK": DDL,
+    "ALTER": DDL,
+    "DROP": DDL,
+    "SHOW": UTILITY,
+    "DESCRIBE": UTILITY,
+    "DESC": UTILITY,
+}
+_ICEBERG_ONLY = ("MERGE", "UPDATE", "DELETE", "OPTIMIZE", "VACUUM")
+FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv", "AVRO": "avro"}
+COMPRESSIONS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "NONE": "none", "LZ4": "lz4"}
+_COMMENTS = re.compile(r"(--[^\n]*(\n|$)|/\*.*?\*/|\s+)", re.S)
+
+
+@dataclass(frozen=True)
+class Write:
+    """Where and how a CTAS, ``INSERT INTO`` or ``UNLOAD`` writes."""
+
+    location: str
+    format: str = "parquet"
+    partitioned_by: tuple[str, ...] = ()
+    compression: str | None = None
+    delimiter: str | None = None
+    table: tuple[str, str] | None = None  # CTAS's new table (database, name)
+    with_data: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A statement as it runs here: its kind, its Spark SQL, and what it writes."""
+
+    statement_type: str  # Athena's DML, DDL or UTILITY
+    sql: str  # the Spark SQL that runs (for CTAS and UNLOAD, the query that is written)
+    kind: str = "query"  # query | ddl | ctas | insert | unload | show
+    write: Write | None = None
+    show: str | None = None  # SHOW's subject (tables, databases, partitions, columns, create)
+    notes: tuple[str, ...] = field(default=())
+
+
+def _head(sql: str) -> str:
+    """The statement without leading comments and parentheses."""
+    text = sql
+    while True:
+        stripped = _COMMENTS.match(text)
+        if stripped and stripped.end() > 0:
+            text = text[stripped.end() :]
+            continue
+        if text.startswith("("):
+            text = text[1:]
+            continue
+        return text
+
+
+def _words(sql: str, n: int = 3) -> list[str]:
+    return re.findall(r"[A-Za-z_]+", _head(sql))[:n]
+
+
+def _sqlglot():
+    import sqlglot
+
+    return sqlglot
+
+
+def _parse_error(exc: Any) -> AthenaSqlError:
+    errors = getattr(exc, "errors", None) or []
+    if errors:
+        first = errors[0]
+        text = re.sub(r"<Token [^>]*text: ([^,]*),[^>]*>", r"'\1'", str(first.get("description", "")))
+        return AthenaSqlError(f"SYNTAX_ERROR: line {first.get('line')}:{first.get('col')}: {text}")
+    return AthenaSqlError(f"SYNTAX_ERROR: {str(exc).splitlines()[0]}")
+
+
+def translate(sql: str, parameters: list[str] | None = None) -> str:
+    """One Trino query as Spark SQL; ``parameters`` (Athena's ExecutionParameters, each
+    a SQL literal as written) take the places of its ``?`` in order."""
+    sqlglot = _sqlglot()
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, UnsupportedError
+
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="trino") if t is not None]
+    except ParseError as exc:
+        raise _parse_error(exc) from None
+    if len(trees) != 1:
+        raise AthenaSqlError(
+            f"NOT_SUPPORTED: a query holds one statement; this one holds {len(trees)}"
+            if trees
+            else "SYNTAX_ERROR: the query is empty"
+        )
+    tree = trees[0]
+    if isinstance(tree, exp.Command):
+        raise AthenaSqlError(f"NOT_SUPPORTED: {tree.this} … is not Athena SQL that sparkmark translates")
+    places = list(tree.find_all(exp.Placeholder))
+    given = parameters or []
+    if len(places) != len(given):
+        raise AthenaSqlError(
+            f"INVALID_PARAMETER: the query has {len(places)} parameter(s) (?) and "
+            f"{len(given)} ExecutionParameters were given"
+        )
+    for place, value in zip(places, given, strict=True):
+        try:
+            literal = sqlglot.parse_one(value, read="trino")
+        except ParseError:
+            raise AthenaSqlError(f"INVALID_PARAMETER: {value!r} is not a SQL literal") from None
+        place.replace(literal)
+    _refuse_unordered(tree)
+    try:
+        return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except UnsupportedError as exc:
+        raise AthenaSqlError(f"NOT_SUPPORTED: {str(exc).splitlines()[0]}") from None
+
+
+def _refuse_unordered(tree: Any) -> None:
+    """Constructs whose Spark translation would give other rows, refused rather than
+    answered differently: ``array_agg(x ORDER BY y)`` loses its order in Spark's
+    ``collect_list``."""
+    from sqlglot import exp
+
+    for agg in tree.find_all(exp.ArrayAgg):
+        if agg.find(exp.Order) is not None:
+            raise AthenaSqlError(
+                "NOT_SUPPORTED: array_agg(… ORDER BY …): Spark's collect_list keeps no order; "
+                "sort the array (array_sort) instead"
+            )
+
+
+def _literal(value: Any) -> Any:
+    from sqlglot import exp
+
+    if isinstance(value, exp.Literal):
+        return value.this
+    if isinstance(value, exp.Array):
+        return [_literal(v) for v in value.expressions]
+    if isinstance(value, (exp.Boolean,)):
+        return value.this
+    return value.sql(dialect="trino")
+
+
+def _properties(create: Any) -> dict[str, Any]:
+    from sqlglot import exp
+
+    found: dict[str, Any] = {}
+    props = create.args.get("properties")
+    for prop in props.expressions if props is not None else []:
+        if isinstance(prop, exp.FileFormatProperty):
+            found["format"] = _literal(prop.this)
+        elif isinstance(prop, exp.PartitionedByProperty):
+            found["partitioned_by"] = _literal(prop.this)
+        elif isinstance(prop, exp.WithDataProperty):
+            found["with_data"] = not prop.args.get("no")
+        elif isinstance(prop, exp.LocationProperty):
+            found["external_location"] = _literal(prop.this)
+        elif isinstance(prop, exp.Property):
+            found[str(prop.name).lower()] = _literal(prop.args["value"])
+        else:
+            raise AthenaSqlError(f"NOT_SUPPORTED: the table property {prop.sql(dialect='trino')}")
+    return found
+
+
+def _format(value: Any) -> str:
+    name = str(value or "PARQUET").upper()
+    if name not in FORMATS:
+        raise AthenaSqlError(
+            f"NOT_SUPPORTED: format '{value}'; Athena's CTAS formats here are {', '.join(FORMATS)}"
+        )
+    return FORMATS[name]
+
+
+def _table_name(table: Any, database: str) -> tuple[str, str]:
+    return (table.db or database).lower(), table.name.lower()
+
+
+def _ctas(sql: str, database: str, default_location: str) -> Plan:
+    sqlglot = _sqlglot()
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    try:
+        tree = sqlglot.parse_one(sql, read="trino")
+    except ParseError as exc:
+        raise _parse_error(exc) from None
+    if not isinstance(tree, exp.Create) or tree.expression is None:
+        raise AthenaSqlError("SYNTAX_ERROR: CREATE TABLE … AS needs a query after AS")
+    props = _properties(tree)
+    if str(props.get("table_type", "HIVE")).upper() != "HIVE":
+        raise AthenaSqlError(
+            f"NOT_SUPPORTED: CTAS with table_type '{props['table_type']}': sparkmark's Athena API "
+            "makes Hive tables; create Iceberg tables with Spark, PyIceberg or the REST catalog"
+        )
+    if props.get("bucketed_by"):
+        raise AthenaSqlError("NOT_SUPPORTED: bucketed_by: sparkmark's CTAS does not bucket")
+    table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    name = _table_name(table, database)
+    compression = props.get("write_compression") or props.get("parquet_compression")
+    if compression is not None and str(compression).upper() not in COMPRESSIONS:
+        raise AthenaSqlError(f"NOT_SUPPORTED: write_compression '{compression}'")
+    partitioned = props.get("partitioned_by") or []
+    location = props.get("external_location") or default_location
+    query = translate(tree.expression.sql(dialect="trino"))
+    unknown = set(props) - {
+        "format",
+        "external_location",
+        "partitioned_by",
+        "write_compression",
+        "parquet_compression",
+        "with_data",
+        "table_type",
+        "field_delimiter",
+        "bucket_count",
+    }
+    if unknown:
+        raise AthenaSqlError(f"NOT_SUPPORTED: the CTAS property {sorted(unknown)[0]}")
+    return Plan(
+        DDL,
+        query,
+        kind="ctas",
+        write=Write(
+            location=location,
+            format=_format(props.get("format")),
+            partitioned_by=tuple(str(p).lower() for p in partitioned),
+            compression=COMPRESSIONS[str(compression).upper()] if compression else None,
+            delimiter=props.get("field_delimiter"),
+            table=name,
+            with_data=props.get("with_data", True),
+        ),
+    )
+
+
+_UNLOAD = re.compile(
+    r"^UNLOAD\s*\((?P<query>.*)\)\s*TO\s*'(?P<to>[^']+)'\s*(WITH\s*\((?P<with>.*)\))?\s*;?\s*$", re.S | re.I
+)
+
+
+def _unload(sql: str) -> Plan:
+    found = _UNLOAD.match(_head(sql) if not sql.lstrip().startswith("(") else sql.strip())
+    if found is None:
+        raise AthenaSqlError("SYNTAX_ERROR: UNLOAD is UNLOAD (query) TO 's3://…' WITH (format = …)")
+    props: dict[str, Any] = {}
+    if found.group("with"):
+        sqlglot = _sqlglot()
+        from sqlglot import exp
+
+        fake = sqlglot.parse_one(f"CREATE TABLE x WITH ({found.group('with')}) AS SELECT 1", read="trino")
+        assert isinstance(fake, exp.Create)
+        props = _properties(fake)
+    return Plan(
+        UTILITY,
+        translate(found.group("query")),
+        kind="unload",
+        write=Write(
+            location=found.group("to"),
+            format=_format(props.get("format", "TEXTFILE")),
+            partitioned_by=tuple(str(p).lower() for p in props.get("partitioned_by") or []),
+            compression=COMPRESSIONS.get(str(props.get("compression", "")).upper()),
+            delimiter=props.get("field_delimiter"),
+        ),
+    )
+
+
+def _insert(sql: str, database: str, parameters: list[str] | None) -> Plan:
+    sqlglot = _sqlglot()
+    from sqlglot import exp
+
+    spark_sql = translate(sql, parameters)
+    tree = sqlglot.parse_one(spark_sql, read="spark")
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    name = _table_name(target, database)
+    return Plan(DML, spark_sql, kind="insert", write=Write(location="", table=name))
+
+
+def plan(
+    sql: str, database: str = "default", parameters: list[str] | None = None, ctas_location: str = ""
+) -> Plan:
+    """How the statement ``sql`` runs here (``ctas_location``: where a CTAS with no
+    ``external_location`` writes, as Athena's ``tables/<query id>/`` under the result
+    location)."""
+    words = [w.upper() for w in _words(sql, 4)]
+    if not words:
+        raise AthenaSqlError("SYNTAX_ERROR: the query is empty")
+    first = words[0]
+    if first in _QUERY:
+        return Plan(DML, translate(sql, parameters))
+    if first == "EXPLAIN":
+        rest = re.sub(r"^\s*EXPLAIN(\s+ANALYZE)?", "", _head(sql), flags=re.I)
+        return Plan(UTILITY, "EXPLAIN " + translate(rest, parameters), kind="show", show="explain")
+    if first == "INSERT":
+        return _insert(sql, database, parameters)
+    if first == "UNLOAD":
+        return _unload(sql)
+    if first in _ICEBERG_ONLY:
+        raise AthenaSqlError(
+            f"NOT_SUPPORTED: {first}: Athena runs it on Iceberg tables, which sparkmark's Athena API "
+            "does not write; run it in a Glue job or session on Spark"
+        )
+    if first in ("CREATE", "REPLACE"):
+        return _create(sql, words, database, parameters, ctas_location)
+    if first in _PASSED:
+        subject = words[1].lower() if first == "SHOW" and len(words) > 1 else None
+        return Plan(
+            _PASSED[first],
+            _head(sql).rstrip().rstrip(";"),
+            kind="show" if subject or first.startswith("DESC") else "ddl",
+            show=subject or ("describe" if first.startswith("DESC") else None),
+        )
+    raise AthenaSqlError(
+        f"NOT_SUPPORTED: statements beginning {first} are not Athena SQL that sparkmark runs"
+    )
+
+
+def _create(
+    sql: str, words: list[str], database: str, parameters: list[str] | None, ctas_location: str
+) -> Plan:
+    text = _head(sql).rstrip().rstrip(";")
+    if "VIEW" in words[:4]:
+        found = re.match(r"(?is)^(CREATE\s+(OR\s+REPLACE\s+)?VIEW\s+\S+)\s+AS\s+(.*)$", text)
+        if found is None:
+            raise AthenaSqlError("SYNTAX_ERROR: CREATE VIEW name AS query")
+        return Plan(DDL, f"{found.group(1)} AS {translate(found.group(3), parameters)}", kind="ddl")
+    if words[1:2] in (["DATABASE"], ["SCHEMA"]) or "EXTERNAL" in words[:3]:
+        return Plan(DDL, text, kind="ddl")
+    if re.search(
+        r"(?is)\)\s*AS\s*(\(?\s*(SELECT|WITH|VALUES|TABLE)\b)|\bAS\s+(SELECT|WITH|VALUES|TABLE)\b", text
+    ) and not re.search(r"(?is)^CREATE\s+TABLE\s+\S+\s*\(", text):
+        return _ctas(text, database, ctas_location)
+    if re.search(r"(?i)'table_type'\s*=\s*'ICEBERG'", text):
+        raise AthenaSqlError(
+            "NOT_SUPPORTED: CREATE TABLE … TBLPROPERTIES ('table_type'='ICEBERG'): create Iceberg "
+            "tables with Spark, PyIceberg or the Iceberg REST endpoint"
+        )
+    return Plan(DDL, text, kind="ddl")

@@ -1,0 +1,301 @@
+"""One Athena query, run in the Athena engine's Spark (a session's process, whose Spark
+SQL shares the Glue catalog: ``catalog.session_sync``).
+
+:func:`run` takes the order the server wrote (the Spark SQL, what it writes, where the
+results go), runs it, writes the results where Athena writes them under the query's
+result location (``<id>.csv`` and ``<id>.csv.metadata`` for rows, ``<id>.txt`` for
+DDL and SHOW, ``<id>-manifest.csv`` for the files a CTAS, INSERT or UNLOAD wrote) and
+prints one line, ``SPARKMARK_ATHENA {json}``: the columns, the row count, the bytes
+the scans read, and the error in one line if it failed. A cancel interrupts it
+(KeyboardInterrupt is never caught here).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from . import results
+
+MARK = "SPARKMARK_ATHENA "
+# SHOW's and DESCRIBE's one result column, as Athena names it, from Spark's columns.
+SHOWN = {
+    "tables": ("tab_name", ["tableName"]),
+    "databases": ("database_name", ["namespace", "databaseName"]),
+    "schemas": ("database_name", ["namespace", "databaseName"]),
+    "partitions": ("partition", ["partition"]),
+    "columns": ("field", ["col_name"]),
+    "create": ("createtab_stmt", ["createtab_stmt"]),
+    "tblproperties": ("prpt_name", ["key", "value"]),
+    "describe": ("col_name", ["col_name", "data_type", "comment"]),
+    "explain": ("Query Plan", ["plan"]),
+}
+_HIDDEN = re.compile(r"(^|/)[._][^/]*$")
+
+
+def _fs(url: str):
+    import fsspec
+
+    return fsspec.core.url_to_fs(url)
+
+
+def _open(url: str, mode: str):
+    """A result file open for writing, its folder made where folders exist."""
+    fs, path = _fs(url)
+    fs.makedirs(fs._parent(path), exist_ok=True)
+    return fs.open(path, mode, **({"encoding": "utf-8"} if "b" not in mode else {}))
+
+
+def _files(location: str) -> list[str]:
+    """The data files under a folder (Spark's _SUCCESS and hidden files left out), as
+    ``s3://`` or local URLs."""
+    from ..engine.storage import canonical, is_s3
+
+    fs, root = _fs(location)
+    if not fs.exists(root):
+        return []
+    found = [p for p in fs.find(root) if not _HIDDEN.search(p[len(root) :] or p)]
+    if is_s3(location):
+        return sorted(canonical("s3://" + p) for p in found)
+    scheme = "file://" if location.startswith("file://") else ""
+    return sorted(scheme + p for p in found)
+
+
+def _write_text(url: str, text: str) -> None:
+    with _open(url, "w") as out:
+        out.write(text)
+
+
+def _scanned(frame: Any) -> int:
+    """Bytes the query's file scans read: the ``filesSize`` metric of each scan in the
+    executed plan (0 where a scan keeps none)."""
+    total = 0
+    try:
+        plan = frame._jdf.queryExecution().executedPlan()
+        stack = [plan]
+        while stack:
+            node = stack.pop()
+            name = node.getClass().getSimpleName()
+            if name == "AdaptiveSparkPlanExec":
+                stack.append(node.executedPlan())
+                continue
+            if "QueryStage" in name:  # an adaptive plan's stage: its plan is under it
+                stack.append(node.plan())
+            metric = node.metrics().get("filesSize")
+            if metric.isDefined():
+                total += int(metric.get().value())
+            children = node.children()
+            stack.extend(children.apply(i) for i in range(children.size()))
+    except Exception:  # noqa: BLE001 - statistics only
+        return total
+    return total
+
+
+def _result_frame(spark: Any, sql: str) -> Any:
+    """The query's rows, its top-level timestamps already Athena's text (in the session's
+    time zone, never this Python's)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
+    frame = spark.sql(sql)
+    if any(isinstance(f.dataType, (TimestampType, TimestampNTZType)) for f in frame.schema.fields):
+        frame = frame.select(
+            *[
+                F.date_format(F.col(f"`{f.name}`"), "yyyy-MM-dd HH:mm:ss.SSS").alias(f.name)
+                if isinstance(f.dataType, (TimestampType, TimestampNTZType))
+                else F.col(f"`{f.name}`")
+                for f in frame.schema.fields
+            ]
+        )
+    return frame
+
+
+def _rows(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    source = spark.sql(order["sql"])
+    columns = [
+        results.column_info(f.name, f.dataType.simpleString(), f.nullable) for f in source.schema.fields
+    ]
+    frame = _result_frame(spark, order["sql"])
+    base = order["output"]
+    count = 0
+    with _open(base + ".csv", "w") as out:
+        out.write(results.csv_line([c["Name"] for c in columns]))
+        for row in frame.toLocalIterator():
+            out.write(results.csv_line([results.text(v) for v in row]))
+            count += 1
+    _write_bytes(base + ".csv.metadata", results.metadata_document(columns))
+    return {"columns": columns, "rows": count, "scanned": _scanned(frame), "file": base + ".csv"}
+
+
+def _write_bytes(url: str, data: bytes) -> None:
+    with _open(url, "wb") as out:
+        out.write(data)
+
+
+def _shown(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    frame = spark.sql(order["sql"])
+    label, wanted = SHOWN.get(order.get("show") or "", ("result", []))
+    names = [n for n in wanted if n in frame.columns] or frame.columns[:1]
+    lines = []
+    for row in frame.toLocalIterator():
+        parts = [str(row[n]) if row[n] is not None else "" for n in names]
+        if order.get("show") == "tblproperties":
+            lines.append("\t".join(parts))
+        else:
+            lines.extend("\t".join(parts).splitlines() or [""])
+    base = order["output"]
+    _write_text(base + ".txt", "".join(f"{line}\n" for line in lines))
+    columns = [results.column_info(label, "string")]
+    return {"columns": columns, "rows": len(lines), "scanned": 0, "file": base + ".txt", "text": True}
+
+
+def _ddl(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    spark.sql(order["sql"]).collect()
+    base = order["output"]
+    _write_text(base + ".txt", "")
+    return {"columns": [], "rows": 0, "scanned": 0, "file": base + ".txt", "text": True}
+
+
+def _refuse_nonempty(location: str, what: str) -> None:
+    if _files(location):
+        raise AthenaFailure(
+            f"HIVE_PATH_ALREADY_EXISTS: Target directory for {what} already exists: {location}. "
+            "Use a new location, or empty it first"
+        )
+
+
+class AthenaFailure(Exception):
+    """A failure already in Athena's words."""
+
+
+def _written(spark: Any, order: dict[str, Any], frame: Any, location: str) -> dict[str, Any]:
+    write = order["write"]
+    writer = frame.write.format(write["format"])
+    if write.get("partitioned_by"):
+        writer = writer.partitionBy(*write["partitioned_by"])
+    if write.get("compression"):
+        writer = writer.option("compression", write["compression"])
+    if write.get("delimiter") and write["format"] == "csv":
+        writer = writer.option("sep", write["delimiter"])
+    return {"writer": writer, "location": location}
+
+
+def _ctas(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    from ..engine.storage import spark_base_path
+
+    write = order["write"]
+    database, name = write["table"]
+    if spark.catalog.tableExists(f"`{database}`.`{name}`"):
+        raise AthenaFailure(f"TABLE_ALREADY_EXISTS: Table '{database}.{name}' already exists")
+    location = write["location"].rstrip("/") + "/"
+    _refuse_nonempty(location, f"table '{database}.{name}'")
+    frame = spark.sql(order["sql"])
+    if not write.get("with_data", True):
+        frame = frame.limit(0)
+    count = frame.count() if write.get("with_data", True) else 0
+    writer = _written(spark, order, frame, location)["writer"]
+    writer.option("path", spark_base_path(location)).mode("errorifexists").saveAsTable(
+        f"`{database}`.`{name}`"
+    )
+    return _manifested(order, location, count, _scanned(frame))
+
+
+def _manifested(
+    order: dict[str, Any], location: str, count: int, scanned: int, before: set[str] | None = None
+) -> dict[str, Any]:
+    files = [f for f in _files(location) if before is None or f not in before]
+    base = order["output"]
+    _write_text(base + "-manifest.csv", results.manifest(files))
+    _write_bytes(base + ".metadata", results.metadata_document([]))
+    return {
+        "columns": [],
+        "rows": 0,
+        "update_count": count,
+        "scanned": scanned,
+        "manifest": base + "-manifest.csv",
+        "file": None,
+    }
+
+
+def _insert(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    database, name = order["write"]["table"]
+    found = spark.sql(f"DESCRIBE FORMATTED `{database}`.`{name}`").collect()
+    location = next((r["data_type"] for r in found if r["col_name"] == "Location"), None)
+    before = set(_files(location)) if location else set()
+    spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
+    spark.sql(order["sql"]).collect()
+    count = 0
+    if location:
+        from ..engine.storage import parquet_rows
+
+        fs, _ = _fs(location)
+        for url in _files(location):
+            if url not in before and url.endswith(".parquet"):
+                count += parquet_rows(fs, _fs(url)[1])
+    return _manifested(order, location or "", count, 0, before) if location else {"columns": [], "rows": 0}
+
+
+def _unload(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    from ..engine.storage import spark_base_path
+
+    location = order["write"]["location"].rstrip("/") + "/"
+    _refuse_nonempty(location, "UNLOAD")
+    frame = spark.sql(order["sql"])
+    count = frame.count()
+    _written(spark, order, frame, location)["writer"].mode("errorifexists").save(spark_base_path(location))
+    return _manifested(order, location, count, _scanned(frame))
+
+
+RUNNERS = {"query": _rows, "show": _shown, "ddl": _ddl, "ctas": _ctas, "insert": _insert, "unload": _unload}
+
+
+def _one_line(exc: BaseException, database: str) -> str:
+    text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)
+    if java is not None:  # py4j's own first line names only the call that failed
+        text = str(java.getMessage() or java.toString()).strip()
+    found = re.search(r"\[UNRESOLVED_ROUTINE\][^`]*`([^`]+)`", text)
+    if found:
+        return (
+            f"FUNCTION_NOT_FOUND: function {found.group(1).split('.')[-1].lower()} has no Spark SQL "
+            "counterpart here (docs/athena.md lists the translated functions)"
+        )
+    found = re.search(r"\[TABLE_OR_VIEW_NOT_FOUND\][^`]*`([^`]+)`(\.`([^`]+)`)?(\.`([^`]+)`)?", text)
+    if found:
+        parts = [g for g in (found.group(1), found.group(3), found.group(5)) if g]
+        named = ".".join(parts[-2:]) if len(parts) > 1 else f"{database}.{parts[0]}"
+        return f"TABLE_NOT_FOUND: Table '{named}' does not exist"
+    found = re.search(r"\[SCHEMA_NOT_FOUND\][^`]*`([^`]+)`", text)
+    if found:
+        return f"SCHEMA_NOT_FOUND: Schema '{found.group(1).split('.')[-1]}' does not exist"
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first if isinstance(exc, AthenaFailure) else f"GENERIC_INTERNAL_ERROR: {first}"
+
+
+def run(spark: Any, order_json: str) -> None:
+    """Run one order and print its outcome line."""
+    from ..engine import storage
+    from ..settings import Settings
+
+    order = json.loads(order_json)
+    storage.configure(Settings.from_env())
+    database = order.get("database") or "default"
+    try:
+        if not spark.catalog.databaseExists(database):
+            raise AthenaFailure(f"SCHEMA_NOT_FOUND: Schema '{database}' does not exist")
+        spark.catalog.setCurrentDatabase(database)
+        outcome = RUNNERS[order["kind"]](spark, order)
+        outcome["ok"] = True
+    except Exception as exc:  # noqa: BLE001 - the query fails with the reason, in one line
+        outcome = {"ok": False, "error": _one_line(exc, database)}
+    print(MARK + json.dumps(outcome), flush=True)
+
+
+def outcome_of(text: str) -> dict[str, Any] | None:
+    """The outcome line in a statement's printed output."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(MARK):
+            found: dict[str, Any] = json.loads(line[len(MARK) :])
+            return found
+    return None
