@@ -59,8 +59,15 @@ $(CLIENTS)/daft/.installed: Makefile
 	$(CLIENTS)/daft/bin/python -m pip install -q "daft==0.7.26" "pyiceberg==0.12.0" "boto3==1.43.117"
 	touch $@
 
+# Athena's Python client, PyAthena, with its pandas cursor (which needs pandas 3; sparkmark's
+# own virtualenv keeps pandas 2).
+$(CLIENTS)/athena/.installed: Makefile
+	python3 -m venv $(CLIENTS)/athena
+	$(CLIENTS)/athena/bin/python -m pip install -q "pyathena[pandas]==4.2.1" "boto3==1.43.117"
+	touch $@
+
 clients: $(CLIENTS)/airflow/.installed $(CLIENTS)/dbt/.installed $(CLIENTS)/jupyter/.installed \
-	$(CLIENTS)/duckdb/.installed $(CLIENTS)/daft/.installed
+	$(CLIENTS)/duckdb/.installed $(CLIENTS)/daft/.installed $(CLIENTS)/athena/.installed
 
 # dbt-duckdb, for the benches only (S3d: dbt-glue's run beside a local adapter's). The
 # dbt-core dbt-glue pairs with, for the reason above.

@@ -67,6 +67,8 @@ class Plan:
     kind: str = "query"  # query | ddl | ctas | insert | unload | show
     write: Write | None = None
     show: str | None = None  # SHOW's subject (tables, databases, partitions, columns, create)
+    created: tuple[str, str] | None = None  # the table a CREATE EXTERNAL TABLE makes
+    partitions: tuple[str, str] | None = None  # the table whose partitions a statement changes
     notes: tuple[str, ...] = field(default=())
 
 
@@ -327,6 +329,12 @@ def plan(
         )
     if first in ("CREATE", "REPLACE"):
         return _create(sql, words, database, parameters, ctas_location)
+    if first in ("MSCK", "ALTER"):
+        found = re.search(r"(?is)\bTABLE\s+([`\"\w.]+)\s*(.*)$", _head(sql))
+        name = found.group(1).replace("`", "").replace('"', "").lower().split(".") if found else []
+        table = (name[0], name[1]) if len(name) == 2 else (database, name[0]) if name else None
+        touches = first == "MSCK" or (found is not None and re.search(r"(?i)\bPARTITION\b", found.group(2)))
+        return Plan(DDL, _head(sql).rstrip().rstrip(";"), kind="ddl", partitions=table if touches else None)
     if first in _PASSED:
         subject = words[1].lower() if first == "SHOW" and len(words) > 1 else None
         return Plan(
@@ -349,8 +357,13 @@ def _create(
         if found is None:
             raise AthenaSqlError("SYNTAX_ERROR: CREATE VIEW name AS query")
         return Plan(DDL, f"{found.group(1)} AS {translate(found.group(3), parameters)}", kind="ddl")
-    if words[1:2] in (["DATABASE"], ["SCHEMA"]) or "EXTERNAL" in words[:3]:
+    if words[1:2] in (["DATABASE"], ["SCHEMA"]):
         return Plan(DDL, text, kind="ddl")
+    if "EXTERNAL" in words[:3]:
+        found = re.match(r"(?is)^CREATE\s+EXTERNAL\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?([`\"\w.]+)", text)
+        name = found.group(2).replace("`", "").replace('"', "").lower().split(".") if found else []
+        created = (name[0], name[1]) if len(name) == 2 else (database, name[0]) if name else None
+        return Plan(DDL, text, kind="ddl", created=created)
     if re.search(
         r"(?is)\)\s*AS\s*(\(?\s*(SELECT|WITH|VALUES|TABLE)\b)|\bAS\s+(SELECT|WITH|VALUES|TABLE)\b", text
     ) and not re.search(r"(?is)^CREATE\s+TABLE\s+\S+\s*\(", text):

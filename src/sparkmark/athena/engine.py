@@ -118,6 +118,8 @@ class AthenaEngine:
             "database": (database or "default").lower(),
             "output": f"{folder}/{query_id}",
             "write": plan.write.__dict__ if plan.write is not None else None,
+            "created": plan.created,
+            "partitions": plan.partitions,
         }
 
     def stop(self, query_id: str) -> None:

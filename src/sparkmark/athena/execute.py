@@ -152,9 +152,91 @@ def _shown(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
 
 def _ddl(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
     spark.sql(order["sql"]).collect()
+    if order.get("created"):
+        _skip_header(spark, *order["created"])
+    if order.get("partitions"):
+        sync_partitions(spark, *order["partitions"])
     base = order["output"]
     _write_text(base + ".txt", "")
     return {"columns": [], "rows": 0, "scanned": 0, "file": base + ".txt", "text": True}
+
+
+_TEXT_SERDES = ("LazySimpleSerDe", "OpenCSVSerde")
+
+
+def _skip_header(spark: Any, database: str, name: str) -> None:
+    """A text table with ``skip.header.line.count`` = 1, as Athena reads it: Spark's Hive
+    reader ignores the property (its first lines would be rows), so the table is made
+    again as Spark's CSV table with a header, over the same files and columns."""
+    jvm = spark._jvm
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(database))
+    table = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident)
+    skip = table.properties().get("skip.header.line.count")
+    serde = str(table.storage().serde().getOrElse(None) or "")
+    if not skip.isDefined() or not any(s in serde for s in _TEXT_SERDES):
+        return
+    if str(skip.get()).strip() == "0":
+        return
+    if str(skip.get()).strip() != "1":
+        raise AthenaFailure(
+            f"NOT_SUPPORTED: skip.header.line.count = {skip.get()}: one header line is read here"
+        )
+    props = table.storage().properties()
+    delim = props.get("field.delim")
+    delim = delim.get() if delim.isDefined() else (props.get("separatorChar").getOrElse(None) or ",")
+    if "'" in str(delim) or "\\" in str(delim):
+        raise AthenaFailure(f"NOT_SUPPORTED: the field delimiter {delim!r} with skip.header.line.count")
+    parts = [c.name for c in spark.catalog.listColumns(name, database) if c.isPartition]
+    fields = spark.table(f"`{database}`.`{name}`").schema.fields
+    columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
+    location = str(table.storage().locationUri().get())
+    spark.sql(f"DROP TABLE `{database}`.`{name}`")
+    partitioned = f" PARTITIONED BY ({', '.join(f'`{p}`' for p in parts)})" if parts else ""
+    spark.sql(
+        f"CREATE TABLE `{database}`.`{name}` ({columns}) USING csv "
+        f"OPTIONS (header 'true', sep '{delim}'){partitioned} "
+        f"LOCATION '{location}' TBLPROPERTIES ('skip.header.line.count'='1')"
+    )
+
+
+def _after_write(spark: Any, database: str, name: str) -> None:
+    """The written table in the Glue catalog now (the session's copy after the statement
+    would come too late for the partitions), with its partitions."""
+    from ..catalog.session_sync import active
+
+    sync = active()
+    if sync is not None:
+        sync.after()
+    sync_partitions(spark, database, name)
+
+
+def sync_partitions(spark: Any, database: str, name: str) -> None:
+    """The table's partitions in the Glue catalog as the session's metastore has them,
+    after a statement that adds or drops some (MSCK REPAIR, ALTER TABLE … PARTITION,
+    CTAS, INSERT INTO): Athena's DDL changes the Glue catalog's partitions."""
+    from ..catalog.models import Partition
+    from ..catalog.store import CatalogStore
+    from ..engine.storage import canonical
+    from ..engine.store import StateStore
+    from ..settings import Settings
+
+    jvm = spark._jvm
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(database))
+    catalog = spark._jsparkSession.sessionState().catalog()
+    keys = [c.name for c in spark.catalog.listColumns(name, database) if c.isPartition]
+    if not keys:
+        return
+    listed = catalog.listPartitions(ident, jvm.scala.Option.empty())
+    have = {}
+    for i in range(listed.size()):
+        part = listed.apply(i)
+        spec = part.spec()
+        values = tuple(str(spec.get(k).get()) for k in keys)
+        have[values] = canonical(str(part.location().toString()))
+    store = CatalogStore(StateStore.from_settings(Settings.from_env()))
+    kept = {p.values: p for p in store.partitions(database, name)}
+    store.drop_partitions(database, name, [p for v, p in kept.items() if v not in have])
+    store.put_partitions(database, name, [Partition(v, loc) for v, loc in have.items() if v not in kept])
 
 
 def _refuse_nonempty(location: str, what: str) -> None:
@@ -225,6 +307,7 @@ def _insert(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
     before = set(_files(location)) if location else set()
     spark.conf.set("hive.exec.dynamic.partition.mode", "nonstrict")
     spark.sql(order["sql"]).collect()
+    _after_write(spark, database, name)
     count = 0
     if location:
         from ..engine.storage import parquet_rows

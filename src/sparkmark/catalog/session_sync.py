@@ -24,6 +24,7 @@ import logging
 from typing import Any
 
 from ..engine.schema import utcnow
+from ..engine.storage import canonical
 from ..engine.store import StateStore
 from ..errors import NotFound
 from ..settings import Settings
@@ -48,6 +49,15 @@ def _option(value: Any) -> Any:
     return value.get() if value.isDefined() else None
 
 
+_ACTIVE: list[MetastoreSync] = []  # the one a session's process runs, for code it runs
+
+
+def active() -> MetastoreSync | None:
+    """The session's sync in this process, if it keeps one (for a statement that writes the
+    catalog before the statement ends: the Athena engine's CTAS adds partitions to it)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
 class MetastoreSync:
     def __init__(self, spark: Any, settings: Settings):
         self.spark = spark
@@ -58,6 +68,7 @@ class MetastoreSync:
         self._pull()
         self.seen_databases, self.seen = self._metastore()
         self._adopt()
+        _ACTIVE[:] = [self]
 
     def _adopt(self) -> None:
         """Tables the metastore had before this session (made by an earlier one) that the
@@ -121,9 +132,8 @@ class MetastoreSync:
             glue["ViewOriginalText"] = glue["ViewExpandedText"] = str(view)
         params["classification"] = params.get("classification", classification)
         params[GLUE_KEY] = json.dumps(glue)
-        return Table(
-            db, name, str(location) if location is not None else "", classification, columns, keys, params
-        )
+        where = canonical(str(location)) if location is not None else ""  # s3:// as Glue keeps it
+        return Table(db, name, where, classification, columns, keys, params)
 
     def after(self) -> str | None:
         """Write what the statement changed in the metastore to the catalog; a one-line
