@@ -232,6 +232,7 @@ bench: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/dynamodb_read.py
 	$(PY) bench/python_shell.py
 	$(PY) bench/iceberg_rest.py
+	$(PY) bench/athena.py
 	$(PY) bench/table.py
 
 bench-quick: install services jars bench-clients $(VENV)/.bench
@@ -255,6 +256,7 @@ bench-quick: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/dynamodb_read.py --quick --repeats 2
 	$(PY) bench/python_shell.py --quick
 	$(PY) bench/iceberg_rest.py --quick
+	$(PY) bench/athena.py --quick
 	$(PY) bench/table.py
 
 clean:

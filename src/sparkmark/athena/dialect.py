@@ -136,13 +136,29 @@ def translate(sql: str, parameters: list[str] | None = None) -> str:
         try:
             literal = sqlglot.parse_one(value, read="trino")
         except ParseError:
-            raise AthenaSqlError(f"INVALID_PARAMETER: {value!r} is not a SQL literal") from None
+            literal = None
+        if not _is_literal(literal):
+            raise AthenaSqlError(f"INVALID_PARAMETER: {value!r} is not a SQL literal")
         place.replace(literal)
     _refuse_unordered(tree)
     try:
         return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
     except UnsupportedError as exc:
         raise AthenaSqlError(f"NOT_SUPPORTED: {str(exc).splitlines()[0]}") from None
+
+
+def _is_literal(node: Any) -> bool:
+    """A value a parameter may be: a literal, a signed number, NULL, a boolean, or a
+    typed literal (DATE '…', TIMESTAMP '…'); never an expression or a name."""
+    from sqlglot import exp
+
+    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)):
+        return True
+    if isinstance(node, exp.Neg):
+        return isinstance(node.this, exp.Literal) and not node.this.is_string
+    if isinstance(node, exp.Cast):
+        return isinstance(node.this, exp.Literal) and node.this.is_string
+    return False
 
 
 def _refuse_unordered(tree: Any) -> None:

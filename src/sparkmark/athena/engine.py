@@ -243,8 +243,15 @@ class AthenaEngine:
                 record.id, only_from=running, state=FAILED, reason=outcome.get("error"), error_category=USER
             )
         else:
+            # The files' names come from the order, never the printed line: a session's
+            # output is masked, and a path may hold a word that a secret also is.
+            base = order["output"]
+            files = {
+                "file": (base + (".txt" if outcome.get("text") else ".csv")) if outcome.get("file") else None,
+                "manifest": base + "-manifest.csv" if outcome.get("manifest") else None,
+            }
             self.store.set_query(
-                record.id, only_from=running, state=SUCCEEDED, outcome={**outcome, "order": order}
+                record.id, only_from=running, state=SUCCEEDED, outcome={**outcome, **files, "order": order}
             )
 
     def close(self) -> None:

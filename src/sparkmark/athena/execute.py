@@ -19,6 +19,7 @@ from typing import Any
 from . import results
 
 MARK = "SPARKMARK_ATHENA "
+SMALL = 10_000  # rows taken at once; a larger result is streamed
 # SHOW's and DESCRIBE's one result column, as Athena names it, from Spark's columns.
 SHOWN = {
     "tables": ("tab_name", ["tableName"]),
@@ -92,23 +93,23 @@ def _scanned(frame: Any) -> int:
     return total
 
 
-def _result_frame(spark: Any, sql: str) -> Any:
-    """The query's rows, its top-level timestamps already Athena's text (in the session's
-    time zone, never this Python's)."""
+def _as_text(frame: Any) -> Any:
+    """The query's rows with its top-level timestamps already Athena's text (in the
+    session's time zone, never this Python's)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType
 
-    frame = spark.sql(sql)
-    if any(isinstance(f.dataType, (TimestampType, TimestampNTZType)) for f in frame.schema.fields):
-        frame = frame.select(
-            *[
-                F.date_format(F.col(f"`{f.name}`"), "yyyy-MM-dd HH:mm:ss.SSS").alias(f.name)
-                if isinstance(f.dataType, (TimestampType, TimestampNTZType))
-                else F.col(f"`{f.name}`")
-                for f in frame.schema.fields
-            ]
-        )
-    return frame
+    stamps = (TimestampType, TimestampNTZType)
+    if not any(isinstance(f.dataType, stamps) for f in frame.schema.fields):
+        return frame
+    return frame.select(
+        *[
+            F.date_format(F.col(f"`{f.name}`"), "yyyy-MM-dd HH:mm:ss.SSS").alias(f.name)
+            if isinstance(f.dataType, stamps)
+            else F.col(f"`{f.name}`")
+            for f in frame.schema.fields
+        ]
+    )
 
 
 def _rows(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
@@ -116,12 +117,15 @@ def _rows(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
     columns = [
         results.column_info(f.name, f.dataType.simpleString(), f.nullable) for f in source.schema.fields
     ]
-    frame = _result_frame(spark, order["sql"])
+    frame = _as_text(source)
     base = order["output"]
     count = 0
     with _open(base + ".csv", "w") as out:
         out.write(results.csv_line([c["Name"] for c in columns]))
-        for row in frame.toLocalIterator():
+        # A small result is taken in one job; a large one is streamed, a partition at a
+        # time, so the driver never holds it whole.
+        first = frame.take(SMALL + 1)
+        for row in first if len(first) <= SMALL else frame.toLocalIterator():
             out.write(results.csv_line([results.text(v) for v in row]))
             count += 1
     _write_bytes(base + ".csv.metadata", results.metadata_document(columns))
