@@ -31,6 +31,7 @@ import pytest
 from sqlalchemy import MetaData, create_engine, inspect, select
 
 from sparkmark.app.tags import TagStore
+from sparkmark.athena.records import AthenaStore
 from sparkmark.catalog.kept_documents import KeptDocuments
 from sparkmark.catalog.schema_registry import SchemaRegistryStore
 from sparkmark.catalog.store import CatalogStore
@@ -52,6 +53,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "stores"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sqlite"))
 # Every store whose module registers a component.
 STORES = (
+    AthenaStore,
     TagStore,
     KeptDocuments,
     SchemaRegistryStore,

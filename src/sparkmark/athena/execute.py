@@ -124,12 +124,14 @@ def _rows(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
         out.write(results.csv_line([c["Name"] for c in columns]))
         # A small result is taken in one job; a large one is streamed, a partition at a
         # time, so the driver never holds it whole.
-        first = frame.take(SMALL + 1)
-        for row in first if len(first) <= SMALL else frame.toLocalIterator():
+        limited = frame.limit(SMALL + 1)
+        first = limited.collect()
+        ran = limited if len(first) <= SMALL else frame  # the plan whose scans are counted
+        for row in first if ran is limited else frame.toLocalIterator():
             out.write(results.csv_line([results.text(v) for v in row]))
             count += 1
     _write_bytes(base + ".csv.metadata", results.metadata_document(columns))
-    return {"columns": columns, "rows": count, "scanned": _scanned(frame), "file": base + ".csv"}
+    return {"columns": columns, "rows": count, "scanned": _scanned(ran), "file": base + ".csv"}
 
 
 def _write_bytes(url: str, data: bytes) -> None:
