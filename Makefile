@@ -66,8 +66,15 @@ $(CLIENTS)/athena/.installed: Makefile
 	$(CLIENTS)/athena/bin/python -m pip install -q "pyathena[pandas]==4.2.1" "boto3==1.43.117"
 	touch $@
 
+# dbt-athena, with the dbt-core it pairs with on PyPI alone (as dbt-glue's, above).
+$(CLIENTS)/dbt-athena/.installed: Makefile
+	python3 -m venv $(CLIENTS)/dbt-athena
+	$(CLIENTS)/dbt-athena/bin/python -m pip install -q "dbt-athena-community==1.11.1" "dbt-core==1.10.23"
+	touch $@
+
 clients: $(CLIENTS)/airflow/.installed $(CLIENTS)/dbt/.installed $(CLIENTS)/jupyter/.installed \
-	$(CLIENTS)/duckdb/.installed $(CLIENTS)/daft/.installed $(CLIENTS)/athena/.installed
+	$(CLIENTS)/duckdb/.installed $(CLIENTS)/daft/.installed $(CLIENTS)/athena/.installed \
+	$(CLIENTS)/dbt-athena/.installed
 
 # dbt-duckdb, for the benches only (S3d: dbt-glue's run beside a local adapter's). The
 # dbt-core dbt-glue pairs with, for the reason above.

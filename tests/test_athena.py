@@ -631,3 +631,107 @@ def test_pyathena_cursor_and_pandas_cursor_read_the_catalog(api):
     ]
     assert found["dtypes"][2] == "Int64"
     assert found["scanned"] > 0
+
+
+DBT = REPO / ".venv-clients" / "dbt-athena" / "bin" / "dbt"
+DBT_PROJECT = Path(__file__).parent / "fixtures" / "dbt_athena"
+
+
+def test_dbt_athena_seeds_builds_a_table_a_view_and_an_increment_twice_and_tests_them(api, tmp_path):
+    """A dbt-athena project (tests/fixtures/dbt_athena) as its users run it: `dbt seed`,
+    `dbt run` twice, `dbt test`. dbt-athena makes the schema, loads the seed through S3 and
+    CREATE EXTERNAL TABLE, builds the table with CTAS, swaps it through the Glue API on the
+    second run, appends to the incremental model, and makes the view."""
+    import shutil
+
+    if not DBT.exists():
+        pytest.fail(f"{DBT} is missing: run `make clients`")
+    project = tmp_path / "shop"
+    shutil.copytree(DBT_PROJECT, project)
+    (tmp_path / "profiles.yml").write_text(
+        "sparkmark:\n  target: dev\n  outputs:\n    dev:\n      type: athena\n"
+        f"      s3_staging_dir: s3://{RESULTS}/dbt/\n      s3_data_dir: s3://{BUCKET}/dbt/\n"
+        "      region_name: us-east-1\n      database: awsdatacatalog\n      schema: shop\n"
+        "      threads: 1\n      num_retries: 0\n"
+    )
+    env = {**api.client_env(), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+
+    def dbt(*args: str) -> dict[str, str]:
+        done = subprocess.run(
+            [str(DBT), *args, "--profiles-dir", str(tmp_path), "--no-use-colors"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
+        assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
+        results = json.loads((project / "target" / "run_results.json").read_text())
+        return {r["unique_id"].split(".")[-1]: r["status"] for r in results["results"]}
+
+    assert dbt("seed") == {"raw_orders": "success"}
+    models = {"orders": "success", "shipped_orders": "success", "customer_totals": "success"}
+    assert dbt("run") == models
+    assert dbt("run") == models
+    tested = dbt("test")
+    assert len(tested) == 8 and set(tested.values()) == {"pass"}
+
+    glue = api.client("glue")
+    tables = {t["Name"]: t for t in glue.get_tables(DatabaseName="shop")["TableList"]}
+    assert set(tables) == {"raw_orders", "orders", "shipped_orders", "customer_totals"}
+    assert tables["shipped_orders"]["TableType"] == "VIRTUAL_VIEW"
+    assert rows(api, "SELECT customer, total FROM customer_totals ORDER BY customer", database="shop") == [
+        ["ada", "15.5"],
+        ["ben", "23.0"],
+        ["cy", "20.0"],
+    ]  # the second run appended none: every customer was there
+    assert rows(api, "SELECT order_id FROM shipped_orders ORDER BY order_id", database="shop") == [
+        ["1"],
+        ["2"],
+        ["5"],
+    ]
+
+
+REST_CLIENT = """
+import json, time, boto3, botocore
+athena = boto3.client("athena")
+assert athena.meta.service_model.protocol == "rest-json", athena.meta.service_model.protocol
+query_id = athena.start_query_execution(
+    QueryString="SELECT city FROM stores WHERE store_id = 1",
+    QueryExecutionContext={"Database": "crawled"},
+    ResultConfiguration={"OutputLocation": "s3://athena-results/rest/"},
+)["QueryExecutionId"]
+while athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Status"]["State"] in (
+        "QUEUED", "RUNNING"):
+    time.sleep(0.05)
+page = athena.get_query_results(QueryExecutionId=query_id, MaxResults=1)
+try:
+    athena.get_query_execution(QueryExecutionId="00000000-0000-0000-0000-000000000000")
+    missing = None
+except athena.exceptions.InvalidRequestException as exc:
+    missing = exc.response["Error"]["Code"]
+groups = [g["Name"] for g in athena.list_work_groups(MaxResults=5)["WorkGroups"]]
+print("RESULT " + json.dumps({"rows": [[d.get("VarCharValue") for d in r["Data"]] for r in page["ResultSet"]["Rows"]],
+                              "next": "NextToken" in page, "missing": missing, "groups": groups}))
+"""
+
+
+def test_the_rest_protocol_of_newer_sdks_is_served_as_the_json_one(api):
+    """botocore 1.44's model of Athena speaks REST-JSON (GET /query-executions/{id} …):
+    dbt-athena's virtualenv has it, and its boto3 calls the same operations over it."""
+    import requests
+
+    python = DBT.parent / "python"
+    done = subprocess.run(
+        [str(python), "-c", REST_CLIENT], env=api.client_env(), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert found == {
+        "rows": [["city"]],
+        "next": True,
+        "missing": "InvalidRequestException",
+        "groups": ["primary"],
+    }
+    unsigned = requests.get(api.url + "/workgroups", timeout=30)
+    assert unsigned.status_code in (401, 403)

@@ -534,3 +534,73 @@ def get_table_metadata(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         raise GlueApiError(
             "MetadataException", f"Table {p['TableName']} not found in database {p['DatabaseName']}."
         ) from None
+
+
+# ---------------------------------------------------------------------- the REST protocol
+# Athena is also served over REST-JSON, the protocol newer AWS SDKs use for it (botocore's
+# model of Athena from 1.44 on): each operation at its method and path, members named in
+# the path and the query string, the rest a JSON body, the answer the same JSON.
+REST_ROUTES: dict[str, tuple[str, str]] = {
+    "BatchGetNamedQuery": ("POST", "/batch-get-named-queries"),
+    "BatchGetQueryExecution": ("POST", "/batch-get-query-executions"),
+    "CreateNamedQuery": ("POST", "/named-queries"),
+    "CreatePreparedStatement": ("POST", "/workgroups/{WorkGroup}/prepared-statements"),
+    "CreateWorkGroup": ("POST", "/workgroups"),
+    "DeleteNamedQuery": ("DELETE", "/named-queries/{NamedQueryId}"),
+    "DeletePreparedStatement": ("DELETE", "/workgroups/{WorkGroup}/prepared-statements/{StatementName}"),
+    "DeleteWorkGroup": ("DELETE", "/workgroups/{WorkGroup}"),
+    "GetDataCatalog": ("GET", "/data-catalogs/{Name}"),
+    "GetDatabase": ("GET", "/data-catalogs/{CatalogName}/databases/{DatabaseName}"),
+    "GetNamedQuery": ("GET", "/named-queries/{NamedQueryId}"),
+    "GetPreparedStatement": ("GET", "/workgroups/{WorkGroup}/prepared-statements/{StatementName}"),
+    "GetQueryExecution": ("GET", "/query-executions/{QueryExecutionId}"),
+    "GetQueryResults": ("GET", "/query-executions/{QueryExecutionId}/results"),
+    "GetTableMetadata": ("GET", "/data-catalogs/{CatalogName}/databases/{DatabaseName}/tables/{TableName}"),
+    "GetWorkGroup": ("GET", "/workgroups/{WorkGroup}"),
+    "ListDataCatalogs": ("GET", "/data-catalogs"),
+    "ListDatabases": ("GET", "/data-catalogs/{CatalogName}/databases"),
+    "ListNamedQueries": ("GET", "/named-queries"),
+    "ListPreparedStatements": ("GET", "/workgroups/{WorkGroup}/prepared-statements"),
+    "ListQueryExecutions": ("GET", "/query-executions"),
+    "ListTableMetadata": ("GET", "/data-catalogs/{CatalogName}/databases/{DatabaseName}/tables"),
+    "ListWorkGroups": ("GET", "/workgroups"),
+    "StartQueryExecution": ("POST", "/query-executions"),
+    "StopQueryExecution": ("POST", "/query-executions/{QueryExecutionId}/stop"),
+    "UpdateNamedQuery": ("PATCH", "/named-queries/{NamedQueryId}"),
+    "UpdatePreparedStatement": ("PATCH", "/workgroups/{WorkGroup}/prepared-statements/{StatementName}"),
+    "UpdateWorkGroup": ("PATCH", "/workgroups/{WorkGroup}"),
+}
+
+
+def rest_body(op: Any, path: dict[str, str], query: list[tuple[str, str]], body: bytes) -> bytes:
+    """A REST request's members as the JSON body of the same operation in AWS JSON 1.1:
+    the path's and the query string's (typed as the operation's input shape types them)
+    over the body's."""
+    import json
+
+    from ..access import json_depth_ok
+
+    try:
+        document = json.loads(body or b"{}") if json_depth_ok(body) else None
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        raise GlueApiError("SerializationException", "the request body is not a JSON object")
+    members = op.input_shape.members if op.input_shape is not None else {}
+    for name, value in [*path.items(), *query]:
+        shape = members.get(name)
+        if shape is None:
+            raise _invalid(f"{name} is not a parameter of {op.name}")
+        kind = shape.type_name
+        if kind == "integer":
+            try:
+                document[name] = int(value)
+            except ValueError:
+                raise _invalid(f"{name} must be an integer, got {value!r}") from None
+        elif kind == "boolean":
+            document[name] = value.lower() == "true"
+        elif kind == "list":
+            document.setdefault(name, []).append(value)
+        else:
+            document[name] = value
+    return json.dumps(document).encode()

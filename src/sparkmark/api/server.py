@@ -163,6 +163,41 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             failure = protocol.GlueApiError(code, f"{name} failed inside sparkmark", 500)
             return Response(protocol.render_error(failure), status_code=500, headers=headers)
 
+    async def athena_rest(request: Request) -> Response:
+        """Athena's API over REST-JSON (the protocol of newer SDKs' model of Athena)."""
+        body = await request.body()
+        name = request.scope["route"].name
+        headers = {"Content-Type": "application/json"}
+        try:
+            raw = request.scope.get("raw_path") or request.url.path.encode()
+            query = request.url.query
+            check(
+                request,
+                body,
+                f"{request.url.scheme}://{request.url.netloc}{raw.decode('latin-1')}"
+                + (f"?{query}" if query else ""),
+            )
+            op = protocol.operation(name, "athena")
+            params = protocol.parse_request(
+                op,
+                athena.rest_body(
+                    op, dict(request.path_params), list(request.query_params.multi_items()), body
+                ),
+            )
+            result = await asyncio.to_thread(service.call, name, params, "athena")
+            return Response(protocol.render_response(op, result), headers=headers)
+        except protocol.GlueApiError as exc:
+            log.info("%s: %s %s", name, exc.code, exc.message)
+            return Response(
+                protocol.render_error(exc),
+                status_code=exc.status,
+                headers={**headers, "x-amzn-ErrorType": exc.code},
+            )
+        except Exception:  # every request is answered, in the protocol's error shape
+            log.exception("%s failed", name)
+            failure = protocol.GlueApiError("InternalServerException", f"{name} failed inside sparkmark", 500)
+            return Response(protocol.render_error(failure), status_code=500, headers=headers)
+
     async def health(_request: Request) -> Response:
         return JSONResponse({"service": "sparkmark-glue-api", "status": "ok"})
 
@@ -190,6 +225,10 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             iceberg_rest.route(service, signed),
+            *[
+                Route(path, athena_rest, methods=[method], name=operation)
+                for operation, (method, path) in athena.REST_ROUTES.items()
+            ],
         ]
     )
     return RequestGuard(

@@ -69,6 +69,8 @@ class Plan:
     show: str | None = None  # SHOW's subject (tables, databases, partitions, columns, create)
     created: tuple[str, str] | None = None  # the table a CREATE EXTERNAL TABLE makes
     partitions: tuple[str, str] | None = None  # the table whose partitions a statement changes
+    # Statements about databases run whether or not the query's database exists.
+    needs_database: bool = True
     notes: tuple[str, ...] = field(default=())
 
 
@@ -84,6 +86,12 @@ def _head(sql: str) -> str:
             text = text[1:]
             continue
         return text
+
+
+def _statement(sql: str) -> str:
+    """A statement that runs as written: its leading comments, trailing semicolon and
+    Athena's catalog name left out."""
+    return without_catalog(_head(sql).rstrip().rstrip(";"))
 
 
 def _words(sql: str, n: int = 3) -> list[str]:
@@ -141,10 +149,36 @@ def translate(sql: str, parameters: list[str] | None = None) -> str:
             raise AthenaSqlError(f"INVALID_PARAMETER: {value!r} is not a SQL literal")
         place.replace(literal)
     _refuse_unordered(tree)
+    _one_catalog(tree)
     try:
         return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
     except UnsupportedError as exc:
         raise AthenaSqlError(f"NOT_SUPPORTED: {str(exc).splitlines()[0]}") from None
+
+
+CATALOG = "awsdatacatalog"  # Athena's name for the Glue catalog, the one catalog here
+_CATALOG_PREFIX = re.compile(r"""(?i)(?<![\w.])[`"]?awsdatacatalog[`"]?\s*\.\s*""")
+
+
+def _one_catalog(tree: Any) -> None:
+    """Names qualified with Athena's catalog (``awsdatacatalog.db.t``) as Spark names them
+    (``db.t``); another catalog is refused."""
+    from sqlglot import exp
+
+    for table in tree.find_all(exp.Table):
+        catalog = table.args.get("catalog")
+        if catalog is None:
+            continue
+        if catalog.name.lower() != CATALOG:
+            raise AthenaSqlError(
+                f"NOT_SUPPORTED: catalog {catalog.name}: the one catalog here is AwsDataCatalog, the Glue catalog"
+            )
+        table.set("catalog", None)
+
+
+def without_catalog(text: str) -> str:
+    """Hive DDL with Athena's catalog left out of its names."""
+    return _CATALOG_PREFIX.sub("", text)
 
 
 def _is_literal(node: Any) -> bool:
@@ -232,12 +266,15 @@ def _ctas(sql: str, database: str, default_location: str) -> Plan:
         raise _parse_error(exc) from None
     if not isinstance(tree, exp.Create) or tree.expression is None:
         raise AthenaSqlError("SYNTAX_ERROR: CREATE TABLE … AS needs a query after AS")
+    _one_catalog(tree)
     props = _properties(tree)
     if str(props.get("table_type", "HIVE")).upper() != "HIVE":
         raise AthenaSqlError(
             f"NOT_SUPPORTED: CTAS with table_type '{props['table_type']}': sparkmark's Athena API "
             "makes Hive tables; create Iceberg tables with Spark, PyIceberg or the REST catalog"
         )
+    if str(props.get("is_external", "true")).lower() != "true":
+        raise AthenaSqlError("NOT_SUPPORTED: is_external = false: Athena allows it for Iceberg tables only")
     if props.get("bucketed_by"):
         raise AthenaSqlError("NOT_SUPPORTED: bucketed_by: sparkmark's CTAS does not bucket")
     table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
@@ -258,6 +295,7 @@ def _ctas(sql: str, database: str, default_location: str) -> Plan:
         "table_type",
         "field_delimiter",
         "bucket_count",
+        "is_external",
     }
     if unknown:
         raise AthenaSqlError(f"NOT_SUPPORTED: the CTAS property {sorted(unknown)[0]}")
@@ -346,16 +384,21 @@ def plan(
     if first in ("CREATE", "REPLACE"):
         return _create(sql, words, database, parameters, ctas_location)
     if first in ("MSCK", "ALTER"):
-        found = re.search(r"(?is)\bTABLE\s+([`\"\w.]+)\s*(.*)$", _head(sql))
+        found = re.search(r"(?is)\bTABLE\s+([`\"\w.]+)\s*(.*)$", _statement(sql))
         name = found.group(1).replace("`", "").replace('"', "").lower().split(".") if found else []
         table = (name[0], name[1]) if len(name) == 2 else (database, name[0]) if name else None
         touches = first == "MSCK" or (found is not None and re.search(r"(?i)\bPARTITION\b", found.group(2)))
-        return Plan(DDL, _head(sql).rstrip().rstrip(";"), kind="ddl", partitions=table if touches else None)
+        return Plan(DDL, _statement(sql), kind="ddl", partitions=table if touches else None)
+    if first in ("DROP", "SHOW") and words[1:2] in (["DATABASE"], ["SCHEMA"], ["DATABASES"], ["SCHEMAS"]):
+        shown = words[1].lower() if first == "SHOW" else None
+        return Plan(
+            _PASSED[first], _statement(sql), kind="show" if shown else "ddl", show=shown, needs_database=False
+        )
     if first in _PASSED:
         subject = words[1].lower() if first == "SHOW" and len(words) > 1 else None
         return Plan(
             _PASSED[first],
-            _head(sql).rstrip().rstrip(";"),
+            _statement(sql),
             kind="show" if subject or first.startswith("DESC") else "ddl",
             show=subject or ("describe" if first.startswith("DESC") else None),
         )
@@ -367,14 +410,11 @@ def plan(
 def _create(
     sql: str, words: list[str], database: str, parameters: list[str] | None, ctas_location: str
 ) -> Plan:
-    text = _head(sql).rstrip().rstrip(";")
-    if "VIEW" in words[:4]:
-        found = re.match(r"(?is)^(CREATE\s+(OR\s+REPLACE\s+)?VIEW\s+\S+)\s+AS\s+(.*)$", text)
-        if found is None:
-            raise AthenaSqlError("SYNTAX_ERROR: CREATE VIEW name AS query")
-        return Plan(DDL, f"{found.group(1)} AS {translate(found.group(3), parameters)}", kind="ddl")
+    text = _statement(sql)
+    if "VIEW" in words[:4]:  # its query is Trino's: the whole statement is translated
+        return Plan(DDL, translate(text, parameters), kind="ddl")
     if words[1:2] in (["DATABASE"], ["SCHEMA"]):
-        return Plan(DDL, text, kind="ddl")
+        return Plan(DDL, text, kind="ddl", needs_database=False)
     if "EXTERNAL" in words[:3]:
         found = re.match(r"(?is)^CREATE\s+EXTERNAL\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?([`\"\w.]+)", text)
         name = found.group(2).replace("`", "").replace('"', "").lower().split(".") if found else []

@@ -120,6 +120,7 @@ class AthenaEngine:
             "write": plan.write.__dict__ if plan.write is not None else None,
             "created": plan.created,
             "partitions": plan.partitions,
+            "needs_database": plan.needs_database,
         }
 
     def stop(self, query_id: str) -> None:

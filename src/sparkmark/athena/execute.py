@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from . import results
@@ -113,11 +114,13 @@ def _as_text(frame: Any) -> Any:
 
 
 def _rows(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
+    clock = order["clock"]
     source = spark.sql(order["sql"])
     columns = [
         results.column_info(f.name, f.dataType.simpleString(), f.nullable) for f in source.schema.fields
     ]
     frame = _as_text(source)
+    clock.lap("planning")
     base = order["output"]
     count = 0
     with _open(base + ".csv", "w") as out:
@@ -127,11 +130,15 @@ def _rows(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
         limited = frame.limit(SMALL + 1)
         first = limited.collect()
         ran = limited if len(first) <= SMALL else frame  # the plan whose scans are counted
+        clock.lap("execution")
         for row in first if ran is limited else frame.toLocalIterator():
             out.write(results.csv_line([results.text(v) for v in row]))
             count += 1
     _write_bytes(base + ".csv.metadata", results.metadata_document(columns))
-    return {"columns": columns, "rows": count, "scanned": _scanned(ran), "file": base + ".csv"}
+    clock.lap("writing")
+    scanned = _scanned(ran)
+    clock.lap("statistics")
+    return {"columns": columns, "rows": count, "scanned": scanned, "file": base + ".csv"}
 
 
 def _write_bytes(url: str, data: bytes) -> None:
@@ -167,6 +174,11 @@ def _ddl(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
     return {"columns": [], "rows": 0, "scanned": 0, "file": base + ".txt", "text": True}
 
 
+def _option(value: Any) -> str | None:
+    """A Scala Option's value as text, or None."""
+    return str(value.get()) if value.isDefined() else None
+
+
 _TEXT_SERDES = ("LazySimpleSerDe", "OpenCSVSerde")
 
 
@@ -178,7 +190,7 @@ def _skip_header(spark: Any, database: str, name: str) -> None:
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(database))
     table = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident)
     skip = table.properties().get("skip.header.line.count")
-    serde = str(table.storage().serde().getOrElse(None) or "")
+    serde = _option(table.storage().serde()) or ""
     if not skip.isDefined() or not any(s in serde for s in _TEXT_SERDES):
         return
     if str(skip.get()).strip() == "0":
@@ -188,8 +200,7 @@ def _skip_header(spark: Any, database: str, name: str) -> None:
             f"NOT_SUPPORTED: skip.header.line.count = {skip.get()}: one header line is read here"
         )
     props = table.storage().properties()
-    delim = props.get("field.delim")
-    delim = delim.get() if delim.isDefined() else (props.get("separatorChar").getOrElse(None) or ",")
+    delim = _option(props.get("field.delim")) or _option(props.get("separatorChar")) or ","
     if "'" in str(delim) or "\\" in str(delim):
         raise AthenaFailure(f"NOT_SUPPORTED: the field delimiter {delim!r} with skip.header.line.count")
     parts = [c.name for c in spark.catalog.listColumns(name, database) if c.isPartition]
@@ -368,17 +379,36 @@ def run(spark: Any, order_json: str) -> None:
     from ..settings import Settings
 
     order = json.loads(order_json)
+    order["clock"] = clock = Clock()
     storage.configure(Settings.from_env())
     database = order.get("database") or "default"
     try:
-        if not spark.catalog.databaseExists(database):
+        if spark.catalog.databaseExists(database):
+            spark.catalog.setCurrentDatabase(database)
+        elif order.get("needs_database", True):
             raise AthenaFailure(f"SCHEMA_NOT_FOUND: Schema '{database}' does not exist")
-        spark.catalog.setCurrentDatabase(database)
+        else:  # CREATE DATABASE and its kind: no other query's database is left current
+            spark.catalog.setCurrentDatabase("default")
+        clock.lap("setup")
         outcome = RUNNERS[order["kind"]](spark, order)
         outcome["ok"] = True
     except Exception as exc:  # noqa: BLE001 - the query fails with the reason, in one line
         outcome = {"ok": False, "error": _one_line(exc, database)}
+    outcome["timings"] = clock.laps
     print(MARK + json.dumps(outcome), flush=True)
+
+
+class Clock:
+    """The milliseconds each part of a query took, for its statistics."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, int] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0) + int((now - self._last) * 1000)
+        self._last = now
 
 
 def outcome_of(text: str) -> dict[str, Any] | None:

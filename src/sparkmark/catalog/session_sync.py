@@ -177,8 +177,31 @@ class MetastoreSync:
     def before(self) -> None:
         self.since = utcnow()
         apply_deferred(self.spark, self.store)
-        if self._pull():
+        if self._pull() + self._forget_dropped():
             self.seen_databases, self.seen = self._metastore()
+
+    def _forget_dropped(self) -> int:
+        """External tables the metastore had from the catalog that the catalog no longer
+        has (deleted through the Glue API, as dbt-athena and the console delete them),
+        dropped from the metastore too; their files are left, as the catalog's deletion
+        left them."""
+        gone = 0
+        kept: dict[str, set[str]] = {}
+        for db, name in list(self.seen):
+            if db not in kept:
+                try:
+                    kept[db] = {t.name.lower() for t in self.store.tables(db)}
+                except NotFound:
+                    kept[db] = set()
+            if name in kept[db]:
+                continue
+            with contextlib.suppress(Exception):
+                table = self.external.getTable(db, name)
+                if str(table.tableType().name()) != "EXTERNAL":
+                    continue  # a managed table's drop would delete its files
+                self.external.dropTable(db, name, True, False)
+                gone += 1
+        return gone
 
     def _pull(self) -> int:
         """Databases and tables the catalog has and the metastore lacks, made there."""
