@@ -735,3 +735,46 @@ def test_the_rest_protocol_of_newer_sdks_is_served_as_the_json_one(api):
     }
     unsigned = requests.get(api.url + "/workgroups", timeout=30)
     assert unsigned.status_code in (401, 403)
+
+
+def test_the_console_runs_a_query_beside_the_catalogs_tables_and_keeps_its_history(api, browser, monkeypatch):
+    """The console's query page: the catalog's tables beside the editor, a query run from
+    it and its rows, a refused one with its reason, and the history of every door's
+    queries (the API's included)."""
+    from sparkmark.console.server import start
+    from sparkmark.settings import Settings
+
+    from .conftest import goto, watched_tab
+
+    for key in ("SPARKMARK_HOME", "SPARKMARK_CONFIG", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):  # fmt: skip
+        monkeypatch.setenv(key, api.env[key])
+    console = start(Settings.from_env(), "127.0.0.1", 0, None, scheduler=False)
+    try:
+        with watched_tab(browser, 1400, 900) as page:
+            goto(page, console, "/query")
+            tables = page.locator("#catalog-tables").inner_text()
+            assert "crawled" in tables and "stores" in tables and "visits" in tables
+            assert page.locator("#history tr[data-query]").count() > 0  # the API's queries
+            page.locator("select[name=database]").select_option("crawled")
+            page.locator("textarea[name=sql]").fill("SELECT store_id, city FROM stores ORDER BY store_id")
+            page.locator("#query-form button[type=submit]").click()
+            page.wait_for_url(re.compile(r".*/query/[0-9a-f-]{36}$"))
+            page.wait_for_selector("#results", timeout=300_000)
+            cells = [r.split("\t") for r in page.locator("#results tbody").inner_text().strip().splitlines()]
+            assert cells == [["1", "Lyon"], ["2", "Porto"], ["3", "Turku"]]
+            assert [h.strip() for h in page.locator("#results thead").inner_text().split("\t")] == [
+                "store_id",
+                "city",
+            ]
+
+            goto(page, console, "/query")
+            page.locator("select[name=database]").select_option("crawled")
+            page.locator("textarea[name=sql]").fill("SELECT to_iso8601(DATE '2024-01-01')")
+            page.locator("#query-form button[type=submit]").click()
+            page.wait_for_selector("#reason", timeout=60_000)
+            assert page.locator("#reason").inner_text().startswith("FUNCTION_NOT_FOUND: function to_iso8601")
+            goto(page, console, "/query")
+            assert "to_iso8601" in page.locator("#history").inner_text()
+    finally:
+        console.stop()

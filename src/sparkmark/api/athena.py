@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..athena import results
 from ..athena.engine import millis
 from ..athena.records import ENDED, PRIMARY, SUCCEEDED, NamedQuery, QueryRecord, WorkGroup
 from ..engine.schema import utcnow
@@ -224,35 +223,16 @@ def get_query_results(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         return answer
     start = int(p.get("NextToken") or 0)
     size = min(int(p.get("MaxResults") or 1000), 1000)
-    rows, more = _read_rows(outcome["file"], bool(outcome.get("text")), start, size)
+    try:
+        rows, more = svc.athena.result_rows(record, start, size)
+    except FileNotFoundError:
+        raise _invalid(f"the query's result file {outcome['file']} is gone") from None
     answer["ResultSet"]["Rows"] = [
         {"Data": [{"VarCharValue": v} if v is not None else {} for v in r]} for r in rows
     ]
     if more:
         answer["NextToken"] = str(start + size)
     return answer
-
-
-def _read_rows(url: str, text: bool, start: int, size: int) -> tuple[list[list[str | None]], bool]:
-    """Rows ``start`` … of a result file (a CSV's header is its first row, as Athena's
-    first page shows it); and whether more follow."""
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(url)
-    try:
-        stream = fs.open(path, "r", encoding="utf-8")
-    except FileNotFoundError:
-        raise _invalid(f"the query's result file {url} is gone") from None
-    out: list[list[str | None]] = []
-    with stream:
-        lines = ([line.rstrip("\n")] for line in stream) if text else results.read_csv(stream)
-        for i, row in enumerate(lines):
-            if i < start:
-                continue
-            if len(out) == size:
-                return out, True
-            out.append(list(row))
-    return out, False
 
 
 # ---------------------------------------------------------------------- workgroups

@@ -255,6 +255,30 @@ class AthenaEngine:
                 record.id, only_from=running, state=SUCCEEDED, outcome={**outcome, **files, "order": order}
             )
 
+    @staticmethod
+    def result_rows(record: QueryRecord, start: int, size: int) -> tuple[list[list[str | None]], bool]:
+        """Rows ``start`` … of a query's result file (a CSV's header is its first row, as
+        the first page of Athena's results shows it), and whether more follow.
+        FileNotFoundError when the file is gone."""
+        import fsspec
+
+        from .results import read_csv
+
+        url = record.outcome["file"]
+        fs, path = fsspec.core.url_to_fs(url)
+        out: list[list[str | None]] = []
+        with fs.open(path, "r", encoding="utf-8") as stream:
+            lines = (
+                ([line.rstrip("\n")] for line in stream) if record.outcome.get("text") else read_csv(stream)
+            )
+            for i, row in enumerate(lines):
+                if i < start:
+                    continue
+                if len(out) == size:
+                    return out, True
+                out.append(list(row))
+        return out, False
+
     def close(self) -> None:
         self._closed.set()
         self._wake.set()
