@@ -132,6 +132,7 @@ def query_doc(record: QueryRecord) -> dict[str, Any]:
             "ErrorMessage": record.reason or "",
         }
     outcome = record.outcome
+    timings = outcome.get("timings") or {}  # what each part took in the engine's Spark
     engine = millis(record.started, record.completed)
     queued = millis(record.submitted, record.started or record.completed)
     stats: dict[str, Any] = {
@@ -139,9 +140,9 @@ def query_doc(record: QueryRecord) -> dict[str, Any]:
         "DataScannedInBytes": int(outcome.get("scanned") or 0),
         "TotalExecutionTimeInMillis": millis(record.submitted, record.completed),
         "QueryQueueTimeInMillis": queued,
-        "ServicePreProcessingTimeInMillis": 0,
-        "QueryPlanningTimeInMillis": 0,
-        "ServiceProcessingTimeInMillis": 0,
+        "ServicePreProcessingTimeInMillis": int(timings.get("setup", 0)),
+        "QueryPlanningTimeInMillis": int(timings.get("planning", 0)),
+        "ServiceProcessingTimeInMillis": int(timings.get("writing", 0)) + int(timings.get("statistics", 0)),
         "ResultReuseInformation": {"ReusedPreviousResult": False},
     }
     if outcome.get("manifest"):
