@@ -778,3 +778,70 @@ def test_the_console_runs_a_query_beside_the_catalogs_tables_and_keeps_its_histo
             assert "to_iso8601" in page.locator("#history").inner_text()
     finally:
         console.stop()
+
+
+def test_an_iceberg_table_is_queried_joined_and_changed_as_athena_changes_it(api):
+    """An Iceberg table PyIceberg writes over the Iceberg REST endpoint, read by Athena's
+    SQL beside a crawled Hive table, then changed with UPDATE, DELETE and MERGE and
+    compacted with OPTIMIZE, each a new snapshot PyIceberg reads back."""
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
+
+    catalog = load_catalog(
+        "rest",
+        **{
+            "type": "rest", "uri": f"{api.url}/iceberg", "warehouse": "000000000000",
+            "rest.sigv4-enabled": "true", "rest.signing-name": "glue", "rest.signing-region": "us-east-1",
+            "client.access-key-id": "analyst", "client.secret-access-key": TOKEN, "client.region": "us-east-1",
+            "s3.endpoint": api.s3_url, "s3.path-style-access": "true",
+        },
+    )  # fmt: skip
+    catalog.create_namespace("ice", {"location": f"s3://{BUCKET}/ice"})
+    schema = pa.schema([("id", pa.int64()), ("status", pa.string()), ("amount", pa.float64())])
+    table = catalog.create_table("ice.orders", schema=schema)
+    table.append(
+        pa.table(
+            {"id": [1, 2, 3], "status": ["placed", "placed", "cancelled"], "amount": [10.0, 5.5, 3.0]}, schema
+        )
+    )
+    assert rows(
+        api, "SELECT status, sum(amount) FROM orders GROUP BY status ORDER BY status", database="ice"
+    ) == [
+        ["cancelled", "3.0"],
+        ["placed", "15.5"],
+    ]
+    assert rows(
+        api, "SELECT o.id, s.city FROM ice.orders o JOIN crawled.stores s ON o.id = s.store_id ORDER BY o.id"
+    ) == [["1", "Lyon"], ["2", "Porto"], ["3", "Turku"]]
+
+    for sql in (
+        "UPDATE orders SET status = 'shipped' WHERE id = 2",
+        "DELETE FROM orders WHERE status = 'cancelled'",
+        "MERGE INTO orders t USING (VALUES (1, 'returned', 10.0), (4, 'placed', 4.0)) AS s(id, status, amount) "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET status = s.status "
+        "WHEN NOT MATCHED THEN INSERT (id, status, amount) VALUES (s.id, s.status, s.amount)",
+    ):
+        done = execute(api, sql, database="ice")
+        assert done["Status"]["State"] == "SUCCEEDED", (sql, done["Status"])
+    expected = [["1", "returned", "10.0"], ["2", "shipped", "5.5"], ["4", "placed", "4.0"]]
+    assert rows(api, "SELECT id, status, amount FROM orders ORDER BY id", database="ice") == expected
+    read = catalog.load_table("ice.orders").scan().to_arrow().sort_by("id").to_pylist()
+    assert [[str(r["id"]), r["status"], str(r["amount"])] for r in read] == expected
+    assert len(catalog.load_table("ice.orders").history()) == 4  # the append and three changes
+
+    for i in (5, 6):  # two more small files
+        catalog.load_table("ice.orders").append(
+            pa.table({"id": [i], "status": ["placed"], "amount": [1.0]}, schema)
+        )
+    before = len(list(catalog.load_table("ice.orders").scan().plan_files()))
+    done = execute(api, "OPTIMIZE orders REWRITE DATA USING BIN_PACK", database="ice")
+    assert done["Status"]["State"] == "SUCCEEDED", done["Status"]
+    compacted = catalog.load_table("ice.orders")
+    assert before > 1 and len(list(compacted.scan().plan_files())) == 1
+    assert compacted.current_snapshot().summary.operation.value == "replace"
+    assert len(rows(api, "SELECT id FROM orders", database="ice")) == 5
+
+    refused = execute(api, "UPDATE stores SET city = 'Nice' WHERE store_id = 1")
+    assert refused["Status"]["StateChangeReason"].startswith(
+        "NOT_SUPPORTED: UPDATE on crawled.stores: Athena changes rows of Iceberg tables only"
+    )

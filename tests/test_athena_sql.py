@@ -173,3 +173,39 @@ def test_a_csv_line_reads_back_with_nulls_and_empty_strings_apart(values):
         assert line == "\n"
         return
     assert list(results.read_csv([line])) == [values]
+
+
+def test_iceberg_tables_resolve_through_the_engines_iceberg_catalog_and_take_dml():
+    names = dialect.Names("ice", lambda db, t: (db, t) == ("ice", "orders"), "athena_iceberg")
+    query = plan(
+        "WITH orders AS (SELECT 1 AS id) SELECT * FROM orders JOIN crawled.s ON 1 = 1", "ice", names=names
+    )
+    assert "athena_iceberg" not in query.sql  # a CTE of the same name is not the table
+    assert plan("SELECT * FROM orders", "ice", names=names).sql == "SELECT * FROM athena_iceberg.ice.orders"
+    merge = plan(
+        "MERGE INTO orders t USING (VALUES (1, 'x')) AS s(id, status) ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET status = s.status",
+        "ice",
+        names=names,
+    )
+    assert merge.statement_type == dialect.DML
+    assert merge.sql.startswith(
+        "MERGE INTO athena_iceberg.ice.orders AS t USING (SELECT * FROM VALUES (1, 'x') AS s(id, status)) AS s"
+    )
+    optimize = plan("OPTIMIZE orders REWRITE DATA USING BIN_PACK WHERE id > 2", "ice", names=names)
+    assert optimize.sql == (
+        "CALL athena_iceberg.system.rewrite_data_files(table => 'ice.orders', where => 'id > 2', "
+        "options => map('min-input-files', '2'))"
+    )
+    assert plan("VACUUM orders", "ice", names=names).sql == (
+        "CALL athena_iceberg.system.expire_snapshots(table => 'ice.orders')"
+    )
+    with pytest.raises(AthenaSqlError, match=r"^NOT_SUPPORTED: DELETE on ice\.hive_t: Athena changes rows"):
+        plan("DELETE FROM hive_t WHERE a = 1", "ice", names=names)
+    without = dialect.Names("ice", lambda db, t: True, None)
+    with pytest.raises(
+        AthenaSqlError, match="NOT_SUPPORTED: Iceberg table ice.orders: the Athena engine reads"
+    ):
+        plan("SELECT * FROM orders", "ice", names=without)
+    with pytest.raises(AthenaSqlError, match="^SYNTAX_ERROR: OPTIMIZE table REWRITE DATA"):
+        plan("OPTIMIZE orders", "ice", names=names)

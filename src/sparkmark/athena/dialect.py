@@ -16,6 +16,8 @@ Athena's error style (``SYNTAX_ERROR: line 1:8: …``, ``NOT_SUPPORTED: …``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,20 @@ from ..errors import SparkmarkError
 
 class AthenaSqlError(SparkmarkError):
     """A query Athena's API here cannot run, in one line naming the construct."""
+
+
+@dataclass(frozen=True)
+class Names:
+    """How a statement's table names resolve: its database, and which tables are Iceberg
+    tables (read through ``iceberg_catalog``, the engine's Iceberg catalog over the Glue
+    catalog, or refused when the engine has none)."""
+
+    database: str = "default"
+    is_iceberg: Callable[[str, str], bool] | None = None
+    iceberg_catalog: str | None = None
+
+
+_NAMES: ContextVar[Names | None] = ContextVar("athena_names", default=None)
 
 
 # Athena's StatementType of each kind of statement.
@@ -39,7 +55,6 @@ _PASSED = {  # Hive DDL and utility statements Spark's parser reads as Athena's 
     "DESCRIBE": UTILITY,
     "DESC": UTILITY,
 }
-_ICEBERG_ONLY = ("MERGE", "UPDATE", "DELETE", "OPTIMIZE", "VACUUM")
 FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv", "AVRO": "avro"}
 COMPRESSIONS = {"SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "NONE": "none", "LZ4": "lz4"}
 _COMMENTS = re.compile(r"(--[^\n]*(\n|$)|/\*.*?\*/|\s+)", re.S)
@@ -113,12 +128,12 @@ def _parse_error(exc: Any) -> AthenaSqlError:
     return AthenaSqlError(f"SYNTAX_ERROR: {str(exc).splitlines()[0]}")
 
 
-def translate(sql: str, parameters: list[str] | None = None) -> str:
-    """One Trino query as Spark SQL; ``parameters`` (Athena's ExecutionParameters, each
-    a SQL literal as written) take the places of its ``?`` in order."""
+def _tree(sql: str, parameters: list[str] | None = None) -> Any:
+    """One Trino statement's tree, its ``?`` filled with ``parameters`` (Athena's
+    ExecutionParameters, each a SQL literal as written, in order), its names resolved."""
     sqlglot = _sqlglot()
     from sqlglot import exp
-    from sqlglot.errors import ParseError, UnsupportedError
+    from sqlglot.errors import ParseError
 
     try:
         trees = [t for t in sqlglot.parse(sql, read="trino") if t is not None]
@@ -150,10 +165,23 @@ def translate(sql: str, parameters: list[str] | None = None) -> str:
         place.replace(literal)
     _refuse_unordered(tree)
     _one_catalog(tree)
+    _iceberg_names(tree)
+    return tree
+
+
+def _spark(tree: Any) -> str:
+    sqlglot = _sqlglot()
+    from sqlglot.errors import UnsupportedError
+
     try:
-        return tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE)
+        return str(tree.sql(dialect="spark", unsupported_level=sqlglot.ErrorLevel.RAISE))
     except UnsupportedError as exc:
         raise AthenaSqlError(f"NOT_SUPPORTED: {str(exc).splitlines()[0]}") from None
+
+
+def translate(sql: str, parameters: list[str] | None = None) -> str:
+    """One Trino statement as Spark SQL."""
+    return _spark(_tree(sql, parameters))
 
 
 CATALOG = "awsdatacatalog"  # Athena's name for the Glue catalog, the one catalog here
@@ -174,6 +202,30 @@ def _one_catalog(tree: Any) -> None:
                 f"NOT_SUPPORTED: catalog {catalog.name}: the one catalog here is AwsDataCatalog, the Glue catalog"
             )
         table.set("catalog", None)
+
+
+def _iceberg_names(tree: Any) -> None:
+    """Iceberg tables named through the engine's Iceberg catalog (Spark's session catalog
+    reads Glue's Hive tables only)."""
+    from sqlglot import exp
+
+    names = _NAMES.get() or Names()
+    if names.is_iceberg is None:
+        return
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        if not table.name or (not table.db and table.name.lower() in ctes) or table.args.get("catalog"):
+            continue
+        database = (table.db or names.database).lower()
+        if not names.is_iceberg(database, table.name.lower()):
+            continue
+        if names.iceberg_catalog is None:
+            raise AthenaSqlError(
+                f"NOT_SUPPORTED: Iceberg table {database}.{table.name.lower()}: the Athena engine reads "
+                "Iceberg tables when it runs in `sparkmark api` (whose Iceberg REST endpoint it reads them through)"
+            )
+        table.set("db", exp.to_identifier(database))
+        table.set("catalog", exp.to_identifier(names.iceberg_catalog))
 
 
 def without_catalog(text: str) -> str:
@@ -358,11 +410,23 @@ def _insert(sql: str, database: str, parameters: list[str] | None) -> Plan:
 
 
 def plan(
-    sql: str, database: str = "default", parameters: list[str] | None = None, ctas_location: str = ""
+    sql: str,
+    database: str = "default",
+    parameters: list[str] | None = None,
+    ctas_location: str = "",
+    names: Names | None = None,
 ) -> Plan:
     """How the statement ``sql`` runs here (``ctas_location``: where a CTAS with no
     ``external_location`` writes, as Athena's ``tables/<query id>/`` under the result
-    location)."""
+    location; ``names``: how its tables resolve)."""
+    token = _NAMES.set(names or Names(database))
+    try:
+        return _plan(sql, database, parameters, ctas_location)
+    finally:
+        _NAMES.reset(token)
+
+
+def _plan(sql: str, database: str, parameters: list[str] | None, ctas_location: str) -> Plan:
     words = [w.upper() for w in _words(sql, 4)]
     if not words:
         raise AthenaSqlError("SYNTAX_ERROR: the query is empty")
@@ -376,11 +440,10 @@ def plan(
         return _insert(sql, database, parameters)
     if first == "UNLOAD":
         return _unload(sql)
-    if first in _ICEBERG_ONLY:
-        raise AthenaSqlError(
-            f"NOT_SUPPORTED: {first}: Athena runs it on Iceberg tables, which sparkmark's Athena API "
-            "does not write; run it in a Glue job or session on Spark"
-        )
+    if first in ("MERGE", "UPDATE", "DELETE"):
+        return _modify(sql, first, parameters)
+    if first in ("OPTIMIZE", "VACUUM"):
+        return _maintain(sql, first, database)
     if first in ("CREATE", "REPLACE"):
         return _create(sql, words, database, parameters, ctas_location)
     if first in ("MSCK", "ALTER"):
@@ -404,6 +467,72 @@ def plan(
         )
     raise AthenaSqlError(
         f"NOT_SUPPORTED: statements beginning {first} are not Athena SQL that sparkmark runs"
+    )
+
+
+def _iceberg_target(table: Any, verb: str) -> None:
+    names = _NAMES.get() or Names()
+    catalog = table.args.get("catalog")
+    if names.iceberg_catalog is None or catalog is None or catalog.name != names.iceberg_catalog:
+        where = f"{(table.db or names.database).lower()}.{table.name.lower()}"
+        raise AthenaSqlError(
+            f"NOT_SUPPORTED: {verb} on {where}: Athena changes rows of Iceberg tables only"
+            + ("" if names.iceberg_catalog else ", which the engine reads when it runs in `sparkmark api`")
+        )
+
+
+def _modify(sql: str, verb: str, parameters: list[str] | None) -> Plan:
+    """MERGE, UPDATE and DELETE on an Iceberg table, through the engine's Iceberg catalog."""
+    from sqlglot import exp
+
+    tree = _tree(sql, parameters)
+    target = tree.this
+    if isinstance(target, exp.Alias):
+        target = target.this
+    if not isinstance(target, exp.Table):
+        raise AthenaSqlError(f"SYNTAX_ERROR: {verb} names no table")
+    _iceberg_target(target, verb)
+    using = tree.args.get("using")
+    if isinstance(using, exp.Values) and using.args.get("alias") is not None:
+        # Spark reads a VALUES source only as a subquery: USING (SELECT * FROM VALUES … AS s(…)) s
+        name = using.args["alias"].name
+        tree.set("using", exp.select("*").from_(using.copy()).subquery(alias=name))
+    return Plan(DML, _spark(tree), kind="ddl")
+
+
+_MAINTAIN = re.compile(
+    r"(?is)^(OPTIMIZE|VACUUM)\s+([`\"\w.]+)"
+    r"(\s+REWRITE\s+DATA\s+USING\s+BIN_PACK(\s+WHERE\s+(?P<where>.*))?)?\s*;?\s*$"
+)
+
+
+def _maintain(sql: str, verb: str, database: str) -> Plan:
+    """OPTIMIZE … REWRITE DATA USING BIN_PACK [WHERE …] and VACUUM, as Iceberg's Spark
+    procedures (rewrite_data_files, expire_snapshots) on the table."""
+    from sqlglot import exp
+
+    found = _MAINTAIN.match(_statement(sql))
+    if found is None or (verb == "OPTIMIZE" and found.group(3) is None):
+        raise AthenaSqlError(
+            "SYNTAX_ERROR: OPTIMIZE table REWRITE DATA USING BIN_PACK [WHERE predicate], or VACUUM table"
+        )
+    name = found.group(2).replace("`", "").replace('"', "").lower().split(".")
+    table = exp.to_table(".".join(name[-2:]) if len(name) > 1 else f"{database}.{name[0]}")
+    _iceberg_names(exp.select("*").from_(table))
+    _iceberg_target(table, verb)
+    catalog = table.args["catalog"].name
+    qualified = f"{table.db}.{table.name}"
+    if verb == "VACUUM":
+        return Plan(UTILITY, f"CALL {catalog}.system.expire_snapshots(table => '{qualified}')", kind="ddl")
+    where = found.group("where")
+    extra = ""
+    if where:
+        predicate = _spark(_tree(f"SELECT 1 FROM t WHERE {where}").args["where"].this)
+        extra = ", where => '" + predicate.replace("'", "''") + "'"
+    # Athena compacts any small files; Iceberg's bin-pack waits for five by default.
+    extra += ", options => map('min-input-files', '2')"
+    return Plan(
+        UTILITY, f"CALL {catalog}.system.rewrite_data_files(table => '{qualified}'{extra})", kind="ddl"
     )
 
 

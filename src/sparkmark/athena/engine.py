@@ -28,6 +28,20 @@ from .records import CANCELLED, ENDED, FAILED, QUEUED, RUNNING, SUCCEEDED, Athen
 log = logging.getLogger("sparkmark.athena")
 
 SESSION_ID = "sparkmark-athena"
+ICEBERG_CATALOG = "athena_iceberg"  # the engine's Spark catalog of the Glue catalog's Iceberg tables
+# Iceberg's REST catalog on Glue's Iceberg REST endpoint, as AWS's page gives it; the
+# session's set-up points it at this server's /iceberg and its S3 endpoint.
+ICEBERG_CONF = (
+    "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}=org.apache.iceberg.spark.SparkCatalog"
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.type=rest"
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.uri=https://glue.us-east-1.amazonaws.com/iceberg"
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.warehouse=000000000000"
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.rest.sigv4-enabled=true"
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.rest.signing-name=glue"
+    # every query sees the commits other writers made since the last one
+    f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.cache-enabled=false"
+)
 IDLE_MINUTES = 30
 POLL_SECONDS = 0.05
 # Athena's ErrorCategory: 1 the system's, 2 the user's (the query), 3 other.
@@ -78,10 +92,10 @@ class AthenaEngine:
             if found is not None:
                 return found  # Athena's idempotent retry: the same query, not another
         folder = (output_location or "").rstrip("/")
+        db = (database or "default").lower()
+        names = dialect.Names(db, self._is_iceberg, ICEBERG_CATALOG if self.reads_iceberg else None)
         try:
-            plan = dialect.plan(
-                sql, (database or "default").lower(), parameters, f"{folder}/tables/{query_id}"
-            )
+            plan = dialect.plan(sql, db, parameters, f"{folder}/tables/{query_id}", names)
             order: dict[str, Any] | None = self.order(plan, query_id, folder, database)
             state, reason, kind = QUEUED, None, plan.statement_type
         except dialect.AthenaSqlError as exc:
@@ -108,6 +122,21 @@ class AthenaEngine:
             self._ensure_thread()
             self._wake.set()
         return record
+
+    @property
+    def reads_iceberg(self) -> bool:
+        """Whether the engine's Spark reads Iceberg tables: when this process serves the
+        Glue API, whose Iceberg REST endpoint its Iceberg catalog is."""
+        return bool(self.app.glue_url)
+
+    def _is_iceberg(self, database: str, name: str) -> bool:
+        from ..errors import NotFound
+
+        try:
+            table = self.app.catalog.table(database, name)
+        except NotFound:
+            return False
+        return str(table.parameters.get("table_type", "")).upper() == "ICEBERG"
 
     @staticmethod
     def order(plan: dialect.Plan, query_id: str, folder: str, database: str | None) -> dict[str, Any]:
@@ -187,7 +216,14 @@ class AthenaEngine:
                     "Description": "the Athena API's Spark (sparkmark)",
                     "Role": "sparkmark",
                     "Command": {"Name": "glueetl", "PythonVersion": "3"},
-                    "DefaultArguments": {"--enable-glue-datacatalog": "true"},
+                    "DefaultArguments": {
+                        "--enable-glue-datacatalog": "true",
+                        **(
+                            {"--datalake-formats": "iceberg", "--conf": ICEBERG_CONF}
+                            if self.reads_iceberg
+                            else {}
+                        ),
+                    },
                     "IdleTimeout": IDLE_MINUTES,
                 },
             )
