@@ -845,3 +845,25 @@ def test_an_iceberg_table_is_queried_joined_and_changed_as_athena_changes_it(api
     assert refused["Status"]["StateChangeReason"].startswith(
         "NOT_SUPPORTED: UPDATE on crawled.stores: Athena changes rows of Iceberg tables only"
     )
+
+
+def test_a_table_of_a_hyphenated_database_stays_in_the_engines_metastore_from_query_to_query(api):
+    """Glue allows ``shop-eu``; the session's metastore spells it ``shop_eu``. A table of
+    such a database is kept there from one statement to the next, never taken for one the
+    catalog dropped."""
+    glue = api.client("glue")
+    glue.create_database(DatabaseInput={"Name": "shop-eu"})
+    glue.create_table(
+        DatabaseName="shop-eu",
+        TableInput={
+            "Name": "prices",
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"classification": "parquet"},
+            "StorageDescriptor": {
+                "Location": f"s3://{BUCKET}/crawled/prices/",
+                "Columns": [{"Name": "sku", "Type": "string"}, {"Name": "price", "Type": "double"}],
+            },
+        },
+    )
+    for _ in range(3):
+        assert rows(api, "SELECT sku FROM shop_eu.prices ORDER BY sku") == [["a1"], ["b2"]]

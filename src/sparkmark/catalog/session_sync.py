@@ -177,23 +177,26 @@ class MetastoreSync:
     def before(self) -> None:
         self.since = utcnow()
         apply_deferred(self.spark, self.store)
-        if self._pull() + self._forget_dropped():
+        catalog = self._catalog()
+        if self._pull(catalog) + self._forget_dropped(catalog):
             self.seen_databases, self.seen = self._metastore()
 
-    def _forget_dropped(self) -> int:
+    def _catalog(self) -> dict[str, list[Table]]:
+        """The catalog's tables by database, listed once for a statement."""
+        return {db: self.store.tables(db) for db in self.store.databases()}
+
+    def _forget_dropped(self, catalog: dict[str, list[Table]]) -> int:
         """External tables the metastore had from the catalog that the catalog no longer
         has (deleted through the Glue API, as dbt-athena and the console delete them),
         dropped from the metastore too; their files are left, as the catalog's deletion
-        left them."""
+        left them. Names are compared as the metastore spells them (``sales-eu`` is
+        ``sales_eu`` there)."""
+        kept = {
+            (metastore_name(db), metastore_name(t.name)) for db, tables in catalog.items() for t in tables
+        }
         gone = 0
-        kept: dict[str, set[str]] = {}
         for db, name in list(self.seen):
-            if db not in kept:
-                try:
-                    kept[db] = {t.name.lower() for t in self.store.tables(db)}
-                except NotFound:
-                    kept[db] = set()
-            if name in kept[db]:
+            if (db, name) in kept:
                 continue
             with contextlib.suppress(Exception):
                 table = self.external.getTable(db, name)
@@ -203,18 +206,18 @@ class MetastoreSync:
                 gone += 1
         return gone
 
-    def _pull(self) -> int:
+    def _pull(self, catalog: dict[str, list[Table]] | None = None) -> int:
         """Databases and tables the catalog has and the metastore lacks, made there."""
         made = 0
         have = {str(d) for d in _seq(self.external.listDatabases())}
-        for db in self.store.databases():
+        for db, tables in (catalog if catalog is not None else self._catalog()).items():
             target = metastore_name(db)
             if target not in have:
                 self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{target}`")
                 made += 1
             names = {str(n) for n in _seq(self.external.listTables(target))} if target in have else set()
             views = []
-            for table in self.store.tables(db):
+            for table in tables:
                 if table.name.lower() not in names and _view_text(table):
                     views.append(table)
                     continue
