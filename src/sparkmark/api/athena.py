@@ -17,7 +17,7 @@ from ..athena.records import ENDED, PRIMARY, SUCCEEDED, NamedQuery, QueryRecord,
 from ..engine.schema import utcnow
 from ..errors import AlreadyExists, NotFound, SparkmarkError
 from .protocol import GlueApiError
-from .service import Handler, Service, handler
+from .service import Handler, Service, handler, page
 
 CATALOG = "AwsDataCatalog"
 ENGINE = {"SelectedEngineVersion": "AUTO", "EffectiveEngineVersion": "Athena engine version 3"}
@@ -53,7 +53,7 @@ def _catalog(name: str | None) -> None:
 
 
 # ---------------------------------------------------------------------- queries
-def _location(svc: Service, group: WorkGroup, given: str | None) -> str:
+def _location(group: WorkGroup, given: str | None) -> str:
     config = group.configuration
     own = (config.get("ResultConfiguration") or {}).get("OutputLocation")
     location = own if (config.get("EnforceWorkGroupConfiguration") and own) else (given or own)
@@ -92,7 +92,7 @@ def start_query_execution(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     group = svc.athena.store.workgroup(p.get("WorkGroup") or PRIMARY)
     if group.state != "ENABLED":
         raise _invalid(f"WorkGroup {group.name} is disabled.")
-    location = _location(svc, group, (p.get("ResultConfiguration") or {}).get("OutputLocation"))
+    location = _location(group, (p.get("ResultConfiguration") or {}).get("OutputLocation"))
     sql, parameters = _prepared(svc, p["QueryString"], group.name, p.get("ExecutionParameters"))
     record = svc.athena.start(
         str(uuid.uuid4()),
@@ -183,20 +183,20 @@ def batch_get_query_execution(svc: Service, p: dict[str, Any]) -> dict[str, Any]
     return {"QueryExecutions": found, "UnprocessedQueryExecutionIds": missing}
 
 
-def _page(items: list[Any], p: dict[str, Any], default: int, most: int) -> tuple[list[Any], str | None]:
+def _page(items: list[Any], p: dict[str, Any]) -> tuple[list[Any], str | None]:
+    """Glue's paging, as Athena's lists page: 50 a page at most, and a token this endpoint
+    did not give is Athena's InvalidRequestException."""
     try:
-        start = int(p.get("NextToken") or 0)
-    except ValueError:
-        raise _invalid("NextToken is not one this endpoint gave") from None
-    size = min(int(p.get("MaxResults") or default), most)
-    return items[start : start + size], (str(start + size) if start + size < len(items) else None)
+        return page(items, p, default=50, most=50)
+    except GlueApiError as exc:
+        raise _invalid(exc.message) from None
 
 
 @athena("ListQueryExecutions")
 def list_query_executions(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     group = svc.athena.store.workgroup(p.get("WorkGroup") or PRIMARY)
     ids = [q.id for q in svc.athena.store.queries(workgroup=group.name)]
-    chunk, token = _page(ids, p, 50, 50)
+    chunk, token = _page(ids, p)
     return {"QueryExecutionIds": chunk, "NextToken": token}
 
 
@@ -276,7 +276,7 @@ def list_work_groups(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         | ({"Description": g.description} if g.description else {})
         for g in svc.athena.store.workgroups()
     ]
-    chunk, token = _page(docs, p, 50, 50)
+    chunk, token = _page(docs, p)
     return {"WorkGroups": chunk, "NextToken": token}
 
 
@@ -372,7 +372,7 @@ def batch_get_named_query(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
 @athena("ListNamedQueries")
 def list_named_queries(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     group = svc.athena.store.workgroup(p.get("WorkGroup") or PRIMARY)
-    chunk, token = _page([n.id for n in svc.athena.store.all_named(group.name)], p, 50, 50)
+    chunk, token = _page([n.id for n in svc.athena.store.all_named(group.name)], p)
     return {"NamedQueryIds": chunk, "NextToken": token}
 
 
@@ -429,7 +429,7 @@ def list_prepared_statements(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         {"StatementName": s.name, "LastModifiedTime": s.updated}
         for s in svc.athena.store.all_prepared(p["WorkGroup"])
     ]
-    chunk, token = _page(docs, p, 50, 50)
+    chunk, token = _page(docs, p)
     return {"PreparedStatements": chunk, "NextToken": token}
 
 
@@ -461,7 +461,7 @@ def _database_doc(svc: Service, name: str) -> dict[str, Any]:
 def list_databases(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     _catalog(p["CatalogName"])
     docs = [_database_doc(svc, name) for name in svc.catalog.databases()]
-    chunk, token = _page(docs, p, 50, 50)
+    chunk, token = _page(docs, p)
     return {"DatabaseList": chunk, "NextToken": token}
 
 
@@ -502,7 +502,7 @@ def list_table_metadata(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     if pattern:
         regex = re.compile(pattern.replace("*", ".*"), re.I)
         tables = [t for t in tables if regex.fullmatch(t.name)]
-    chunk, token = _page([_table_doc(t) for t in tables], p, 50, 50)
+    chunk, token = _page([_table_doc(t) for t in tables], p)
     return {"TableMetadataList": chunk, "NextToken": token}
 
 

@@ -104,6 +104,15 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
                 ) from None
             raise
 
+    def as_sent(request: Request) -> str:
+        """The request's URL with its path as the client sent and signed it (a REST
+        path's %1F or %2F stays encoded), not as decoded."""
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        query = request.url.query
+        return f"{request.url.scheme}://{request.url.netloc}{raw.decode('latin-1')}" + (
+            f"?{query}" if query else ""
+        )
+
     async def signed(request: Request, body: bytes) -> None:
         """For REST paths: signed over the path as sent (a namespace's %1F stays as the
         client signed it), not as decoded; or, as the REST catalog's own clients
@@ -121,12 +130,7 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
             raise protocol.GlueApiError(
                 "AccessDeniedException", "the bearer token is not the endpoint's token", 403
             )
-        raw = request.scope.get("raw_path") or request.url.path.encode()
-        query = request.url.query
-        url = f"{request.url.scheme}://{request.url.netloc}{raw.decode('latin-1')}" + (
-            f"?{query}" if query else ""
-        )
-        check(request, body, url)
+        check(request, body, as_sent(request))
 
     async def glue(request: Request) -> Response:
         body = await request.body()
@@ -169,14 +173,7 @@ def create_app(service: Service, listen: serving.Listen, also_accept: Sequence[s
         name = request.scope["route"].name
         headers = {"Content-Type": "application/json"}
         try:
-            raw = request.scope.get("raw_path") or request.url.path.encode()
-            query = request.url.query
-            check(
-                request,
-                body,
-                f"{request.url.scheme}://{request.url.netloc}{raw.decode('latin-1')}"
-                + (f"?{query}" if query else ""),
-            )
+            check(request, body, as_sent(request))
             op = protocol.operation(name, "athena")
             params = protocol.parse_request(
                 op,

@@ -97,13 +97,18 @@ def refuse_named_by_triggers(svc: Service, kind: str, name: str) -> None:
         )
 
 
-def page(items: list[Any], params: dict[str, Any], default: int = 100) -> tuple[list[Any], str | None]:
-    """Glue's NextToken/MaxResults paging over a list already in order."""
+def page(
+    items: list[Any], params: dict[str, Any], default: int = 100, most: int | None = None
+) -> tuple[list[Any], str | None]:
+    """Glue's NextToken/MaxResults paging over a list already in order (at most ``most``
+    a page, when the service caps it: Athena's lists)."""
     try:
         start = int(params.get("NextToken") or 0)
     except ValueError:
         raise invalid("NextToken is not one this endpoint gave") from None
     size = int(params.get("MaxResults") or default)
+    if most is not None:
+        size = min(size, most)
     chunk = items[start : start + size]
     more = start + size < len(items)
     return chunk, (str(start + size) if more else None)

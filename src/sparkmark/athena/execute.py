@@ -232,6 +232,7 @@ def sync_partitions(spark: Any, database: str, name: str) -> None:
     after a statement that adds or drops some (MSCK REPAIR, ALTER TABLE … PARTITION,
     CTAS, INSERT INTO): Athena's DDL changes the Glue catalog's partitions."""
     from ..catalog.models import Partition
+    from ..catalog.session_sync import active
     from ..catalog.store import CatalogStore
     from ..engine.storage import canonical
     from ..engine.store import StateStore
@@ -250,7 +251,8 @@ def sync_partitions(spark: Any, database: str, name: str) -> None:
         spec = part.spec()
         values = tuple(str(spec.get(k).get()) for k in keys)
         have[values] = canonical(str(part.location().toString()))
-    store = CatalogStore(StateStore.from_settings(Settings.from_env()))
+    sync = active()  # the session's own catalog store, rather than a store opened for each call
+    store = sync.store if sync is not None else CatalogStore(StateStore.from_settings(Settings.from_env()))
     kept = {p.values: p for p in store.partitions(database, name)}
     store.drop_partitions(database, name, [p for v, p in kept.items() if v not in have])
     store.put_partitions(database, name, [Partition(v, loc) for v, loc in have.items() if v not in kept])
@@ -268,7 +270,8 @@ class AthenaFailure(Exception):
     """A failure already in Athena's words."""
 
 
-def _written(spark: Any, order: dict[str, Any], frame: Any, location: str) -> dict[str, Any]:
+def _writer(order: dict[str, Any], frame: Any) -> Any:
+    """The Spark writer of a CTAS's or UNLOAD's rows, as its properties say."""
     write = order["write"]
     writer = frame.write.format(write["format"])
     if write.get("partitioned_by"):
@@ -277,7 +280,22 @@ def _written(spark: Any, order: dict[str, Any], frame: Any, location: str) -> di
         writer = writer.option("compression", write["compression"])
     if write.get("delimiter") and write["format"] == "csv":
         writer = writer.option("sep", write["delimiter"])
-    return {"writer": writer, "location": location}
+    return writer
+
+
+def _rows_in(spark: Any, order: dict[str, Any], location: str) -> int:
+    """The rows a CTAS or UNLOAD wrote, read back from its files (a Parquet file's count
+    is in its footer), rather than by running its query a second time."""
+    from ..engine.storage import spark_base_path
+
+    files = [spark_base_path(f) for f in _files(location)]
+    if not files:
+        return 0
+    write = order["write"]
+    reader = spark.read.format(write["format"])
+    if write["format"] == "csv":
+        reader = reader.option("multiLine", "true").option("sep", write.get("delimiter") or ",")
+    return int(reader.load(files).count())
 
 
 def _ctas(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
@@ -292,12 +310,10 @@ def _ctas(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
     frame = spark.sql(order["sql"])
     if not write.get("with_data", True):
         frame = frame.limit(0)
-    count = frame.count() if write.get("with_data", True) else 0
-    writer = _written(spark, order, frame, location)["writer"]
-    writer.option("path", spark_base_path(location)).mode("errorifexists").saveAsTable(
+    _writer(order, frame).option("path", spark_base_path(location)).mode("errorifexists").saveAsTable(
         f"`{database}`.`{name}`"
     )
-    return _manifested(order, location, count, _scanned(frame))
+    return _manifested(order, location, _rows_in(spark, order, location), _scanned(frame))
 
 
 def _manifested(
@@ -342,9 +358,8 @@ def _unload(spark: Any, order: dict[str, Any]) -> dict[str, Any]:
     location = order["write"]["location"].rstrip("/") + "/"
     _refuse_nonempty(location, "UNLOAD")
     frame = spark.sql(order["sql"])
-    count = frame.count()
-    _written(spark, order, frame, location)["writer"].mode("errorifexists").save(spark_base_path(location))
-    return _manifested(order, location, count, _scanned(frame))
+    _writer(order, frame).mode("errorifexists").save(spark_base_path(location))
+    return _manifested(order, location, _rows_in(spark, order, location), _scanned(frame))
 
 
 RUNNERS = {"query": _rows, "show": _shown, "ddl": _ddl, "ctas": _ctas, "insert": _insert, "unload": _unload}
