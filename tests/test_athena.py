@@ -867,3 +867,29 @@ def test_a_table_of_a_hyphenated_database_stays_in_the_engines_metastore_from_qu
     )
     for _ in range(3):
         assert rows(api, "SELECT sku FROM shop_eu.prices ORDER BY sku") == [["a1"], ["b2"]]
+
+
+def test_a_correctly_signed_call_from_a_foreign_origin_or_host_is_refused_before_any_query_starts(api):
+    """The guard every route of the endpoint sits behind refuses a web page's request (its
+    Origin) and a rebinding name (its Host) even when signed: no query is started."""
+    import requests
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    def send(path: str, body: bytes = b"", **headers: str):
+        method = "POST" if body else "GET"
+        request = AWSRequest(method=method, url=api.url + path, data=body, headers=headers)
+        SigV4Auth(Credentials("analyst", TOKEN), "athena", "us-east-1").add_auth(request)
+        return requests.request(method, api.url + path, data=body, headers=dict(request.headers), timeout=30)
+
+    assert send("/workgroups").status_code == 200  # the same call, signed, from nowhere foreign
+    before = api.client().list_query_executions().get("QueryExecutionIds", [])
+    start = json.dumps(
+        {"QueryString": "SELECT 1", "ResultConfiguration": {"OutputLocation": f"s3://{RESULTS}/foreign/"}}
+    ).encode()
+    port = api.url.rsplit(":", 1)[1]
+    for headers in ({"Origin": "http://evil.example"}, {"Host": f"evil.example:{port}"}):
+        refused = send("/query-executions", start, **{"Content-Type": "application/json", **headers})
+        assert refused.status_code in (400, 403), (headers, refused.status_code, refused.text)
+    assert api.client().list_query_executions().get("QueryExecutionIds", []) == before
