@@ -282,6 +282,8 @@ def _outcome(
             if value is None
             else f"Value: {value} does not meet the constraint requirement!"
         )
+        if check.note:
+            reason += f" ({check.note})"
     return RuleOutcome(rule.text, PASSED if ok else FAILED, reason, evaluated, dict(rule.labels))
 
 

@@ -27,7 +27,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, StringType
 
 from .conditions import holds, row_predicate
-from .ruleset import ANALYZABLE, RULE_TYPES, Condition, DQDLError, Rule, check_rule  # noqa: F401
+from .dynamic import DynamicError
+from .ruleset import ANALYZABLE, RULE_TYPES, Condition, DQDLError, Rule, check_rule, is_dynamic, settle  # noqa: F401
 
 Results = Mapping[str, Any]
 
@@ -51,6 +52,7 @@ class Check:
     # columns (CustomSql's rows form marks the rows its statement returned by a join).
     mark: Callable[[DataFrame], DataFrame] | None = None
     extra_metrics: Callable[[Results], dict[str, Any]] | None = None
+    note: str | None = None  # a dynamic rule's numbers, as worked out
 
 
 DATA_TYPES = {
@@ -151,7 +153,23 @@ def _fraction_check(rule: Rule, ctx: Context, metric: str, predicate: Column) ->
 
 
 def compile_rule(rule: Rule, ctx: Context) -> Check:
-    """The check for one rule; raises RuleFailure when it cannot run on this data."""
+    """The check for one rule; raises RuleFailure when it cannot run on this data. A
+    dynamic rule's numbers are worked out on the history of the metric it measures."""
+    check = _compile_rule(rule, ctx)
+    if not is_dynamic(rule):
+        return check
+    earlier = ctx.history(check.metric) if ctx.history else []
+    try:
+        settled, worked_out = settle(rule, earlier)
+    except DynamicError as exc:
+        raise RuleFailure(str(exc)) from None
+    check = _compile_rule(settled, ctx)
+    check.rule = rule
+    check.note = worked_out
+    return check
+
+
+def _compile_rule(rule: Rule, ctx: Context) -> Check:
     kind = rule.rule_type
     w = _where(rule)
     condition = _condition_on(rule, ctx.now) if rule.condition is not None else None

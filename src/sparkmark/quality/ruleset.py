@@ -20,6 +20,7 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from ..errors import SparkmarkError
+from . import dynamic
 
 
 class DQDLError(SparkmarkError):
@@ -52,7 +53,7 @@ class Now:
     offset_seconds: float = 0.0
 
 
-Operand = float | int | str | Keyword | Duration | Now
+Operand = float | int | str | Keyword | Duration | Now | dynamic.Dynamic
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,61 @@ ANALYZABLE = {
 }
 
 
+# The rule types whose condition is held to one number of the dataset (rules-config.json's
+# NUMBER return type, less ColumnLength, whose condition is on each row's length): their
+# conditions may be dynamic. Any rule's "with threshold" may be, on its share of rows.
+DYNAMIC_TYPES = {
+    "RowCount",
+    "RowCountMatch",
+    "ColumnCount",
+    "Completeness",
+    "ColumnCorrelation",
+    "Uniqueness",
+    "Mean",
+    "Sum",
+    "StandardDeviation",
+    "Entropy",
+    "DistinctValuesCount",
+    "UniqueValueRatio",
+    "ReferentialIntegrity",
+    "DatasetMatch",
+    "SchemaMatch",
+    "AggregateMatch",
+    "CustomSql",
+}
+
+
+def _is_dynamic(condition: Condition | None) -> bool:
+    return condition is not None and any(isinstance(o, dynamic.Dynamic) for o in condition.operands)
+
+
+def is_dynamic(rule: Rule) -> bool:
+    """Whether the rule's condition or threshold needs the metric's earlier values."""
+    return _is_dynamic(rule.condition) or _is_dynamic(rule.threshold)
+
+
+def settle(rule: Rule, earlier: list[float]) -> tuple[Rule, str]:
+    """The rule with its dynamic numbers worked out on ``earlier`` (the metric's values,
+    oldest first), and what they came to. Raises dynamic.DynamicError."""
+    notes: list[str] = []
+
+    def fixed(condition: Condition | None) -> Condition | None:
+        if condition is None:
+            return None
+        operands = []
+        for operand in condition.operands:
+            if isinstance(operand, dynamic.Dynamic):
+                value = dynamic.evaluate(operand.expr, earlier)
+                notes.append(f"{operand} = {value:g}")
+                operand = value
+            operands.append(operand)
+        return Condition(condition.op, tuple(operands))
+
+    settled = replace(rule, condition=fixed(rule.condition), threshold=fixed(rule.threshold))
+    shown = "; ".join(notes) + f" from {len(earlier)} earlier value(s)"
+    return settled, shown
+
+
 def check_rule(rule: Rule, *, analyzer: bool = False) -> None:
     """Raise DQDLError when a rule names an unknown type or has the wrong shape."""
     spec = RULE_TYPES.get(rule.rule_type)
@@ -215,6 +271,11 @@ def check_rule(rule: Rule, *, analyzer: bool = False) -> None:
             }
             if len(kinds) > 1:
                 raise DQDLError(f"the list in {rule.text!r} mixes numbers and text; use one kind")
+    if _is_dynamic(rule.condition) and rule.rule_type not in DYNAMIC_TYPES:
+        raise DQDLError(
+            f"{rule.rule_type} compares each row's value, which has no history; a dynamic "
+            f"condition (last(...)) fits a rule on one number, or its 'with threshold': {rule.text!r}"
+        )
     durations = rule.condition is None or all(isinstance(v, Duration) for v in rule.condition.operands)
     if rule.rule_type == "DataFreshness" and not durations:
         raise DQDLError(f"DataFreshness compares with a duration (e.g. <= 24 hours) in {rule.text!r}")
@@ -278,6 +339,22 @@ class _Build(Transformer):
     def list(self, *items):
         return tuple(items)
 
+    # dynamic rules' numbers: folded to a number unless they need the history
+    def chain(self, *items):
+        if len(items) == 1:
+            return items[0]
+        terms = [_expr(t) for t in items[0::2]]
+        return dynamic.Chain(terms[0], tuple(zip((str(op) for op in items[1::2]), terms[1:], strict=True)))
+
+    def call(self, name, *args):
+        return dynamic.Call(str(name), tuple(_expr(a) for a in args))
+
+    def paren(self, inner):
+        return _expr(inner)
+
+    def calc(self, expr):
+        return expr
+
     def VARIABLE(self, token):
         return _Variable(str(token), token.line, token.column)
 
@@ -323,8 +400,25 @@ class _Build(Transformer):
         return value
 
 
+def _expr(value: Any) -> dynamic.Expr:
+    return float(value) if isinstance(value, int) else value
+
+
+def _operand(value: Any) -> Any:
+    """A computed number folded, or kept as Dynamic when it needs the metric's history."""
+    if not isinstance(value, (dynamic.Call, dynamic.Chain)):
+        return value
+    try:
+        dynamic.check(value)
+        if dynamic.uses_history(value):
+            return dynamic.Dynamic(value)
+        return dynamic.evaluate(value, [])
+    except dynamic.DynamicError as exc:
+        raise DQDLError(str(exc)) from None
+
+
 def _condition(node: Tree, build: _Build) -> Condition:
-    kids = [build._resolve(k) for k in node.children]
+    kids = [_operand(build._resolve(k)) for k in node.children]
     negated = bool(kids) and isinstance(kids[0], Token) and kids[0].type == "NOT"
     if negated:
         kids = kids[1:]
@@ -422,6 +516,8 @@ def _tokens(expected: set[str]) -> str:
         "NOW": "now()",
         "NOT": "not",
         "SIGN": "+ or -",
+        "MULDIV": "* or /",
+        "NAME": "a function such as avg(last(3))",
     }
     shown = sorted({names.get(e, e.strip('"').lower()) for e in expected})
     return ", ".join(shown[:12])

@@ -6,12 +6,12 @@ both evaluate here."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..engine.names import check_name
 from .evaluate import QualityResult, evaluate
-from .store import QualityStore
+from .store import QualityStore, values_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -19,6 +19,20 @@ if TYPE_CHECKING:
     from ..runtime import JobRun
 
 log = logging.getLogger("sparkmark.quality")
+
+
+def _history(store: QualityStore, job_name: str, ruleset: str) -> Callable[[str], list[float]]:
+    """Earlier values of a metric, read from the store once for the whole ruleset (its
+    dynamic rules and DetectAnomalies each ask)."""
+    earlier: list[dict[str, Any]] | None = None
+
+    def of(metric: str) -> list[float]:
+        nonlocal earlier
+        if earlier is None:
+            earlier = store.earlier_metrics(job_name, ruleset)
+        return values_of(earlier, metric)
+
+    return of
 
 
 def evaluate_in_run(
@@ -41,7 +55,7 @@ def evaluate_in_run(
         name=name,
         row_level=row_level,
         filtered_rows=filtered_rows,
-        history=lambda metric: store.history(run.name, name, metric),
+        history=_history(store, run.name, name),
     )
     document = result.to_dict()
     store.save(run.name, run.run_id, document)

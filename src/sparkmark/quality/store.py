@@ -141,6 +141,11 @@ class QualityStore:
     def history(self, job_name: str, ruleset: str, metric: str, limit: int = 100) -> list[float]:
         """A metric's earlier values for this job and ruleset, oldest first, from runs
         that succeeded (or evaluations made outside a run)."""
+        return values_of(self.earlier_metrics(job_name, ruleset, limit), metric)
+
+    def earlier_metrics(self, job_name: str, ruleset: str, limit: int = 100) -> list[dict[str, Any]]:
+        """Every metric of the ruleset's latest ``limit`` evaluations in this job, oldest
+        first, leaving out the runs that did not succeed."""
         query = (
             select(results.c.metrics, results.c.run_id)
             .where(results.c.job_name == job_name, results.c.ruleset == ruleset)
@@ -150,11 +155,14 @@ class QualityStore:
         with self.state.connect() as conn:
             rows = conn.execute(query).all()
         states = self.state.run_states([r.run_id for r in rows if r.run_id])
-        values = []
-        for row in reversed(rows):
-            if row.run_id and states.get(row.run_id, RunState.SUCCEEDED) is not RunState.SUCCEEDED:
-                continue
-            value = json.loads(row.metrics).get(metric)
-            if isinstance(value, (int, float)):
-                values.append(float(value))
-        return values
+        return [
+            json.loads(row.metrics)
+            for row in reversed(rows)
+            if not row.run_id or states.get(row.run_id, RunState.SUCCEEDED) is RunState.SUCCEEDED
+        ]
+
+
+def values_of(evaluations: list[dict[str, Any]], metric: str) -> list[float]:
+    """One metric's numbers out of a list of evaluations' metrics, in their order."""
+    found = (m.get(metric) for m in evaluations)
+    return [float(v) for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)]
