@@ -23,7 +23,7 @@ def operands(rule: str):
 
 
 def worked_out(rule: str, earlier: list[float]) -> list[float]:
-    parsed, found = operands(rule)
+    _parsed, found = operands(rule)
     return [evaluate(o.expr, earlier) for o in found if isinstance(o, Dynamic)]
 
 
@@ -60,7 +60,7 @@ def test_last_with_no_history_is_zero_and_with_fewer_than_k_is_all_there_is():
 def test_index_counts_from_the_most_recent():
     assert worked_out("RowCount > index(last(3), 0)", [10, 20, 30, 40]) == [40.0]
     assert worked_out("RowCount > index(last(3), 2)", [10, 20, 30, 40]) == [20.0]
-    parsed, (found,) = operands("RowCount > index(last(3), 3)")
+    _parsed, (found,) = operands("RowCount > index(last(3), 3)")
     with pytest.raises(DynamicError, match="there are 3 earlier value"):
         evaluate(found.expr, [10, 20, 30, 40])
     with pytest.raises(DynamicError, match="there are 1 earlier value"):  # no history: [0.0]

@@ -224,8 +224,9 @@ def settle(rule: Rule, earlier: list[float]) -> tuple[Rule, str]:
             if isinstance(operand, dynamic.Dynamic):
                 value = dynamic.evaluate(operand.expr, earlier)
                 notes.append(f"{operand} = {value:g}")
-                operand = value
-            operands.append(operand)
+                operands.append(value)
+            else:
+                operands.append(operand)
         return Condition(condition.op, tuple(operands))
 
     settled = replace(rule, condition=fixed(rule.condition), threshold=fixed(rule.threshold))
