@@ -219,7 +219,7 @@ def settle(rule: Rule, earlier: list[float]) -> tuple[Rule, str]:
     def fixed(condition: Condition | None) -> Condition | None:
         if condition is None:
             return None
-        operands = []
+        operands: list[Operand] = []
         for operand in condition.operands:
             if isinstance(operand, dynamic.Dynamic):
                 value = dynamic.evaluate(operand.expr, earlier)
