@@ -42,6 +42,7 @@ from sparkmark.engine import schema as t
 from sparkmark.engine.store import StateStore
 from sparkmark.errors import StateStoreError
 from sparkmark.quality.store import QualityStore
+from sparkmark.quality_service.records import QualityServiceStore
 from sparkmark.runtime.metric_store import MetricStore
 from sparkmark.sessions.records import SessionStore
 from sparkmark.state import components
@@ -64,6 +65,7 @@ STORES = (
     MetricStore,
     SessionStore,
     QualityStore,
+    QualityServiceStore,
     Registry,
     WorkflowStore,
 )

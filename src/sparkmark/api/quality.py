@@ -1,12 +1,19 @@
-"""Data quality results: what EvaluateDataQuality and ``sparkmark quality`` stored,
-in Glue's GetDataQualityResult / ListDataQualityResults shapes. A result's id is
-``dqresult-`` and its number in the state store."""
+"""Glue's data quality operations: results (what EvaluateDataQuality in a job, and the
+evaluation runs, stored), rulesets as resources, ruleset evaluation runs and rule
+recommendation runs on catalog tables. A result's id is ``dqresult-`` and its number in
+the state store."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from ..app.tags import RULESET_KIND
+from ..engine.schema import utcnow
+from ..quality.ruleset import DQDLError, parse_ruleset
 from ..quality.store import StoredResult
+from ..quality_service.engine import check_ruleset
+from ..quality_service.records import EVALUATION, RECOMMENDATION, RulesetRecord, TaskRun
 from .protocol import not_found
 from .service import Service, handler, page
 
@@ -41,23 +48,43 @@ def _rule(rule: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-@handler("GetDataQualityResult")
-def get_data_quality_result(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    number = _number(p["ResultId"])
-    found = svc.quality.find(result_id=number, limit=1) if number is not None else []
-    if not found:
-        raise not_found(f"Data quality result {p['ResultId']} not found")
-    r = found[0]
-    return {
+def _result(r: StoredResult) -> dict[str, Any]:
+    doc = {
         "ResultId": result_id(r),
         "Score": r.score,
+        "DataSource": r.data_source,
         "RulesetName": r.ruleset,
         "EvaluationContext": r.ruleset,
         "StartedOn": r.evaluated_at,
         "CompletedOn": r.evaluated_at,
-        "JobName": r.job_name,
+        "JobName": r.job_name or None,
         "JobRunId": r.run_id,
+        "RulesetEvaluationRunId": r.evaluation_run_id,
         "RuleResults": [_rule(rule) for rule in r.rules],
+    }
+    return {k: v for k, v in doc.items() if v is not None}
+
+
+def _stored(svc: Service, given: str) -> StoredResult | None:
+    number = _number(given)
+    found = svc.quality.find(result_id=number, limit=1) if number is not None else []
+    return found[0] if found else None
+
+
+@handler("GetDataQualityResult")
+def get_data_quality_result(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    found = _stored(svc, p["ResultId"])
+    if found is None:
+        raise not_found(f"Data quality result {p['ResultId']} not found")
+    return _result(found)
+
+
+@handler("BatchGetDataQualityResult")
+def batch_get_data_quality_result(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    found = {given: _stored(svc, given) for given in p["ResultIds"]}
+    return {
+        "Results": [_result(r) for r in found.values() if r is not None],
+        "ResultsNotFound": [given for given, r in found.items() if r is None],
     }
 
 
@@ -71,10 +98,227 @@ def list_data_quality_results(svc: Service, p: dict[str, Any]) -> dict[str, Any]
         before=f.get("StartedBefore"),
         limit=None,
     )
+    source = f.get("DataSource")
     docs = [
-        {"ResultId": result_id(r), "JobName": r.job_name, "JobRunId": r.run_id, "StartedOn": r.evaluated_at}
+        {
+            "ResultId": result_id(r),
+            "DataSource": r.data_source,
+            "JobName": r.job_name or None,
+            "JobRunId": r.run_id,
+            "StartedOn": r.evaluated_at,
+        }
         for r in found
+        if source is None or _same_table(r.data_source, source)
     ]
     docs = [{k: v for k, v in d.items() if v is not None} for d in docs]
     chunk, token = page(docs, p)
     return {"Results": chunk, "NextToken": token}
+
+
+def _same_table(found: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
+    a, b = (found or {}).get("GlueTable") or {}, wanted.get("GlueTable") or {}
+    return (a.get("DatabaseName"), a.get("TableName")) == (b.get("DatabaseName"), b.get("TableName"))
+
+
+# ------------------------------------------------------------------ rulesets
+
+
+@handler("CreateDataQualityRuleset")
+def create_data_quality_ruleset(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    check_ruleset(p["Ruleset"])
+    target = p.get("TargetTable")
+    if target:
+        svc.catalog.table(target["DatabaseName"], target["TableName"])
+    svc.quality_runs.store.add_ruleset(
+        p["Name"], p["Ruleset"], description=p.get("Description"), target_table=target
+    )
+    return {"Name": p["Name"]}
+
+
+def _ruleset_doc(r: RulesetRecord) -> dict[str, Any]:
+    doc = {
+        "Name": r.name,
+        "Description": r.description,
+        "Ruleset": r.ruleset,
+        "TargetTable": r.target_table,
+        "CreatedOn": r.created,
+        "LastModifiedOn": r.modified,
+        "RecommendationRunId": r.recommendation_run_id,
+    }
+    return {k: v for k, v in doc.items() if v is not None}
+
+
+@handler("GetDataQualityRuleset")
+def get_data_quality_ruleset(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    return _ruleset_doc(svc.quality_runs.store.ruleset(p["Name"]))
+
+
+@handler("UpdateDataQualityRuleset")
+def update_data_quality_ruleset(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if p.get("Ruleset") is not None:
+        check_ruleset(p["Ruleset"])
+        values["ruleset"] = p["Ruleset"]
+    if p.get("Description") is not None:
+        values["description"] = p["Description"]
+    store = svc.quality_runs.store
+    store.update_ruleset(p["Name"], **values)
+    found = store.ruleset(p["Name"])
+    return {
+        k: v
+        for k, v in {"Name": found.name, "Description": found.description, "Ruleset": found.ruleset}.items()
+        if v is not None
+    }
+
+
+@handler("DeleteDataQualityRuleset")
+def delete_data_quality_ruleset(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    svc.quality_runs.store.delete_ruleset(p["Name"])
+    return {}
+
+
+def _rule_count(text: str) -> int:
+    try:
+        return len(parse_ruleset(text).rules)
+    except DQDLError:
+        return 0
+
+
+@handler("ListDataQualityRulesets")
+def list_data_quality_rulesets(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    f = p.get("Filter") or {}
+    wanted_tags = p.get("Tags") or {}
+    found = []
+    for r in svc.quality_runs.store.rulesets():
+        target = f.get("TargetTable")
+        if f.get("Name") and f["Name"] != r.name:
+            continue
+        if f.get("Description") and f["Description"] != r.description:
+            continue
+        if target and (
+            not r.target_table
+            or (r.target_table.get("DatabaseName"), r.target_table.get("TableName"))
+            != (target.get("DatabaseName"), target.get("TableName"))
+        ):
+            continue
+        if not _within(r.created, f.get("CreatedAfter"), f.get("CreatedBefore")):
+            continue
+        if not _within(r.modified, f.get("LastModifiedAfter"), f.get("LastModifiedBefore")):
+            continue
+        if wanted_tags:
+            tags = svc.tags.tags(RULESET_KIND, r.name)
+            if any(tags.get(k) != v for k, v in wanted_tags.items()):
+                continue
+        doc = _ruleset_doc(r)
+        doc.pop("Ruleset")
+        found.append({**doc, "RuleCount": _rule_count(r.ruleset)})
+    chunk, token = page(found, p)
+    return {"Rulesets": chunk, "NextToken": token}
+
+
+def _within(moment: datetime, after: datetime | None, before: datetime | None) -> bool:
+    return (after is None or moment > after) and (before is None or moment < before)
+
+
+# ------------------------------------------------------------------ runs
+
+
+def _execution_seconds(run: TaskRun) -> int:
+    return int(((run.completed or utcnow()) - run.started).total_seconds())
+
+
+def _run_doc(run: TaskRun, fields: tuple[str, ...]) -> dict[str, Any]:
+    request = run.request
+    doc: dict[str, Any] = {
+        "RunId": run.id,
+        "DataSource": request.get("DataSource"),
+        "Role": request.get("Role"),
+        "NumberOfWorkers": request.get("NumberOfWorkers") or 5,
+        "Timeout": request.get("Timeout") or 2880,
+        "Status": run.state,
+        "ErrorString": run.error,
+        "StartedOn": run.started,
+        "LastModifiedOn": run.modified,
+        "CompletedOn": run.completed,
+        "ExecutionTime": _execution_seconds(run),
+    }
+    for name in fields:
+        doc[name] = request.get(name)
+    return {k: v for k, v in doc.items() if v not in (None, {}, [])}
+
+
+@handler("StartDataQualityRulesetEvaluationRun")
+def start_data_quality_ruleset_evaluation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    return {"RunId": svc.quality_runs.start_evaluation(p).id}
+
+
+@handler("GetDataQualityRulesetEvaluationRun")
+def get_data_quality_ruleset_evaluation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    run = svc.quality_runs.store.run(p["RunId"], EVALUATION)
+    doc = _run_doc(run, ("AdditionalRunOptions", "RulesetNames", "AdditionalDataSources"))
+    if run.outcome.get("results"):
+        doc["ResultIds"] = [f"{PREFIX}{n:016d}" for n in run.outcome["results"]]
+    return doc
+
+
+@handler("ListDataQualityRulesetEvaluationRuns")
+def list_data_quality_ruleset_evaluation_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    f = p.get("Filter") or {}
+    runs = [
+        {"RunId": r.id, "Status": r.state, "StartedOn": r.started, "DataSource": r.request.get("DataSource")}
+        for r in svc.quality_runs.store.runs(EVALUATION)
+        if (not f.get("DataSource") or _same_table(r.request.get("DataSource"), f["DataSource"]))
+        and _within(r.started, f.get("StartedAfter"), f.get("StartedBefore"))
+        and (not f.get("RulesetName") or f["RulesetName"] in r.request.get("RulesetNames", []))
+    ]
+    chunk, token = page(runs, p)
+    return {"Runs": chunk, "NextToken": token}
+
+
+@handler("CancelDataQualityRulesetEvaluationRun")
+def cancel_data_quality_ruleset_evaluation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    svc.quality_runs.cancel(p["RunId"], EVALUATION)
+    return {}
+
+
+@handler("StartDataQualityRuleRecommendationRun")
+def start_data_quality_rule_recommendation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    return {"RunId": svc.quality_runs.start_recommendation(p).id}
+
+
+@handler("GetDataQualityRuleRecommendationRun")
+def get_data_quality_rule_recommendation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    run = svc.quality_runs.store.run(p["RunId"], RECOMMENDATION)
+    doc = _run_doc(run, ("CreatedRulesetName", "AdditionalRunOptions", "RecommendationMode"))
+    if run.outcome.get("ruleset"):
+        doc["RecommendedRuleset"] = run.outcome["ruleset"]
+    return doc
+
+
+@handler("ListDataQualityRuleRecommendationRuns")
+def list_data_quality_rule_recommendation_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    f = p.get("Filter") or {}
+    runs = [
+        {
+            k: v
+            for k, v in {
+                "RunId": r.id,
+                "Status": r.state,
+                "StartedOn": r.started,
+                "DataSource": r.request.get("DataSource"),
+                "CreatedRulesetName": r.request.get("CreatedRulesetName"),
+            }.items()
+            if v is not None
+        }
+        for r in svc.quality_runs.store.runs(RECOMMENDATION)
+        if (not f.get("DataSource") or _same_table(r.request.get("DataSource"), f["DataSource"]))
+        and _within(r.started, f.get("StartedAfter"), f.get("StartedBefore"))
+    ]
+    chunk, token = page(runs, p)
+    return {"Runs": chunk, "NextToken": token}
+
+
+@handler("CancelDataQualityRuleRecommendationRun")
+def cancel_data_quality_rule_recommendation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    svc.quality_runs.cancel(p["RunId"], RECOMMENDATION)
+    return {}

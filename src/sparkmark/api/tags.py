@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..app.tags import resource_of
+from ..app.tags import RULESET_KIND, resource_of
 from ..errors import NotFound
 from .protocol import not_found
 from .service import AFTER, Service, handler
@@ -19,6 +19,7 @@ _CREATED = {
     "CreateDatabase": ("database", ("DatabaseInput", "Name")),
     "CreateConnection": ("connection", ("ConnectionInput", "Name")),
     "CreateSession": ("session", ("Id",)),
+    "CreateDataQualityRuleset": (RULESET_KIND, ("Name",)),
 }
 _DELETED = {
     "DeleteJob": ("job", ("JobName",)),
@@ -28,6 +29,7 @@ _DELETED = {
     "DeleteDatabase": ("database", ("Name",)),
     "DeleteConnection": ("connection", ("ConnectionName",)),
     "DeleteSession": ("session", ("Id",)),
+    "DeleteDataQualityRuleset": (RULESET_KIND, ("Name",)),
 }
 
 
@@ -56,6 +58,12 @@ def _exists(svc: Service, kind: str, name: str) -> bool:
     if kind == "session":
         try:
             svc.sessions.get(name)
+        except NotFound:
+            return False
+        return True
+    if kind == RULESET_KIND:
+        try:
+            svc.quality_runs.store.ruleset(name)
         except NotFound:
             return False
         return True

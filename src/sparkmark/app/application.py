@@ -78,6 +78,8 @@ class App:
                 stop()
         if "athena" in self.__dict__:
             self.athena.close()
+        if "quality_runs" in self.__dict__:
+            self.quality_runs.close()
         if "sessions" in self.__dict__:
             self.sessions.close()
         self.state.close()
@@ -207,6 +209,13 @@ class App:
         from ..athena.engine import AthenaEngine
 
         return AthenaEngine(self)
+
+    @cached_property
+    def quality_runs(self):
+        """Data quality's rulesets, and the evaluation and recommendation runs this process runs."""
+        from ..quality_service.engine import QualityEngine
+
+        return QualityEngine(self)
 
     @property
     def project(self):

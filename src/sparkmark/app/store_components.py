@@ -13,6 +13,7 @@ from ..crawler.classifiers import COMPONENT as CLASSIFIERS
 from ..crawler.store import COMPONENT as CRAWLERS
 from ..engine.schema import BOOKMARKS
 from ..quality.store import COMPONENT as QUALITY
+from ..quality_service.records import COMPONENT as QUALITY_SERVICE
 from ..runtime.metric_store import COMPONENT as METRICS
 from ..sessions.records import COMPONENT as SESSIONS
 from ..state.components import Component
@@ -36,6 +37,7 @@ COMPONENTS: tuple[Component, ...] = (
     METRICS,
     TAGS,
     ATHENA,
+    QUALITY_SERVICE,
 )
 
 

@@ -22,7 +22,8 @@ tags_table = Table(
 )
 COMPONENT = components.declare("tags", "tags_schema_version", metadata, [tags_table])
 
-KINDS = ("job", "crawler", "trigger", "workflow", "database", "connection", "table", "session")
+RULESET_KIND = "dataQualityRuleset"  # as Glue's ARNs name a data quality ruleset
+KINDS = ("job", "crawler", "trigger", "workflow", "database", "connection", "table", "session", RULESET_KIND)
 _ARN = re.compile(r"arn:aws[\w-]*:glue:[^:]*:[^:]*:(?P<kind>[A-Za-z]+)/(?P<name>.+)")
 
 
@@ -32,7 +33,7 @@ def resource_of(arn: str) -> tuple[str, str]:
     match = _ARN.fullmatch(arn or "")
     if match is None or match["kind"] not in KINDS:
         raise ArgumentError(
-            f"{arn!r} is not the ARN of a Glue job, crawler, trigger, workflow, database, connection, table or session"
+            f"{arn!r} is not the ARN of a Glue job, crawler, trigger, workflow, database, connection, table, session or data quality ruleset"
         )
     return match["kind"], match["name"]
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from datetime import datetime
 from typing import Any
 
 from ..engine.owner import is_dead, this_process
 from ..engine.schema import utcnow
-from ..errors import ArgumentError, SparkmarkError
+from ..errors import SparkmarkError
+from ..sessions import owned
 from . import dialect
 from .execute import outcome_of
 from .records import CANCELLED, ENDED, FAILED, QUEUED, RUNNING, SUCCEEDED, AthenaStore, QueryRecord
@@ -43,7 +43,6 @@ ICEBERG_CONF = (
     f" --conf spark.sql.catalog.{ICEBERG_CATALOG}.cache-enabled=false"
 )
 IDLE_MINUTES = 30
-POLL_SECONDS = 0.05
 # Athena's ErrorCategory: 1 the system's, 2 the user's (the query), 3 other.
 SYSTEM, USER = 1, 2
 
@@ -198,50 +197,27 @@ class AthenaEngine:
 
     def _session(self) -> None:
         """The engine's session, READY (created, or created again, when it is not)."""
-        from ..sessions.records import ENDED as SESSION_ENDED
-        from ..sessions.records import READY
-
-        sessions = self.app.sessions
-        try:
-            found = sessions.get(SESSION_ID)
-            if found.status in SESSION_ENDED or found.owner != sessions.owner:
-                sessions.delete(SESSION_ID)
-                found = None
-        except SparkmarkError:
-            found = None
-        if found is None:
-            sessions.create(
-                SESSION_ID,
-                {
-                    "Description": "the Athena API's Spark (sparkmark)",
-                    "Role": "sparkmark",
-                    "Command": {"Name": "glueetl", "PythonVersion": "3"},
-                    "DefaultArguments": {
-                        "--enable-glue-datacatalog": "true",
-                        **(
-                            {"--datalake-formats": "iceberg", "--conf": ICEBERG_CONF}
-                            if self.reads_iceberg
-                            else {}
-                        ),
-                    },
-                    "IdleTimeout": IDLE_MINUTES,
+        owned.ready(
+            self.app.sessions,
+            SESSION_ID,
+            {
+                "Description": "the Athena API's Spark (sparkmark)",
+                "Role": "sparkmark",
+                "Command": {"Name": "glueetl", "PythonVersion": "3"},
+                "DefaultArguments": {
+                    "--enable-glue-datacatalog": "true",
+                    **(
+                        {"--datalake-formats": "iceberg", "--conf": ICEBERG_CONF}
+                        if self.reads_iceberg
+                        else {}
+                    ),
                 },
-            )
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            record = sessions.get(SESSION_ID)
-            if record.status == READY:
-                return
-            if record.status in SESSION_ENDED:
-                raise ArgumentError(
-                    f"the Athena engine's Spark did not start: {record.error or record.status}"
-                )
-            time.sleep(0.1)
-        raise ArgumentError("the Athena engine's Spark did not start in 10 minutes")
+                "IdleTimeout": IDLE_MINUTES,
+            },
+            "the Athena engine",
+        )
 
     def _run(self, record: QueryRecord) -> None:
-        from ..sessions.records import STATEMENT_ENDED
-
         order = record.outcome.get("order") or {}
         self._session()
         code = (
@@ -249,25 +225,20 @@ class AthenaEngine:
         )
         if not self.store.set_query(record.id, only_from=frozenset({QUEUED}), state=RUNNING):
             return  # cancelled while queued
-        number = self.app.sessions.run_statement(SESSION_ID, code)
-        self.store.set_query(record.id, statement=number)
-        if self.store.query(record.id).state == CANCELLED:  # stopped before its number was known
-            self.app.sessions.cancel(SESSION_ID, number)
-        while True:
-            statement = self.app.sessions.statement(SESSION_ID, number)
-            if statement.state in STATEMENT_ENDED:
-                break
-            time.sleep(POLL_SECONDS)
-        text = ((statement.output or {}).get("Data") or {}).get("TextPlain", "") or ""
+
+        def started(number: int) -> None:
+            self.store.set_query(record.id, statement=number)
+            if self.store.query(record.id).state == CANCELLED:  # stopped before its number was known
+                self.app.sessions.cancel(SESSION_ID, number)
+
+        statement = owned.run(self.app.sessions, SESSION_ID, code, started)
+        text = owned.text_of(statement)
         outcome = outcome_of(text)
         running = frozenset({RUNNING})
         if statement.state == "CANCELLED":
             self.store.set_query(record.id, only_from=running, state=CANCELLED)
         elif outcome is None:
-            error = (
-                (statement.output or {}).get("ErrorValue") or text.strip().splitlines()[-1:] or ["no outcome"]
-            )
-            reason = error if isinstance(error, str) else error[0]
+            reason = owned.error_of(statement)
             self.store.set_query(
                 record.id,
                 only_from=running,

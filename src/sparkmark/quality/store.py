@@ -7,7 +7,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text, func, insert, select
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+    insert,
+    select,
+)
 
 from ..engine.models import RunState
 from ..engine.schema import UTCDateTime
@@ -27,8 +40,19 @@ results = Table(
     Column("score", Float, nullable=False),
     Column("rules", Text, nullable=False),  # JSON: each rule's outcome, reason, metrics, labels
     Column("metrics", Text, nullable=False),  # JSON: every metric by name
+    # an evaluation run's (the API's, on a catalog table): its id, and the table it read
+    Column("evaluation_run_id", String(64)),
+    Column("data_source", Text),  # JSON: Glue's DataSource
 )
-COMPONENT = components.declare("quality", "quality_schema_version", metadata, [results])
+
+
+def _evaluation_runs(conn: Connection) -> None:
+    """Step 2: results of the API's evaluation runs say which run and which table."""
+    components.add_column(conn, results.name, Column("evaluation_run_id", String(64)))
+    components.add_column(conn, results.name, Column("data_source", Text))
+
+
+COMPONENT = components.declare("quality", "quality_schema_version", metadata, [results], _evaluation_runs)
 
 
 @dataclass(frozen=True)
@@ -42,6 +66,8 @@ class StoredResult:
     rules: list[dict[str, Any]]
     metrics: dict[str, Any]
     id: int = 0
+    evaluation_run_id: str | None = None
+    data_source: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,10 +85,21 @@ class QualityStore:
         self.state = state
         state.open_component(COMPONENT)
 
-    def save(self, job_name: str, run_id: str | None, document: dict[str, Any]) -> None:
+    def save(
+        self,
+        job_name: str,
+        run_id: str | None,
+        document: dict[str, Any],
+        *,
+        evaluation_run_id: str | None = None,
+        data_source: dict[str, Any] | None = None,
+    ) -> int:
+        """Keep one evaluation's result; its number."""
         with self.state.begin() as conn:
-            conn.execute(
+            done = conn.execute(
                 insert(results).values(
+                    evaluation_run_id=evaluation_run_id,
+                    data_source=json.dumps(data_source) if data_source else None,
                     job_name=job_name,
                     run_id=run_id,
                     ruleset=document["ruleset"],
@@ -73,6 +110,7 @@ class QualityStore:
                     metrics=json.dumps(document["metrics"], default=str),
                 )
             )
+            return int(done.inserted_primary_key[0])
 
     def results(self, job_name: str, ruleset: str | None = None, limit: int = 50) -> list[StoredResult]:
         return self.find(job_name=job_name, ruleset=ruleset, limit=limit)
@@ -84,6 +122,7 @@ class QualityStore:
         ruleset: str | None = None,
         run_id: str | None = None,
         result_id: int | None = None,
+        evaluation_run_id: str | None = None,
         after: datetime | None = None,
         before: datetime | None = None,
         limit: int | None = 50,
@@ -95,6 +134,7 @@ class QualityStore:
             (results.c.ruleset, ruleset),
             (results.c.run_id, run_id),
             (results.c.id, result_id),
+            (results.c.evaluation_run_id, evaluation_run_id),
         ):
             if value is not None:
                 query = query.where(column == value)
@@ -118,6 +158,8 @@ class QualityStore:
                 json.loads(r.rules),
                 json.loads(r.metrics),
                 r.id,
+                r.evaluation_run_id,
+                json.loads(r.data_source) if r.data_source else None,
             )
             for r in rows
         ]
@@ -143,15 +185,18 @@ class QualityStore:
         that succeeded (or evaluations made outside a run)."""
         return values_of(self.earlier_metrics(job_name, ruleset, limit), metric)
 
-    def earlier_metrics(self, job_name: str, ruleset: str, limit: int = 100) -> list[dict[str, Any]]:
-        """Every metric of the ruleset's latest ``limit`` evaluations in this job, oldest
-        first, leaving out the runs that did not succeed."""
-        query = (
-            select(results.c.metrics, results.c.run_id)
-            .where(results.c.job_name == job_name, results.c.ruleset == ruleset)
-            .order_by(results.c.evaluated_at.desc(), results.c.id.desc())
-            .limit(limit)
+    def earlier_metrics(
+        self, job_name: str, ruleset: str, limit: int = 100, data_source: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every metric of the ruleset's latest ``limit`` evaluations in this job (or, for
+        the API's evaluation runs, on this data source), oldest first, leaving out the
+        runs that did not succeed."""
+        query = select(results.c.metrics, results.c.run_id).where(
+            results.c.job_name == job_name, results.c.ruleset == ruleset
         )
+        if data_source is not None:
+            query = query.where(results.c.data_source == json.dumps(data_source))
+        query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
         with self.state.connect() as conn:
             rows = conn.execute(query).all()
         states = self.state.run_states([r.run_id for r in rows if r.run_id])
