@@ -356,12 +356,13 @@ def test_detect_anomalies_against_history(data):
 
     rule = 'DetectAnomalies "RowCount"'
     fresh = evaluate(data, f"Rules = [ {rule} ]", row_level=False, history=history([])).outcomes[0]
-    assert fresh.passed and "fewer than 3" in fresh.evaluated_metrics["note"]
+    assert fresh.passed and fresh.evaluated_metrics["method"] == "not judged"
     steady = evaluate(data, f"Rules = [ {rule} ]", row_level=False, history=history([5, 5, 5])).outcomes[0]
     assert steady.passed
-    # history 9, 10, 11: mean 10, σ 0.816, so 5 is far outside 10 ± 3σ
+    # history 9, 10, 11 (too short for the model): mean 10, sample σ 1, so 5 is outside 10 ± 3σ
     jump = evaluate(data, f"Rules = [ {rule} ]", row_level=False, history=history([9, 10, 11])).outcomes[0]
-    assert not jump.passed and jump.evaluated_metrics["expected_low"] > 7.5
+    assert not jump.passed and jump.evaluated_metrics["expected_low"] == 7.0
+    assert jump.evaluated_metrics["method"] == "mean ± 3σ"
 
 
 def test_analyzers_measure_without_outcomes(data):

@@ -327,3 +327,65 @@ def test_a_run_cancelled_before_the_engine_takes_it_is_stopped_and_an_ended_run_
     )["RunId"]
     assert once == twice
     finished(glue, "GetDataQualityRulesetEvaluationRun", once)
+
+
+def test_statistics_their_annotations_and_the_model_of_one_statistic(api):
+    """Four evaluation runs give four data points of the RowCount statistic; one is
+    excluded, then included again, as the console's "Exclude statistics" does."""
+    glue = api.client("glue")
+    glue.create_data_quality_ruleset(
+        Name="volume", Ruleset='Rules = [ RowCount > 0, DetectAnomalies "RowCount" ]'
+    )
+    role = "arn:aws:iam::000000000000:role/dq"
+    for _ in range(4):
+        run_id = glue.start_data_quality_ruleset_evaluation_run(
+            DataSource=table("orders"), Role=role, RulesetNames=["volume"]
+        )["RunId"]
+        ended = finished(glue, "GetDataQualityRulesetEvaluationRun", run_id)
+        assert ended["Status"] == "SUCCEEDED", ended.get("ErrorString")
+    listed = conforms("ListDataQualityStatistics", glue.list_data_quality_statistics())["Statistics"]
+    counts = [
+        s
+        for s in listed
+        if s["StatisticName"] == "RowCount" and s["StatisticProperties"]["Ruleset"] == "volume"
+    ]
+    assert len(counts) == 4 and {s["DoubleValue"] for s in counts} == {6.0}
+    assert len({s["StatisticId"] for s in counts}) == 1 and len({s["ProfileId"] for s in counts}) == 4
+    assert counts[0]["EvaluationLevel"] == "Dataset" and counts[0]["RunIdentifier"]["RunId"].startswith(
+        "dqrun-"
+    )
+    statistic = counts[0]["StatisticId"]
+    oldest_first = sorted(counts, key=lambda s: s["RecordedOn"])
+    second, last = oldest_first[1]["ProfileId"], oldest_first[-1]["ProfileId"]
+
+    answer = glue.batch_put_data_quality_statistic_annotation(
+        InclusionAnnotations=[
+            {"ProfileId": second, "StatisticId": statistic, "InclusionAnnotation": "EXCLUDE"},
+            {"ProfileId": second, "StatisticId": "dqstat-none", "InclusionAnnotation": "EXCLUDE"},
+        ]
+    )
+    failed = conforms("BatchPutDataQualityStatisticAnnotation", answer)["FailedInclusionAnnotations"]
+    assert [f["StatisticId"] for f in failed] == ["dqstat-none"]
+    annotations = conforms(
+        "ListDataQualityStatisticAnnotations",
+        glue.list_data_quality_statistic_annotations(StatisticId=statistic),
+    )["Annotations"]
+    assert [(a["ProfileId"], a["InclusionAnnotation"]["Value"]) for a in annotations] == [(second, "EXCLUDE")]
+
+    model = conforms(
+        "GetDataQualityModelResult", glue.get_data_quality_model_result(StatisticId=statistic, ProfileId=last)
+    )["Model"]
+    assert [m["ActualValue"] for m in model] == [6.0] * 4
+    assert [m["InclusionAnnotation"] for m in model] == ["INCLUDE", "EXCLUDE", "INCLUDE", "INCLUDE"]
+    assert "PredictedValue" not in model[0]  # no history before the first point
+    status = conforms(
+        "GetDataQualityModel", glue.get_data_quality_model(StatisticId=statistic, ProfileId=last)
+    )
+    assert status["Status"] == "SUCCEEDED"
+
+    glue.put_data_quality_profile_annotation(ProfileId=second, InclusionAnnotation="INCLUDE")
+    again = glue.list_data_quality_statistic_annotations(StatisticId=statistic)["Annotations"]
+    assert [a["InclusionAnnotation"]["Value"] for a in again] == ["INCLUDE"]
+    with pytest.raises(ClientError) as nowhere:
+        glue.get_data_quality_model_result(StatisticId=statistic, ProfileId="dqprofile-0000000009999999")
+    assert nowhere.value.response["Error"]["Code"] == "EntityNotFoundException"

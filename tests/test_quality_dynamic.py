@@ -91,3 +91,27 @@ def test_a_failed_runs_metrics_are_not_history(runner: Runner, tmp_path):
     # the failed run's 50 (58 > 100 would fail)
     third = run(3, 8)
     assert third.passed, third.failure_reason
+
+
+def test_an_excluded_statistic_leaves_the_history_of_dynamic_rules(runner: Runner, tmp_path):
+    """Glue's "Exclude statistics": a historical load's row count kept out of last()."""
+    from sparkmark.quality.store import EXCLUDE, QualityStore
+
+    data = tmp_path / "in"
+    data.mkdir()
+    rules = "Rules = [ RowCount >= last() ]"
+
+    def run(n: int, rows: int):
+        with open(data / f"p{n}.json", "w", encoding="utf-8") as out:
+            out.writelines(json.dumps({"id": n * 1000 + i}) + "\n" for i in range(rows))
+        job = runner.start()
+        result = job.evaluate_quality(job.read_files(str(data), format="json", ctx="src"), rules, name="load")
+        job.commit()
+        return result.outcomes[0]
+
+    assert run(1, 5).passed and run(2, 500).passed  # 500 rows: a one-off historical load
+    store = QualityStore(runner.store)
+    (load,) = [r for r in store.results(runner.name) if r.metrics["Dataset.*.RowCount"] == 500]
+    store.annotate(load.id, ["Dataset.*.RowCount"], EXCLUDE)
+    third = run(3, 8)  # held to run 1's 5, not the excluded 500
+    assert third.passed, third.failure_reason

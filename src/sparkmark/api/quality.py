@@ -10,6 +10,7 @@ from typing import Any
 
 from ..app.tags import RULESET_KIND
 from ..engine.schema import utcnow
+from ..quality import statistics
 from ..quality.ruleset import DQDLError, parse_ruleset
 from ..quality.store import StoredResult
 from ..quality_service.engine import check_ruleset
@@ -322,3 +323,145 @@ def list_data_quality_rule_recommendation_runs(svc: Service, p: dict[str, Any]) 
 def cancel_data_quality_rule_recommendation_run(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     svc.quality_runs.cancel(p["RunId"], RECOMMENDATION)
     return {}
+
+
+# ------------------------------------------------------------------ statistics and models
+
+
+def _all_points(svc: Service) -> list[statistics.Point]:
+    stored = svc.quality.find(limit=None)
+    return statistics.points(stored, svc.quality.annotations_of([r.id for r in stored]))
+
+
+def _recorded(moment: datetime, f: dict[str, Any]) -> bool:
+    return _within(moment, f.get("RecordedAfter"), f.get("RecordedBefore"))
+
+
+def _series(svc: Service, statistic: str) -> list[statistics.Point]:
+    return [p for p in _all_points(svc) if statistics.statistic_id(p.result, p.metric) == statistic]
+
+
+@handler("ListDataQualityStatistics")
+def list_data_quality_statistics(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    f = p.get("TimestampFilter") or {}
+    found = []
+    for point in _all_points(svc):
+        statistic, profile = (
+            statistics.statistic_id(point.result, point.metric),
+            statistics.profile_id(point.result),
+        )
+        if p.get("StatisticId") not in (None, statistic) or p.get("ProfileId") not in (None, profile):
+            continue
+        if not _recorded(point.result.evaluated_at, f):
+            continue
+        described = statistics.describe(point.metric)
+        run = {"RunId": point.result.evaluation_run_id, "JobRunId": point.result.run_id}
+        doc = {
+            "StatisticId": statistic,
+            "ProfileId": profile,
+            "RunIdentifier": {k: v for k, v in run.items() if v},
+            "StatisticName": described.name,
+            "DoubleValue": point.value,
+            "EvaluationLevel": described.level,
+            "ColumnsReferenced": list(described.columns),
+            "ReferencedDatasets": list(described.datasets),
+            "StatisticProperties": {"Metric": point.metric, "Ruleset": point.result.ruleset},
+            "RecordedOn": point.result.evaluated_at,
+            "InclusionAnnotation": {"Value": point.inclusion or "INCLUDE", "LastModifiedOn": point.annotated}
+            if point.inclusion
+            else None,
+        }
+        found.append({k: v for k, v in doc.items() if v is not None})
+    found.reverse()  # newest first
+    chunk, token = page(found, p)
+    return {"Statistics": chunk, "NextToken": token}
+
+
+def _point(svc: Service, profile: str, statistic: str) -> statistics.Point | None:
+    number = statistics.result_number(profile)
+    stored = svc.quality.find(result_id=number, limit=1) if number is not None else []
+    for result in stored:
+        for metric in result.metrics:
+            if statistics.statistic_id(result, metric) == statistic:
+                value = result.metrics[metric]
+                return statistics.Point(result, metric, float(value), None, None)
+    return None
+
+
+@handler("BatchPutDataQualityStatisticAnnotation")
+def batch_put_data_quality_statistic_annotation(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    failed = []
+    for given in p["InclusionAnnotations"]:
+        found = _point(svc, given["ProfileId"], given["StatisticId"])
+        if found is None:
+            failed.append({**given, "FailureReason": "no such statistic in that profile"})
+            continue
+        svc.quality.annotate(found.result.id, [found.metric], given["InclusionAnnotation"])
+    return {
+        "FailedInclusionAnnotations": [
+            {k: v for k, v in f.items() if k != "InclusionAnnotation"} for f in failed
+        ]
+    }
+
+
+@handler("PutDataQualityProfileAnnotation")
+def put_data_quality_profile_annotation(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    number = statistics.result_number(p["ProfileId"])
+    stored = svc.quality.find(result_id=number, limit=1) if number is not None else []
+    if not stored:
+        raise not_found(f"Data quality profile {p['ProfileId']} not found")
+    svc.quality.annotate(stored[0].id, list(stored[0].metrics), p["InclusionAnnotation"])
+    return {}
+
+
+@handler("ListDataQualityStatisticAnnotations")
+def list_data_quality_statistic_annotations(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    f = p.get("TimestampFilter") or {}
+    found = [
+        {
+            "ProfileId": statistics.profile_id(point.result),
+            "StatisticId": statistics.statistic_id(point.result, point.metric),
+            "StatisticRecordedOn": point.result.evaluated_at,
+            "InclusionAnnotation": {"Value": point.inclusion, "LastModifiedOn": point.annotated},
+        }
+        for point in _all_points(svc)
+        if point.inclusion and _recorded(point.result.evaluated_at, f)
+    ]
+    found = [
+        a
+        for a in found
+        if p.get("StatisticId") in (None, a["StatisticId"]) and p.get("ProfileId") in (None, a["ProfileId"])
+    ]
+    chunk, token = page(found, p)
+    return {"Annotations": chunk, "NextToken": token}
+
+
+def _model_series(svc: Service, p: dict[str, Any]) -> list[statistics.Point]:
+    """The statistic's points up to the profile's, oldest first."""
+    series = _series(svc, p["StatisticId"]) if p.get("StatisticId") else []
+    at = [statistics.profile_id(x.result) for x in series]
+    if p["ProfileId"] not in at:
+        raise not_found(f"no statistic {p.get('StatisticId')} in profile {p['ProfileId']}")
+    return series[: at.index(p["ProfileId"]) + 1]
+
+
+@handler("GetDataQualityModel")
+def get_data_quality_model(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    """The model is fitted when it is asked for, from the statistic's history up to the
+    profile: it is always SUCCEEDED, its times the profile's."""
+    if p.get("StatisticId"):
+        series = _model_series(svc, p)
+        when = series[-1].result.evaluated_at
+    else:
+        number = statistics.result_number(p["ProfileId"])
+        stored = svc.quality.find(result_id=number, limit=1) if number is not None else []
+        if not stored:
+            raise not_found(f"Data quality profile {p['ProfileId']} not found")
+        when = stored[0].evaluated_at
+    return {"Status": "SUCCEEDED", "StartedOn": when, "CompletedOn": when}
+
+
+@handler("GetDataQualityModelResult")
+def get_data_quality_model_result(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    series = _model_series(svc, p)
+    return {"CompletedOn": series[-1].result.evaluated_at, "Model": statistics.model_results(series)}

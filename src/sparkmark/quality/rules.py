@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, StringType
 
+from . import anomaly
 from .conditions import holds, row_predicate
 from .dynamic import DynamicError
 from .ruleset import ANALYZABLE, RULE_TYPES, Condition, DQDLError, Rule, check_rule, is_dynamic, settle  # noqa: F401
@@ -158,7 +159,7 @@ def compile_rule(rule: Rule, ctx: Context) -> Check:
     check = _compile_rule(rule, ctx)
     if not is_dynamic(rule):
         return check
-    earlier = ctx.history(check.metric) if ctx.history else []
+    earlier = [x for x in (ctx.history(check.metric) if ctx.history else []) if not math.isnan(x)]
     try:
         settled, worked_out = settle(rule, earlier)
     except DynamicError as exc:
@@ -644,16 +645,11 @@ def _detect_anomalies(rule: Rule, ctx: Context) -> Check:
     notes: dict[str, Any] = {}
 
     def passes(value: Any) -> bool:
-        notes["history_points"] = len(earlier)
         if value is None:
             return False
-        if len(earlier) < 3:
-            notes["note"] = "fewer than 3 earlier values: not judged"
-            return True
-        mean = sum(earlier) / len(earlier)
-        spread = math.sqrt(sum((x - mean) ** 2 for x in earlier) / len(earlier))
-        notes.update(expected_low=mean - 3 * spread, expected_high=mean + 3 * spread)
-        return mean - 3 * spread <= float(value) <= mean + 3 * spread
+        verdict = anomaly.judge(earlier, float(value))
+        notes.update(verdict.notes())
+        return not verdict.anomalous
 
     return Check(
         rule,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,10 +21,11 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    update,
 )
 
 from ..engine.models import RunState
-from ..engine.schema import UTCDateTime
+from ..engine.schema import UTCDateTime, utcnow
 from ..engine.store import StateStore
 from ..state import components
 
@@ -52,7 +54,20 @@ def _evaluation_runs(conn: Connection) -> None:
     components.add_column(conn, results.name, Column("data_source", Text))
 
 
-COMPONENT = components.declare("quality", "quality_schema_version", metadata, [results], _evaluation_runs)
+# A statistic's data point kept out of (EXCLUDE) or put back into (INCLUDE) the history
+# that dynamic rules and DetectAnomalies learn from: one metric of one stored result.
+annotations_table = Table(
+    "sm_quality_annotations",
+    metadata,
+    Column("result_id", Integer, primary_key=True),
+    Column("metric", String(512), primary_key=True),
+    Column("inclusion", String(8), nullable=False),
+    Column("updated", UTCDateTime, nullable=False),
+)
+COMPONENT = components.declare(
+    "quality", "quality_schema_version", metadata, [results], _evaluation_runs, [annotations_table]
+)
+EXCLUDE, INCLUDE = "EXCLUDE", "INCLUDE"
 
 
 @dataclass(frozen=True)
@@ -191,7 +206,7 @@ class QualityStore:
         """Every metric of the ruleset's latest ``limit`` evaluations in this job (or, for
         the API's evaluation runs, on this data source), oldest first, leaving out the
         runs that did not succeed."""
-        query = select(results.c.metrics, results.c.run_id).where(
+        query = select(results.c.id, results.c.metrics, results.c.run_id).where(
             results.c.job_name == job_name, results.c.ruleset == ruleset
         )
         if data_source is not None:
@@ -199,15 +214,60 @@ class QualityStore:
         query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
         with self.state.connect() as conn:
             rows = conn.execute(query).all()
+            excluded = self.excluded(conn, [r.id for r in rows])
         states = self.state.run_states([r.run_id for r in rows if r.run_id])
-        return [
-            json.loads(row.metrics)
-            for row in reversed(rows)
-            if not row.run_id or states.get(row.run_id, RunState.SUCCEEDED) is RunState.SUCCEEDED
-        ]
+        kept = []
+        for row in reversed(rows):
+            if row.run_id and states.get(row.run_id, RunState.SUCCEEDED) is not RunState.SUCCEEDED:
+                continue
+            metrics = json.loads(row.metrics)
+            for metric in excluded.get(row.id, ()):
+                if metric in metrics:
+                    metrics[metric] = math.nan  # keeps its place, takes no part
+            kept.append(metrics)
+        return kept
+
+    @staticmethod
+    def excluded(conn: Any, result_ids: list[int]) -> dict[int, set[str]]:
+        """The metrics annotated EXCLUDE, by result."""
+        found: dict[int, set[str]] = {}
+        for start in range(0, len(result_ids), 500):
+            chunk = result_ids[start : start + 500]
+            query = select(annotations_table.c.result_id, annotations_table.c.metric).where(
+                annotations_table.c.result_id.in_(chunk), annotations_table.c.inclusion == EXCLUDE
+            )
+            for result_id, metric in conn.execute(query):
+                found.setdefault(result_id, set()).add(metric)
+        return found
+
+    def annotate(self, result_id: int, metrics: list[str], inclusion: str) -> None:
+        """Keep ``metrics`` of a result out of the history (EXCLUDE) or in it (INCLUDE)."""
+        now = utcnow()
+        with self.state.begin() as conn:
+            for metric in metrics:
+                where = (annotations_table.c.result_id == result_id) & (annotations_table.c.metric == metric)
+                if conn.execute(select(annotations_table.c.metric).where(where)).first():
+                    conn.execute(
+                        update(annotations_table).where(where).values(inclusion=inclusion, updated=now)
+                    )
+                else:
+                    conn.execute(
+                        insert(annotations_table).values(
+                            result_id=result_id, metric=metric, inclusion=inclusion, updated=now
+                        )
+                    )
+
+    def annotations_of(self, result_ids: list[int]) -> dict[tuple[int, str], tuple[str, datetime]]:
+        """Every annotation of these results: (result, metric) → (inclusion, when)."""
+        with self.state.connect() as conn:
+            rows = conn.execute(
+                select(annotations_table).where(annotations_table.c.result_id.in_(result_ids))
+            ).all()
+        return {(r.result_id, r.metric): (r.inclusion, r.updated) for r in rows}
 
 
 def values_of(evaluations: list[dict[str, Any]], metric: str) -> list[float]:
-    """One metric's numbers out of a list of evaluations' metrics, in their order."""
+    """One metric's numbers out of a list of evaluations' metrics, in their order; an
+    excluded value is NaN."""
     found = (m.get(metric) for m in evaluations)
     return [float(v) for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)]
