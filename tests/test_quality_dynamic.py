@@ -115,3 +115,32 @@ def test_an_excluded_statistic_leaves_the_history_of_dynamic_rules(runner: Runne
     store.annotate(load.id, ["Dataset.*.RowCount"], EXCLUDE)
     third = run(3, 8)  # held to run 1's 5, not the excluded 500
     assert third.passed, third.failure_reason
+
+
+def test_published_counts_reach_the_metric_store_and_the_prometheus_exposition(runner: Runner, tmp_path):
+    """Glue's enableDataQualityCloudWatchMetrics: glue.data.quality.rules.passed and
+    .failed in the "Glue Data Quality" namespace, by EvaluationContext."""
+    from sparkmark.app import App
+    from sparkmark.app.prometheus import exposition
+    from sparkmark.runtime.metric_store import MetricStore
+    from sparkmark.settings import Settings
+
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "p.json").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(4)))
+    job = runner.start()
+    frame = job.read_files(str(data), format="json", ctx="src")
+    job.evaluate_quality(
+        frame, 'Rules = [ RowCount = 4, RowCount > 9, IsComplete "id" ]', name="pub", publish_metrics=True
+    )
+    job.commit()
+    latest = {
+        (m.name, dict(m.dims)["EvaluationContext"]): m.value
+        for m in MetricStore(runner.store).latest("Glue Data Quality")
+    }
+    assert latest == {
+        ("glue.data.quality.rules.passed", "pub"): 2.0,
+        ("glue.data.quality.rules.failed", "pub"): 1.0,
+    }
+    text = exposition(App(Settings.from_env(), runner.store))[0].decode()
+    assert 'glue_data_quality_glue_data_quality_rules_failed{evaluation_context="pub"} 1.0' in text

@@ -360,10 +360,13 @@ class Job:
         reference: Mapping[str, DataFrame] | None = None,
         row_level: bool = True,
         filtered_rows: str = "pass",
+        publish_metrics: bool = False,
     ):
         """Evaluate a DQDL ruleset on ``df`` (see ``sparkmark.quality.evaluate``) and keep
-        the result with this run under ``name``; DetectAnomalies compares with the values
-        earlier successful runs of the job recorded under the same name."""
+        the result with this run under ``name``; dynamic rules and DetectAnomalies compare
+        with the values earlier successful runs of the job recorded under the same name.
+        ``publish_metrics`` puts the counts of passed and failed rules in the metric
+        store under Glue's names (Glue's ``enableDataQualityCloudWatchMetrics``)."""
         from .quality.runs import evaluate_in_run
 
         return evaluate_in_run(
@@ -374,6 +377,7 @@ class Job:
             reference=reference,
             row_level=row_level,
             filtered_rows=filtered_rows,
+            cloudwatch_metrics=publish_metrics,
         )
 
     def write_files(

@@ -35,6 +35,25 @@ def _history(store: QualityStore, job_name: str, ruleset: str) -> Callable[[str]
     return of
 
 
+NAMESPACE = "Glue Data Quality"  # CloudWatch's, where Glue publishes a ruleset's counts
+PASSED_METRIC, FAILED_METRIC = "glue.data.quality.rules.passed", "glue.data.quality.rules.failed"
+
+
+def publish_metrics(state: Any, context: str, result: QualityResult) -> None:
+    """The counts of passed and failed rules under Glue's names, with the evaluation
+    context as their dimension: in the metric store, so GetMetricData and /metrics
+    show them."""
+    from ..runtime.metric_store import Datapoint, MetricStore, dims_of
+
+    passed = sum(o.passed for o in result.outcomes)
+    counts = {PASSED_METRIC: float(passed), FAILED_METRIC: float(len(result.outcomes) - passed)}
+    dims = dims_of({"EvaluationContext": context})
+    store = MetricStore(state)
+    at = result.evaluated_at
+    store.put([Datapoint.single(NAMESPACE, name, dims, at, value, "Count") for name, value in counts.items()])
+    store.set_latest(NAMESPACE, {name: (value, "Count") for name, value in counts.items()}, dims, at)
+
+
 def evaluate_in_run(
     run: JobRun,
     df: DataFrame,
@@ -44,6 +63,7 @@ def evaluate_in_run(
     reference: Mapping[str, DataFrame] | None = None,
     row_level: bool = True,
     filtered_rows: str = "pass",
+    cloudwatch_metrics: bool = False,
 ) -> QualityResult:
     run.require_running()
     check_name("ruleset name", name)
@@ -59,6 +79,8 @@ def evaluate_in_run(
     )
     document = result.to_dict()
     store.save(run.name, run.run_id, document)
+    if cloudwatch_metrics:
+        publish_metrics(run.store, name, result)
     run.record_quality(
         name,
         {

@@ -93,7 +93,14 @@ class QualityEngine:
             f"dqrun-{uuid.uuid4().hex}", EVALUATION, request, self.owner, p.get("ClientToken")
         )
         if run.state == STARTING and "order" not in run.outcome:
-            order = {"run_id": run.id, "data_source": source, "additional": additional, "rulesets": rulesets}
+            options = p.get("AdditionalRunOptions") or {}
+            order = {
+                "run_id": run.id,
+                "data_source": source,
+                "additional": additional,
+                "rulesets": rulesets,
+                "cloudwatch": options.get("CloudWatchMetricsEnabled", True) is not False,
+            }
             self.store.set_run(run.id, outcome={"order": order})
         self._wake_up()
         return run

@@ -40,6 +40,7 @@ def _one_line(exc: BaseException) -> str:
 def evaluate(spark: Any, order_json: str) -> None:
     """Evaluate each of the order's rulesets on its data source; keep each result."""
     from ..quality.evaluate import evaluate as evaluate_rules
+    from ..quality.runs import publish_metrics
     from ..quality.store import values_of
 
     order = json.loads(order_json)
@@ -60,6 +61,8 @@ def evaluate(spark: Any, order_json: str) -> None:
                 row_level=False,
                 history=partial(values_of, earlier),
             )
+            if order.get("cloudwatch", True):
+                publish_metrics(store.state, name, result)
             kept.append(
                 store.save(
                     "",

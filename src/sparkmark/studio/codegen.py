@@ -41,6 +41,7 @@ from .transform_nodes import (
     drop_null_fields,
     dynamic_transform,
     evaluate_quality,
+    evaluate_quality_multi,
     fill_missing_values,
     filter_rows,
     join,
@@ -101,6 +102,7 @@ WRITERS: dict[str, Writer] = {
     "CustomCode": custom_code,
     "DynamicTransform": dynamic_transform,
     "EvaluateDataQuality": evaluate_quality,
+    "EvaluateDataQualityMultiFrame": evaluate_quality_multi,
     "S3DirectTarget": s3_direct,
     "S3GlueParquetTarget": s3_glue_parquet,
     "CatalogTarget": catalog_target,
@@ -116,7 +118,7 @@ WRITERS: dict[str, Writer] = {
 }
 
 
-NEEDS_NAMES = {"Join", "SparkSQL"}  # writers that look inputs up by node id
+NEEDS_NAMES = {"Join", "SparkSQL", "EvaluateDataQualityMultiFrame"}  # writers that look inputs up by node id
 
 
 SUPPORTED = frozenset(WRITERS)

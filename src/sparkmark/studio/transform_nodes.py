@@ -298,28 +298,77 @@ def dynamic_transform(node: Node, var: str, inputs: list[str], script: Script) -
     return call(var, f"{inputs[0]}.{function}", arguments)
 
 
-def evaluate_quality(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
-    script.need_import("from awsgluedq.transforms import EvaluateDataQuality")
+def _publishing(node: Node, var: str) -> dict[str, Any]:
+    """A data quality node's PublishingOptions as EvaluateDataQuality's publishing_options."""
     publishing = node.spec.get("PublishingOptions") or {}
-    options = {
+    options: dict[str, Any] = {
         "dataQualityEvaluationContext": publishing.get("EvaluationContext") or var,
         "enableDataQualityResultsPublishing": bool(publishing.get("ResultsPublishingEnabled", True)),
     }
+    if publishing.get("CloudWatchMetricsEnabled") is not None:
+        options["enableDataQualityCloudWatchMetrics"] = bool(publishing["CloudWatchMetricsEnabled"])
+    if publishing.get("ResultsS3Prefix"):
+        options["resultsS3Prefix"] = publishing["ResultsS3Prefix"]
+    return options
+
+
+def _stop_on_failure(node: Node, results: str) -> list[str]:
+    if not (node.spec.get("StopJobOnFailureOptions") or {}).get("StopJobOnFailureTiming"):
+        return []
+    return [
+        f'if {results}["ruleOutcomes"].toDF().where("Outcome != \'Passed\'").count():',
+        f"    raise Exception({lit('data quality rules failed in ' + node.name)})",
+    ]
+
+
+def evaluate_quality_multi(
+    node: Node, var: str, inputs: list[str], script: Script, names: dict[str, str] | None = None
+) -> list[str]:
+    """EvaluateDataQualityMultiFrame: the first input is the data; AdditionalDataSources
+    names the other inputs by the aliases its rules use. Its output is the collection
+    (ruleOutcomes, rowLevelOutcomes) that SelectFromCollection nodes take apart."""
+    script.need_import("from awsgluedq.transforms import EvaluateDataQuality")
+    given = node.spec.get("AdditionalDataSources") or {}
+    known = names or {}
+    for alias, source in given.items():
+        if source not in node.inputs[1:]:
+            raise GraphError(
+                [
+                    f"{node.label()}: AdditionalDataSources {alias!r} names {source!r}, which is not one of its Inputs"
+                ]
+            )
+    references = "{" + ", ".join(f"{lit(alias)}: {known[source]}" for alias, source in given.items()) + "}"
+    arguments = {
+        "frame": inputs[0],
+        "additional_data_sources": references,
+        "ruleset": f"{var}_ruleset",
+        "publishing_options": lit(_publishing(node, var)),
+    }
+    if node.spec.get("AdditionalOptions"):
+        arguments["additional_options"] = lit(dict(node.spec["AdditionalOptions"]))
+    return [
+        f"{var}_ruleset = {lit(node.spec['Ruleset'])}",
+        *call(var, "EvaluateDataQuality().process_rows", arguments),
+        *_stop_on_failure(node, var),
+    ]
+
+
+def evaluate_quality(node: Node, var: str, inputs: list[str], script: Script) -> list[str]:
+    script.need_import("from awsgluedq.transforms import EvaluateDataQuality")
     results = f"{var}_results"
     lines = [
         f"{var}_ruleset = {lit(node.spec['Ruleset'])}",
         *call(
             results,
             "EvaluateDataQuality().process_rows",
-            {"frame": inputs[0], "ruleset": f"{var}_ruleset", "publishing_options": lit(options)},
+            {
+                "frame": inputs[0],
+                "ruleset": f"{var}_ruleset",
+                "publishing_options": lit(_publishing(node, var)),
+            },
         ),
+        *_stop_on_failure(node, results),
     ]
-    stop = (node.spec.get("StopJobOnFailureOptions") or {}).get("StopJobOnFailureTiming")
-    if stop:
-        lines += [
-            f'if {results}["ruleOutcomes"].toDF().where("Outcome != \'Passed\'").count():',
-            f"    raise Exception({lit('data quality rules failed in ' + node.name)})",
-        ]
     if node.spec.get("Output") == "EvaluationResults":
         lines.append(
             f'{var} = SelectFromCollection.apply(dfc={results}, key="ruleOutcomes", transformation_ctx={lit(var)})'

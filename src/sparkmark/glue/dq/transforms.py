@@ -43,7 +43,14 @@ def _evaluate(
     filtered = label.lower()
     if run is not None and options.get("enableDataQualityResultsPublishing", True):
         result = evaluate_in_run(
-            run, df, ruleset, name=name, reference=references, row_level=row_level, filtered_rows=filtered
+            run,
+            df,
+            ruleset,
+            name=name,
+            reference=references,
+            row_level=row_level,
+            filtered_rows=filtered,
+            cloudwatch_metrics=bool(options.get("enableDataQualityCloudWatchMetrics", False)),
         )
     else:
         result = evaluate(
