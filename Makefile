@@ -224,6 +224,8 @@ bench: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/commit_cost.py
 	$(PY) bench/jdbc_read.py
 	$(PY) bench/quality.py
+	$(PY) bench/quality_dynamic.py
+	$(PY) bench/anomaly.py
 	$(PY) bench/small_work.py
 	$(PY) bench/session_start.py
 	$(PY) bench/table_formats.py
@@ -248,6 +250,8 @@ bench-quick: install services jars bench-clients $(VENV)/.bench
 	$(PY) bench/commit_cost.py --quick
 	$(PY) bench/jdbc_read.py --quick --repeats 3
 	$(PY) bench/quality.py --quick --repeats 2
+	$(PY) bench/quality_dynamic.py --quick --repeats 2
+	$(PY) bench/anomaly.py
 	$(PY) bench/small_work.py --repeats 2
 	$(PY) bench/session_start.py --repeats 3
 	$(PY) bench/table_formats.py --quick --repeats 3

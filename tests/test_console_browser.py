@@ -162,3 +162,82 @@ def test_stop_a_running_workflow_from_its_page(project, page, monkeypatch):
         assert [a.state.value for a in run.actions] == ["STOPPED"]
     finally:
         running.stop()
+
+
+def test_a_statistics_anomaly_is_charted_and_excluded_and_api_rulesets_are_shown(project, page):
+    """Three weeks of a daily job's row counts with a weekly season, then a drop: the
+    chart draws the model's band and marks the drop; excluding it from the page takes it
+    out of the history rules learn from. The API's rulesets, their evaluation runs and a
+    recommendation run's proposal have pages of their own."""
+    import math
+    from datetime import UTC, datetime, timedelta
+
+    from sparkmark.quality.store import QualityStore
+    from sparkmark.quality_service.records import RECOMMENDATION, SUCCEEDED, QualityServiceStore
+
+    store = QualityStore(project.store)
+    week = [1000, 1040, 1080, 1020, 970, 620, 550]
+    counts = [week[i % 7] for i in range(21)] + [400]  # the 22nd run, a Monday-like day, drops
+    start_day = datetime(2026, 10, 1, 6, tzinfo=UTC)
+    for i, n in enumerate(counts):
+        store.save(
+            "dq_series",
+            None,
+            {
+                "ruleset": "volume",
+                "evaluated_at": (start_day + timedelta(days=i)).isoformat(),
+                "passed": True,
+                "score": 1.0,
+                "rules": [{"rule": "RowCount > 0", "outcome": "Passed"}],
+                "metrics": {"Dataset.*.RowCount": n},
+            },
+        )
+    service = QualityServiceStore(project.store)
+    service.add_ruleset(
+        "orders-checks",
+        'Rules = [ IsComplete "id" ]',
+        target_table={"DatabaseName": "sales", "TableName": "orders"},
+    )
+    service.add_run(
+        "dqrun-rec1",
+        RECOMMENDATION,
+        {
+            "DataSource": {"GlueTable": {"DatabaseName": "sales", "TableName": "orders"}},
+            "CreatedRulesetName": "orders-checks",
+        },
+        "here",
+        None,
+    )
+    service.set_run("dqrun-rec1", state=SUCCEEDED, outcome={"ruleset": 'Rules = [\n    IsComplete "id"\n]'})
+
+    running = start(project.settings, "127.0.0.1", 0, None, scheduler=False)
+    try:
+        goto(page, running, "/quality/dq_series")
+        selector = 'canvas.metric-chart[data-metric="Dataset.*.RowCount"]'
+        page.wait_for_function(f"document.querySelector('{selector}').chart !== undefined")
+        flagged = page.evaluate(f"JSON.parse(document.querySelector('{selector}').dataset.flagged)")
+        # the first weekend (five weekdays of history, the short-history band) and the
+        # drop; the later weekends are the season the model has learnt
+        assert flagged == [5, 21]
+        highs = page.evaluate(f"document.querySelector('{selector}').chart.data.datasets[1].data")
+        assert highs[21] is not None and highs[21] > 400
+        shot(page, "quality-statistics")
+        page.locator(
+            'section.statistic[data-metric="Dataset.*.RowCount"] button', has_text="Exclude from history"
+        ).last.click()
+        page.wait_for_selector('section.statistic button:has-text("Include again")')
+        earlier = store.earlier_metrics("dq_series", "volume")
+        assert math.isnan(earlier[21]["Dataset.*.RowCount"]) and earlier[20]["Dataset.*.RowCount"] == 550
+
+        goto(page, running, "/rulesets")
+        assert page.locator("#api-rulesets").inner_text().count("orders-checks") == 1
+        page.locator("#recommendations a", has_text="dqrun-rec1").click()
+        page.wait_for_url("**/recommendations/dqrun-rec1")
+        assert 'IsComplete "id"' in page.locator("#proposal").inner_text()
+        goto(page, running, "/rulesets/orders-checks")
+        assert page.locator("#ruleset-text").inner_text() == 'Rules = [ IsComplete "id" ]'
+        assert "Not evaluated yet" in page.content()
+        goto(page, running, "/rulesets/nope")
+        assert "no data quality ruleset 'nope'" in page.content()
+    finally:
+        running.stop()

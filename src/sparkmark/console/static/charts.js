@@ -51,3 +51,29 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 });
+
+// A statistic's values with the band the anomaly model expected for each (from the
+// points before it): points outside it are red crosses, excluded points grey squares.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const canvas of document.querySelectorAll("canvas.metric-chart")) {
+    const labels = JSON.parse(canvas.dataset.labels);
+    const values = JSON.parse(canvas.dataset.values);
+    const lows = JSON.parse(canvas.dataset.lows);
+    const highs = JSON.parse(canvas.dataset.highs);
+    const flagged = new Set(JSON.parse(canvas.dataset.flagged));
+    const excluded = new Set(JSON.parse(canvas.dataset.excluded));
+    const colour = (i) => (excluded.has(i) ? "#9e9e9e" : flagged.has(i) ? "#c62828" : "#1565c0");
+    const shape = (i) => (excluded.has(i) ? "rect" : flagged.has(i) ? "crossRot" : "circle");
+    canvas.chart = new Chart(canvas, {
+      type: "line",
+      data: { labels, datasets: [
+        { label: "expected low", data: lows, borderColor: "rgba(46,125,50,0.4)", pointRadius: 0, spanGaps: true },
+        { label: "expected high", data: highs, borderColor: "rgba(46,125,50,0.4)", backgroundColor: "rgba(46,125,50,0.12)", fill: "-1", pointRadius: 0, spanGaps: true },
+        { label: canvas.dataset.metric, data: values, borderColor: "#90a4ae",
+          pointBackgroundColor: values.map((_, i) => colour(i)), pointBorderColor: values.map((_, i) => colour(i)),
+          pointStyle: values.map((_, i) => shape(i)), pointRadius: values.map((_, i) => (flagged.has(i) ? 7 : 4)) },
+      ] },
+      options: { animation: false, maintainAspectRatio: false, plugins: { legend: { display: false } } },
+    });
+  }
+});
