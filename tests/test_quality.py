@@ -514,6 +514,12 @@ def test_glue_evaluate_data_quality(spark, tmp_path):
     }
     rows = SelectFromCollection.apply(dfc=collection, key="rowLevelOutcomes").toDF()
     assert rows.where(F.col(RESULT_COLUMN) == "Failed").count() == 1
+    with pytest.raises(Exception, match="compositeRuleEvaluation.method 'ROW' is not supported"):
+        EvaluateDataQuality().process_rows(
+            frame=frame,
+            ruleset='Rules = [ (RowCount = 5) or (IsComplete "name") ]',
+            additional_options={"compositeRuleEvaluation.method": "ROW"},
+        )
     applied = EvaluateDataQuality.apply(
         frame=frame,
         ruleset="Rules = [ ColumnCount = 6 ]",

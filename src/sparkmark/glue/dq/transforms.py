@@ -16,6 +16,7 @@ from ..dynamicframe import DynamicFrame, DynamicFrameCollection
 
 CONTEXT = "dataQualityEvaluationContext"
 FILTERED_ROWS = "rowLevelConfiguration.filteredRowLabel"  # PASS (default) or SKIP
+COMPOSITE_METHOD = "compositeRuleEvaluation.method"  # COLUMN (default); ROW is refused
 
 
 def _frame_df(frame) -> Any:
@@ -33,6 +34,13 @@ def _evaluate(
     options = dict(publishing_options or {})
     extra = dict(additional_options or {})
     name = str(options.get(CONTEXT) or "default")
+    method = str(extra.get(COMPOSITE_METHOD, "COLUMN")).upper()
+    if method != "COLUMN":
+        raise ArgumentError(
+            f"{COMPOSITE_METHOD} {method!r} is not supported: composite rules are judged from their "
+            "parts' dataset outcomes (Glue's default, COLUMN); the row-level outcomes already combine "
+            "their parts row by row"
+        )
     label = str(extra.get(FILTERED_ROWS, "PASS")).upper()
     if label not in ("PASS", "SKIP"):
         raise ArgumentError(f"{FILTERED_ROWS} must be PASS or SKIP, got {label!r}")
