@@ -16,7 +16,6 @@ series' points after the third. Goals: the model's recall >= 0.9 and precision >
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import record
-from sparkmark.quality.anomaly import judge, precision_recall, walk_forward
+from sparkmark.quality.anomaly import judge, outside_band, precision_recall, walk_forward
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "quality" / "anomaly_series.json"
 WEEK = np.array([1.0, 1.04, 1.08, 1.02, 0.97, 0.62, 0.55])
@@ -62,14 +61,7 @@ def make_series() -> list[dict]:
     return [{"name": n, "values": [round(float(v), 6) for v in y], "anomalies": a} for n, y, a in out]
 
 
-def band(history: list[float], value: float) -> bool:
-    """The mean ± 3σ band (population σ) of every earlier value: DetectAnomalies before."""
-    kept = [x for x in history if not math.isnan(x)]
-    if len(kept) < 3:
-        return False
-    mean = sum(kept) / len(kept)
-    spread = math.sqrt(sum((x - mean) ** 2 for x in kept) / len(kept))
-    return not mean - 3 * spread <= value <= mean + 3 * spread
+band = outside_band
 
 
 def model(history: list[float], value: float) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparkmark.quality.anomaly import judge, precision_recall, walk_forward
+from sparkmark.quality.anomaly import judge, outside_band, precision_recall, walk_forward
 from sparkmark.quality.statistics import describe
 
 SERIES = {
@@ -22,13 +22,7 @@ SERIES = {
 }
 
 
-def band(history, value):
-    kept = [x for x in history if not math.isnan(x)]
-    if len(kept) < 3:
-        return False
-    mean = sum(kept) / len(kept)
-    spread = math.sqrt(sum((x - mean) ** 2 for x in kept) / len(kept))
-    return not mean - 3 * spread <= value <= mean + 3 * spread
+band = outside_band
 
 
 def flagged(name, detect):

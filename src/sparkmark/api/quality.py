@@ -262,18 +262,32 @@ def get_data_quality_ruleset_evaluation_run(svc: Service, p: dict[str, Any]) -> 
     return doc
 
 
-@handler("ListDataQualityRulesetEvaluationRuns")
-def list_data_quality_ruleset_evaluation_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+def _listed_runs(svc: Service, kind: str, p: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """A List…Runs answer: the runs of ``kind`` its Filter keeps, newest first, paged."""
     f = p.get("Filter") or {}
-    runs = [
-        {"RunId": r.id, "Status": r.state, "StartedOn": r.started, "DataSource": r.request.get("DataSource")}
-        for r in svc.quality_runs.store.runs(EVALUATION)
-        if (not f.get("DataSource") or _same_table(r.request.get("DataSource"), f["DataSource"]))
-        and _within(r.started, f.get("StartedAfter"), f.get("StartedBefore"))
-        and (not f.get("RulesetName") or f["RulesetName"] in r.request.get("RulesetNames", []))
-    ]
+    runs = []
+    for r in svc.quality_runs.store.runs(kind):
+        if f.get("DataSource") and not _same_table(r.request.get("DataSource"), f["DataSource"]):
+            continue
+        if not _within(r.started, f.get("StartedAfter"), f.get("StartedBefore")):
+            continue
+        if f.get("RulesetName") and f["RulesetName"] not in r.request.get("RulesetNames", []):
+            continue
+        doc = {
+            "RunId": r.id,
+            "Status": r.state,
+            "StartedOn": r.started,
+            "DataSource": r.request.get("DataSource"),
+        }
+        doc.update({name: r.request.get(name) for name in fields})
+        runs.append({k: v for k, v in doc.items() if v is not None})
     chunk, token = page(runs, p)
     return {"Runs": chunk, "NextToken": token}
+
+
+@handler("ListDataQualityRulesetEvaluationRuns")
+def list_data_quality_ruleset_evaluation_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
+    return _listed_runs(svc, EVALUATION, p, ())
 
 
 @handler("CancelDataQualityRulesetEvaluationRun")
@@ -298,25 +312,7 @@ def get_data_quality_rule_recommendation_run(svc: Service, p: dict[str, Any]) ->
 
 @handler("ListDataQualityRuleRecommendationRuns")
 def list_data_quality_rule_recommendation_runs(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    f = p.get("Filter") or {}
-    runs = [
-        {
-            k: v
-            for k, v in {
-                "RunId": r.id,
-                "Status": r.state,
-                "StartedOn": r.started,
-                "DataSource": r.request.get("DataSource"),
-                "CreatedRulesetName": r.request.get("CreatedRulesetName"),
-            }.items()
-            if v is not None
-        }
-        for r in svc.quality_runs.store.runs(RECOMMENDATION)
-        if (not f.get("DataSource") or _same_table(r.request.get("DataSource"), f["DataSource"]))
-        and _within(r.started, f.get("StartedAfter"), f.get("StartedBefore"))
-    ]
-    chunk, token = page(runs, p)
-    return {"Runs": chunk, "NextToken": token}
+    return _listed_runs(svc, RECOMMENDATION, p, ("CreatedRulesetName", "RecommendationMode"))
 
 
 @handler("CancelDataQualityRuleRecommendationRun")

@@ -428,8 +428,6 @@ class Clock:
 
 def outcome_of(text: str) -> dict[str, Any] | None:
     """The outcome line in a statement's printed output."""
-    for line in reversed(text.splitlines()):
-        if line.startswith(MARK):
-            found: dict[str, Any] = json.loads(line[len(MARK) :])
-            return found
-    return None
+    from ..sessions.owned import marked
+
+    return marked(text, MARK)

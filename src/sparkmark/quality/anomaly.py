@@ -177,6 +177,18 @@ def _spread(residual: np.ndarray, y: np.ndarray) -> float:
     return max(float(np.std(off)), floor) if len(off) else floor
 
 
+def outside_band(history: Sequence[float], value: float) -> bool:
+    """Whether ``value`` lies outside the mean ± 3σ (population σ) of every earlier value:
+    how DetectAnomalies judged before this model, kept as the baseline it is measured
+    against (bench/anomaly.py)."""
+    kept = [x for x in history if not math.isnan(x)]
+    if len(kept) < BAND_POINTS:
+        return False
+    mean = sum(kept) / len(kept)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in kept) / len(kept))
+    return not mean - SIGMAS * spread <= value <= mean + SIGMAS * spread
+
+
 def walk_forward(series: Sequence[float], detect, labelled: Sequence[int] = (), warmup: int = 3) -> list[int]:
     """The positions ``detect(history, value)`` flags, each point judged on the ones
     before it, as a user reviewing each alert would have it: a flagged point that is a

@@ -148,9 +148,7 @@ def _distinct(frame: Any, name: str, present: int, estimate: int) -> int:
 
 
 def outcome_of(text: str) -> dict[str, Any] | None:
-    """The outcome a statement printed, or None when it printed none (it failed)."""
-    for line in reversed(text.splitlines()):
-        if line.startswith(MARK):
-            found: dict[str, Any] = json.loads(line[len(MARK) :])
-            return found
-    return None
+    """The outcome line in a statement's printed output."""
+    from ..sessions.owned import marked
+
+    return marked(text, MARK)

@@ -4,6 +4,7 @@ made again when it ended, and a statement run there and waited for."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -65,3 +66,13 @@ def error_of(statement: StatementRecord) -> str:
         or ["no outcome"]
     )
     return error if isinstance(error, str) else error[0]
+
+
+def marked(text: str, mark: str) -> dict[str, Any] | None:
+    """The JSON a statement printed after ``mark`` on its last such line (what work run
+    in the session reports), or None when it printed none (it failed first)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(mark):
+            found: dict[str, Any] = json.loads(line[len(mark) :])
+            return found
+    return None
