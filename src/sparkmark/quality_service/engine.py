@@ -89,19 +89,16 @@ class QualityEngine:
             raise ArgumentError("RulesetNames names no ruleset")
         rulesets = [(name, self.store.ruleset(name).ruleset) for name in names]
         request = {**p, "DataSource": source, "AdditionalDataSources": additional}
-        run = self.store.add_run(
-            f"dqrun-{uuid.uuid4().hex}", EVALUATION, request, self.owner, p.get("ClientToken")
-        )
-        if run.state == STARTING and "order" not in run.outcome:
-            options = p.get("AdditionalRunOptions") or {}
-            order = {
-                "run_id": run.id,
-                "data_source": source,
-                "additional": additional,
-                "rulesets": rulesets,
-                "cloudwatch": options.get("CloudWatchMetricsEnabled", True) is not False,
-            }
-            self.store.set_run(run.id, outcome={"order": order})
+        run_id = f"dqrun-{uuid.uuid4().hex}"
+        options = p.get("AdditionalRunOptions") or {}
+        order = {
+            "run_id": run_id,
+            "data_source": source,
+            "additional": additional,
+            "rulesets": rulesets,
+            "cloudwatch": options.get("CloudWatchMetricsEnabled", True) is not False,
+        }
+        run = self.store.add_run(run_id, EVALUATION, request, self.owner, p.get("ClientToken"), order)
         self._wake_up()
         return run
 
@@ -115,11 +112,9 @@ class QualityEngine:
             except NotFound:
                 pass
         request = {**p, "DataSource": source}
-        run = self.store.add_run(
-            f"dqrun-{uuid.uuid4().hex}", RECOMMENDATION, request, self.owner, p.get("ClientToken")
-        )
-        if run.state == STARTING and "order" not in run.outcome:
-            self.store.set_run(run.id, outcome={"order": {"run_id": run.id, "data_source": source}})
+        run_id = f"dqrun-{uuid.uuid4().hex}"
+        order = {"run_id": run_id, "data_source": source}
+        run = self.store.add_run(run_id, RECOMMENDATION, request, self.owner, p.get("ClientToken"), order)
         self._wake_up()
         return run
 

@@ -175,8 +175,17 @@ class QualityServiceStore:
 
     # ------------------------------------------------------------------ runs
     def add_run(
-        self, run_id: str, kind: str, request: dict[str, Any], owner: str, client_token: str | None
+        self,
+        run_id: str,
+        kind: str,
+        request: dict[str, Any],
+        owner: str,
+        client_token: str | None,
+        order: dict[str, Any] | None = None,
     ) -> TaskRun:
+        """Record a run STARTING with the ``order`` its engine runs, in one statement (the
+        engine may look for waiting runs at any moment); a ``client_token`` seen before
+        gives that run back."""
         now = utcnow()
         with self.state.begin() as conn:
             if client_token:
@@ -193,6 +202,7 @@ class QualityServiceStore:
                     kind=kind,
                     request=json.dumps(request, default=str),
                     state=STARTING,
+                    outcome=json.dumps({"order": order}, default=str) if order else None,
                     owner=owner,
                     client_token=client_token,
                     started=now,
