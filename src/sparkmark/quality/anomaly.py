@@ -22,13 +22,13 @@ position, so the season's phases stay in step, and takes no part in the fit.
 3. **Band**: the residuals' spread, 1.4826 × their median absolute deviation (the
    standard deviation of normal noise, and not widened by the anomalies in the history),
    each residual taken from the season of the other points of its phase, as a
-   prediction would miss it.
-   The next value is anomalous when it lies more than 3 of those from the prediction.
+   prediction would miss it. The next value is anomalous when it lies more than 3 of
+   those from the prediction.
 
 With fewer than 14 usable points (two cycles of the weekly season; a season the model
-cannot see yet would look like a run of anomalies) the model is not fitted: the value must lie within
-the mean ± 3 (sample) standard deviations of the history; with fewer than 3 it is
-not judged.
+cannot see yet would look like a run of anomalies) the model is not fitted: the value
+must lie within the mean ± 3 (sample) standard deviations of the history; with fewer
+than 3 it is not judged.
 """
 
 from __future__ import annotations
