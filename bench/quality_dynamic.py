@@ -29,7 +29,7 @@ from harness import arguments, record, timed
 from quality import COUNTRIES, NOW, RULES
 from sparkmark.engine.store import StateStore
 from sparkmark.quality import evaluate
-from sparkmark.quality.runs import _history
+from sparkmark.quality.runs import history_of
 from sparkmark.quality.store import QualityStore
 from sparkmark.settings import Settings
 from sparkmark.spark import create_session
@@ -103,7 +103,7 @@ def main() -> None:
                 dynamic,
                 row_level=False,
                 now=NOW,
-                history=_history(store, "q4", "q4"),
+                history=history_of(store, "q4", "q4"),
             )
             outcomes["dynamic"] = [o.passed for o in result.outcomes]
 

@@ -66,10 +66,14 @@ def _result(r: StoredResult) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if v is not None}
 
 
-def _stored(svc: Service, given: str) -> StoredResult | None:
-    number = _number(given)
+def _numbered(svc: Service, number: int | None) -> StoredResult | None:
+    """The stored result of this number (a result's or a profile's), if there is one."""
     found = svc.quality.find(result_id=number, limit=1) if number is not None else []
     return found[0] if found else None
+
+
+def _stored(svc: Service, given: str) -> StoredResult | None:
+    return _numbered(svc, _number(given))
 
 
 @handler("GetDataQualityResult")
@@ -116,9 +120,14 @@ def list_data_quality_results(svc: Service, p: dict[str, Any]) -> dict[str, Any]
     return {"Results": chunk, "NextToken": token}
 
 
+def _table_key(table: dict[str, Any] | None) -> tuple[Any, Any]:
+    """(database, table) of a GlueTable or a TargetTable."""
+    return ((table or {}).get("DatabaseName"), (table or {}).get("TableName"))
+
+
 def _same_table(found: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
-    a, b = (found or {}).get("GlueTable") or {}, wanted.get("GlueTable") or {}
-    return (a.get("DatabaseName"), a.get("TableName")) == (b.get("DatabaseName"), b.get("TableName"))
+    """Whether two DataSources name the same catalog table."""
+    return _table_key((found or {}).get("GlueTable")) == _table_key(wanted.get("GlueTable"))
 
 
 # ------------------------------------------------------------------ rulesets
@@ -196,11 +205,7 @@ def list_data_quality_rulesets(svc: Service, p: dict[str, Any]) -> dict[str, Any
             continue
         if f.get("Description") and f["Description"] != r.description:
             continue
-        if target and (
-            not r.target_table
-            or (r.target_table.get("DatabaseName"), r.target_table.get("TableName"))
-            != (target.get("DatabaseName"), target.get("TableName"))
-        ):
+        if target and (not r.target_table or _table_key(r.target_table) != _table_key(target)):
             continue
         if not _within(r.created, f.get("CreatedAfter"), f.get("CreatedBefore")):
             continue
@@ -374,14 +379,10 @@ def list_data_quality_statistics(svc: Service, p: dict[str, Any]) -> dict[str, A
 
 
 def _point(svc: Service, profile: str, statistic: str) -> statistics.Point | None:
-    number = statistics.result_number(profile)
-    stored = svc.quality.find(result_id=number, limit=1) if number is not None else []
-    for result in stored:
-        for metric in result.metrics:
-            if statistics.statistic_id(result, metric) == statistic:
-                value = result.metrics[metric]
-                return statistics.Point(result, metric, float(value), None, None)
-    return None
+    """The data point of ``statistic`` in ``profile``, if it has one."""
+    result = _numbered(svc, statistics.result_number(profile))
+    points = statistics.points([result], {}) if result is not None else []
+    return next((x for x in points if statistics.statistic_id(x.result, x.metric) == statistic), None)
 
 
 @handler("BatchPutDataQualityStatisticAnnotation")
@@ -402,32 +403,34 @@ def batch_put_data_quality_statistic_annotation(svc: Service, p: dict[str, Any])
 
 @handler("PutDataQualityProfileAnnotation")
 def put_data_quality_profile_annotation(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
-    number = statistics.result_number(p["ProfileId"])
-    stored = svc.quality.find(result_id=number, limit=1) if number is not None else []
-    if not stored:
+    result = _numbered(svc, statistics.result_number(p["ProfileId"]))
+    if result is None:
         raise not_found(f"Data quality profile {p['ProfileId']} not found")
-    svc.quality.annotate(stored[0].id, list(stored[0].metrics), p["InclusionAnnotation"])
+    svc.quality.annotate(result.id, list(result.metrics), p["InclusionAnnotation"])
     return {}
 
 
 @handler("ListDataQualityStatisticAnnotations")
 def list_data_quality_statistic_annotations(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
     f = p.get("TimestampFilter") or {}
-    found = [
-        {
-            "ProfileId": statistics.profile_id(point.result),
-            "StatisticId": statistics.statistic_id(point.result, point.metric),
-            "StatisticRecordedOn": point.result.evaluated_at,
-            "InclusionAnnotation": {"Value": point.inclusion, "LastModifiedOn": point.annotated},
-        }
-        for point in _all_points(svc)
-        if point.inclusion and _recorded(point.result.evaluated_at, f)
-    ]
-    found = [
-        a
-        for a in found
-        if p.get("StatisticId") in (None, a["StatisticId"]) and p.get("ProfileId") in (None, a["ProfileId"])
-    ]
+    found = []
+    for point in _all_points(svc):
+        if not point.inclusion or not _recorded(point.result.evaluated_at, f):
+            continue
+        profile, statistic = (
+            statistics.profile_id(point.result),
+            statistics.statistic_id(point.result, point.metric),
+        )
+        if p.get("StatisticId") not in (None, statistic) or p.get("ProfileId") not in (None, profile):
+            continue
+        found.append(
+            {
+                "ProfileId": profile,
+                "StatisticId": statistic,
+                "StatisticRecordedOn": point.result.evaluated_at,
+                "InclusionAnnotation": {"Value": point.inclusion, "LastModifiedOn": point.annotated},
+            }
+        )
     chunk, token = page(found, p)
     return {"Annotations": chunk, "NextToken": token}
 
@@ -449,11 +452,10 @@ def get_data_quality_model(svc: Service, p: dict[str, Any]) -> dict[str, Any]:
         series = _model_series(svc, p)
         when = series[-1].result.evaluated_at
     else:
-        number = statistics.result_number(p["ProfileId"])
-        stored = svc.quality.find(result_id=number, limit=1) if number is not None else []
-        if not stored:
+        result = _numbered(svc, statistics.result_number(p["ProfileId"]))
+        if result is None:
             raise not_found(f"Data quality profile {p['ProfileId']} not found")
-        when = stored[0].evaluated_at
+        when = result.evaluated_at
     return {"Status": "SUCCEEDED", "StartedOn": when, "CompletedOn": when}
 
 

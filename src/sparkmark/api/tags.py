@@ -62,11 +62,7 @@ def _exists(svc: Service, kind: str, name: str) -> bool:
             return False
         return True
     if kind == RULESET_KIND:
-        try:
-            svc.quality_runs.store.ruleset(name)
-        except NotFound:
-            return False
-        return True
+        return svc.quality_runs.store.find_ruleset(name) is not None
     return True  # tables: named database/table, checked by the catalog operations
 
 

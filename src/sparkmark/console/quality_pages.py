@@ -145,10 +145,9 @@ def ruleset_page(request: Request) -> Response:
     with their scores and statistics."""
     service = request.app.state.service
     name = request.path_params["name"]
-    try:
-        ruleset = service.quality_runs.store.ruleset(name)
-    except NotFound:
-        raise PageError(404, f"no data quality ruleset {name!r}") from None
+    ruleset = service.quality_runs.store.find_ruleset(name)
+    if ruleset is None:
+        raise PageError(404, f"no data quality ruleset {name!r}")
     results = [r for r in service.quality.find(ruleset=name, limit=200) if r.evaluation_run_id]
     chart = {
         "labels": [r.evaluated_at.strftime("%Y-%m-%d %H:%M") for r in reversed(results)],

@@ -21,15 +21,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("sparkmark.quality")
 
 
-def _history(store: QualityStore, job_name: str, ruleset: str) -> Callable[[str], list[float]]:
+def history_of(
+    store: QualityStore, job_name: str, ruleset: str, data_source: dict[str, Any] | None = None
+) -> Callable[[str], list[float]]:
     """Earlier values of a metric, read from the store once for the whole ruleset (its
-    dynamic rules and DetectAnomalies each ask)."""
+    dynamic rules and DetectAnomalies each ask), and only if one asks: a job's results
+    (``job_name``), or an evaluation run's on ``data_source``."""
     earlier: list[dict[str, Any]] | None = None
 
     def of(metric: str) -> list[float]:
         nonlocal earlier
         if earlier is None:
-            earlier = store.earlier_metrics(job_name, ruleset)
+            earlier = store.earlier_metrics(job_name, ruleset, data_source=data_source)
         return values_of(earlier, metric)
 
     return of
@@ -75,7 +78,7 @@ def evaluate_in_run(
         name=name,
         row_level=row_level,
         filtered_rows=filtered_rows,
-        history=_history(store, run.name, name),
+        history=history_of(store, run.name, name),
     )
     document = result.to_dict()
     store.save(run.name, run.run_id, document)

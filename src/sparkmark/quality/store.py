@@ -195,11 +195,6 @@ class QualityStore:
         with self.state.connect() as conn:
             return [RulesetSummary(*row) for row in conn.execute(query)]
 
-    def history(self, job_name: str, ruleset: str, metric: str, limit: int = 100) -> list[float]:
-        """A metric's earlier values for this job and ruleset, oldest first, from runs
-        that succeeded (or evaluations made outside a run)."""
-        return values_of(self.earlier_metrics(job_name, ruleset, limit), metric)
-
     def earlier_metrics(
         self, job_name: str, ruleset: str, limit: int = 100, data_source: dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
@@ -214,7 +209,10 @@ class QualityStore:
         query = query.order_by(results.c.evaluated_at.desc(), results.c.id.desc()).limit(limit)
         with self.state.connect() as conn:
             rows = conn.execute(query).all()
-            excluded = self.excluded(conn, [r.id for r in rows])
+        excluded: dict[int, set[str]] = {}
+        for (result_id, metric), (inclusion, _when) in self.annotations_of([r.id for r in rows]).items():
+            if inclusion == EXCLUDE:
+                excluded.setdefault(result_id, set()).add(metric)
         states = self.state.run_states([r.run_id for r in rows if r.run_id])
         kept = []
         for row in reversed(rows):
@@ -226,19 +224,6 @@ class QualityStore:
                     metrics[metric] = math.nan  # keeps its place, takes no part
             kept.append(metrics)
         return kept
-
-    @staticmethod
-    def excluded(conn: Any, result_ids: list[int]) -> dict[int, set[str]]:
-        """The metrics annotated EXCLUDE, by result."""
-        found: dict[int, set[str]] = {}
-        for start in range(0, len(result_ids), 500):
-            chunk = result_ids[start : start + 500]
-            query = select(annotations_table.c.result_id, annotations_table.c.metric).where(
-                annotations_table.c.result_id.in_(chunk), annotations_table.c.inclusion == EXCLUDE
-            )
-            for result_id, metric in conn.execute(query):
-                found.setdefault(result_id, set()).add(metric)
-        return found
 
     def annotate(self, result_id: int, metrics: list[str], inclusion: str) -> None:
         """Keep ``metrics`` of a result out of the history (EXCLUDE) or in it (INCLUDE)."""
@@ -258,12 +243,16 @@ class QualityStore:
                     )
 
     def annotations_of(self, result_ids: list[int]) -> dict[tuple[int, str], tuple[str, datetime]]:
-        """Every annotation of these results: (result, metric) → (inclusion, when)."""
+        """Every annotation of these results: (result, metric) → (inclusion, when). The
+        ids are asked for 500 at a time (a database's limit on a statement's parameters)."""
+        found: dict[tuple[int, str], tuple[str, datetime]] = {}
         with self.state.connect() as conn:
-            rows = conn.execute(
-                select(annotations_table).where(annotations_table.c.result_id.in_(result_ids))
-            ).all()
-        return {(r.result_id, r.metric): (r.inclusion, r.updated) for r in rows}
+            for start in range(0, len(result_ids), 500):
+                chunk = result_ids[start : start + 500]
+                query = select(annotations_table).where(annotations_table.c.result_id.in_(chunk))
+                for r in conn.execute(query):
+                    found[(r.result_id, r.metric)] = (r.inclusion, r.updated)
+        return found
 
 
 def values_of(evaluations: list[dict[str, Any]], metric: str) -> list[float]:

@@ -19,7 +19,7 @@ import uuid
 from typing import Any
 
 from ..engine.owner import is_dead, this_process
-from ..errors import ArgumentError, NotFound, SparkmarkError
+from ..errors import ArgumentError, SparkmarkError
 from ..quality.ruleset import DQDLError, parse_ruleset
 from ..sessions import owned
 from .execute import outcome_of
@@ -105,12 +105,8 @@ class QualityEngine:
     def start_recommendation(self, p: dict[str, Any]) -> TaskRun:
         source = self._table(p["DataSource"], "DataSource")
         created = p.get("CreatedRulesetName")
-        if created:
-            try:
-                self.store.ruleset(created)
-                raise ArgumentError(f"ruleset {created} already exists; CreatedRulesetName names a new one")
-            except NotFound:
-                pass
+        if created and self.store.find_ruleset(created) is not None:
+            raise ArgumentError(f"ruleset {created} already exists; CreatedRulesetName names a new one")
         request = {**p, "DataSource": source}
         run_id = f"dqrun-{uuid.uuid4().hex}"
         order = {"run_id": run_id, "data_source": source}

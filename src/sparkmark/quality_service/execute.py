@@ -6,7 +6,6 @@ numbers it kept, or the ruleset it proposes, or why it could not."""
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any
 
 MARK = "SPARKMARK_QUALITY "
@@ -40,8 +39,7 @@ def _one_line(exc: BaseException) -> str:
 def evaluate(spark: Any, order_json: str) -> None:
     """Evaluate each of the order's rulesets on its data source; keep each result."""
     from ..quality.evaluate import evaluate as evaluate_rules
-    from ..quality.runs import publish_metrics
-    from ..quality.store import values_of
+    from ..quality.runs import history_of, publish_metrics
 
     order = json.loads(order_json)
     try:
@@ -52,14 +50,13 @@ def evaluate(spark: Any, order_json: str) -> None:
         store = _store(spark)
         kept = []
         for name, text in order["rulesets"]:
-            earlier = store.earlier_metrics("", name, data_source=order["data_source"])
             result = evaluate_rules(
                 frame,
                 text,
                 reference=references,
                 name=name,
                 row_level=False,
-                history=partial(values_of, earlier),
+                history=history_of(store, "", name, order["data_source"]),
             )
             if order.get("cloudwatch", True):
                 publish_metrics(store.state, name, result)

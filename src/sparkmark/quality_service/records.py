@@ -147,12 +147,16 @@ class QualityServiceStore:
                 )
             )
 
-    def ruleset(self, name: str) -> RulesetRecord:
+    def find_ruleset(self, name: str) -> RulesetRecord | None:
         with self.state.connect() as conn:
             row = conn.execute(select(rulesets_table).where(rulesets_table.c.name == name)).first()
-        if row is None:
+        return _ruleset(row) if row is not None else None
+
+    def ruleset(self, name: str) -> RulesetRecord:
+        found = self.find_ruleset(name)
+        if found is None:
             raise NotFound(f"Cannot find Data Quality Ruleset in account 000000000000 with name {name}")
-        return _ruleset(row)
+        return found
 
     def rulesets(self) -> list[RulesetRecord]:
         with self.state.connect() as conn:
