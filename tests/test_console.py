@@ -333,6 +333,25 @@ def test_run_job_and_retry_need_the_token_and_csrf_and_a_declared_job(console, p
 
 def test_post_only_routes_refuse_get_and_unknown_methods(console):
     assert get(console, "/workflows/nightly/start").status_code == 405
+    assert get(console, "/quality-annotations").status_code == 405
+
+
+def test_an_annotation_without_the_forms_csrf_token_changes_nothing(console, project):
+    """Excluding a data quality statistic is a form post: signed in but without the
+    page's CSRF token it is refused, and no annotation is kept."""
+    from sparkmark.quality.store import QualityStore
+
+    store = QualityStore(project.store)
+    result = store.results(JOB, limit=1)[0]
+    metric = next(iter(result.metrics))
+    answer = signed_in(console).post(
+        console.url + "/quality-annotations",
+        data={"result": str(result.id), "metric": metric, "inclusion": "EXCLUDE", "back": "/quality"},
+        timeout=30,
+        allow_redirects=False,
+    )
+    assert answer.status_code == 403 and "CSRF" in answer.text
+    assert store.annotations_of([result.id]) == {}
     assert signed_in(console).delete(console.url + f"/jobs/{JOB}/bookmark", timeout=30).status_code == 405
 
 

@@ -320,6 +320,7 @@ def test_the_console_runs_nothing_for_a_rebound_page_or_without_the_token(projec
             ("POST", "/studio/api/jobs/owned/run"),
             ("POST", "/studio/api/jobs/owned/preview"),
             ("POST", "/workflows/any/start"),
+            ("POST", "/quality-annotations"),
         ):
             status, _, _ = raw(url, method, path, body, {"Content-Type": "application/json"})
             assert status == 401, (method, path)
